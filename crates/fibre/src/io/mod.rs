@@ -1,0 +1,3 @@
+//! Adapters between fibre and the formats other tools speak; each behind a feature.
+#[cfg(feature = "iproute2")]
+pub mod iproute2;

@@ -1,0 +1,124 @@
+//! Network devices and their addresses: what the kernel derives routes from.
+use crate::addr::Address;
+use crate::prefix::Prefix;
+use crate::route::{IfIndex, LOOPBACK_IFINDEX};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LinkKind {
+    Loopback,
+    /// One end of a veth pair; `peer` is the other end's index.
+    Veth { peer: IfIndex },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    pub index: IfIndex,
+    pub name: String,
+    pub up: bool,
+    pub kind: LinkKind,
+}
+
+/// An address on a device (`ip addr add PREFIX dev NAME`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IfAddr<A: Address> {
+    /// The address itself (`local`), with the subnet length.
+    pub addr: A,
+    pub len: u8,
+    pub dev: IfIndex,
+    /// IPv4 explicit broadcast (`brd`).
+    pub broadcast: Option<A>,
+    pub noprefixroute: bool,
+    /// Metric of the prefix route (`metric N`).
+    pub metric: Option<u32>,
+    /// IPv4: its /32 local route was added while the device was down and the device has not been
+    /// taken down since (then the kernel keeps it until the next down event).
+    pub local_while_down: bool,
+}
+
+impl<A: Address> IfAddr<A> {
+    pub fn subnet(&self) -> Prefix<A> {
+        Prefix::new(self.addr, self.len)
+    }
+}
+
+/// The devices of one namespace. `lo` exists from the start, down, as in a new namespace.
+#[derive(Clone, Debug)]
+pub struct Links {
+    links: Vec<Link>,
+    next_index: IfIndex,
+}
+
+impl Default for Links {
+    fn default() -> Self {
+        Links {
+            links: vec![Link { index: LOOPBACK_IFINDEX, name: "lo".into(), up: false, kind: LinkKind::Loopback }],
+            next_index: 2,
+        }
+    }
+}
+
+impl Links {
+    pub fn by_name(&self, name: &str) -> Option<&Link> {
+        self.links.iter().find(|l| l.name == name)
+    }
+    pub fn by_index(&self, index: IfIndex) -> Option<&Link> {
+        self.links.iter().find(|l| l.index == index)
+    }
+    pub fn name_of(&self, index: IfIndex) -> Option<&str> {
+        self.by_index(index).map(|l| l.name.as_str())
+    }
+    pub fn is_up(&self, index: IfIndex) -> bool {
+        self.by_index(index).is_some_and(|l| l.up)
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &Link> {
+        self.links.iter()
+    }
+    /// Creates a veth pair. The kernel registers the peer first, so the peer gets the lower index.
+    pub fn add_veth(&mut self, name: &str, peer: &str) -> (IfIndex, IfIndex) {
+        let p = self.next_index;
+        let n = p + 1;
+        self.next_index += 2;
+        self.links.push(Link { index: p, name: peer.into(), up: false, kind: LinkKind::Veth { peer: n } });
+        self.links.push(Link { index: n, name: name.into(), up: false, kind: LinkKind::Veth { peer: p } });
+        (n, p)
+    }
+    pub fn set_up(&mut self, index: IfIndex, up: bool) {
+        if let Some(l) = self.links.iter_mut().find(|l| l.index == index) {
+            l.up = up;
+        }
+    }
+    /// Removes a device (and its veth peer, which cannot live alone). Returns the indexes removed.
+    pub fn remove(&mut self, index: IfIndex) -> Vec<IfIndex> {
+        let mut gone = vec![index];
+        if let Some(Link { kind: LinkKind::Veth { peer }, .. }) = self.by_index(index) {
+            gone.push(*peer);
+        }
+        self.links.retain(|l| !gone.contains(&l.index));
+        gone
+    }
+}
+
+/// The loopback addresses the kernel puts on `lo` when it first comes up.
+pub fn loopback_v4() -> IfAddr<Ipv4Addr> {
+    IfAddr {
+        addr: Ipv4Addr::LOCALHOST,
+        len: 8,
+        dev: LOOPBACK_IFINDEX,
+        broadcast: None,
+        noprefixroute: false,
+        metric: None,
+        local_while_down: false,
+    }
+}
+pub fn loopback_v6() -> IfAddr<Ipv6Addr> {
+    IfAddr {
+        addr: Ipv6Addr::LOCALHOST,
+        len: 128,
+        dev: LOOPBACK_IFINDEX,
+        broadcast: None,
+        noprefixroute: false,
+        metric: None,
+        local_while_down: false,
+    }
+}

@@ -1,0 +1,191 @@
+//! Next hops, and the interning table that shares them between routes.
+//!
+//! A route refers to its next hops through an [`NhId`]: a small index into the family's
+//! [`NhTable`], where identical next-hop groups are stored once and reference-counted, as the
+//! kernel shares `fib_info` objects. A compiled FIB stores these small ids, never route structs.
+use crate::addr::Address;
+use crate::route::IfIndex;
+use std::collections::HashMap;
+
+/// One way out: a gateway, a device, or both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NextHop<A: Address> {
+    pub gateway: Option<A>,
+    /// Output device; `None` only for reject routes (the kernel then uses `lo`).
+    pub dev: Option<IfIndex>,
+    /// ECMP weight, 1..=256 (`rtnh_hops + 1`).
+    pub weight: u16,
+    pub onlink: bool,
+}
+
+impl<A: Address> NextHop<A> {
+    pub fn dev(dev: IfIndex) -> Self {
+        NextHop { gateway: None, dev: Some(dev), weight: 1, onlink: false }
+    }
+    pub fn via(gateway: A, dev: IfIndex) -> Self {
+        NextHop { gateway: Some(gateway), dev: Some(dev), weight: 1, onlink: false }
+    }
+}
+
+/// Index of an interned next-hop group. `NhId::NONE` is the empty group of reject routes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NhId(pub u32);
+
+impl NhId {
+    pub const NONE: NhId = NhId(0);
+}
+
+/// Interned next-hop groups with reference counts. Slot 0 is the empty group, never freed.
+#[derive(Clone, Debug)]
+pub struct NhTable<A: Address> {
+    groups: Vec<Vec<NextHop<A>>>,
+    refs: Vec<u32>,
+    index: HashMap<Vec<NextHop<A>>, NhId>,
+    free: Vec<u32>,
+    /// While a change set is open: references taken (dropped on rollback) and releases put off
+    /// until commit, so that a rolled-back route never points at a freed or reused slot.
+    txn: Option<(Vec<NhId>, Vec<NhId>)>,
+}
+
+impl<A: Address> Default for NhTable<A> {
+    fn default() -> Self {
+        NhTable { groups: vec![Vec::new()], refs: vec![u32::MAX], index: HashMap::new(), free: Vec::new(), txn: None }
+    }
+}
+
+impl<A: Address> NhTable<A> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Opens a change set: see the `txn` field.
+    pub fn begin(&mut self) {
+        debug_assert!(self.txn.is_none(), "nested change sets");
+        self.txn = Some((Vec::new(), Vec::new()));
+    }
+    /// Closes a change set, carrying out the releases it put off.
+    pub fn commit(&mut self) {
+        if let Some((_, deferred)) = self.txn.take() {
+            for id in deferred {
+                self.release(id);
+            }
+        }
+    }
+    /// Closes a change set, dropping the references it took; its releases never happen.
+    pub fn rollback(&mut self) {
+        if let Some((acquired, _)) = self.txn.take() {
+            for id in acquired {
+                self.release(id);
+            }
+        }
+    }
+    /// Returns the id of this group, storing it if new, and takes a reference.
+    pub fn intern(&mut self, hops: &[NextHop<A>]) -> NhId {
+        if hops.is_empty() {
+            return NhId::NONE;
+        }
+        if let Some(&id) = self.index.get(hops) {
+            self.refs[id.0 as usize] += 1;
+            self.note_acquired(id);
+            return id;
+        }
+        let id = match self.free.pop() {
+            Some(i) => {
+                self.groups[i as usize] = hops.to_vec();
+                self.refs[i as usize] = 1;
+                NhId(i)
+            }
+            None => {
+                self.groups.push(hops.to_vec());
+                self.refs.push(1);
+                NhId((self.groups.len() - 1) as u32)
+            }
+        };
+        self.index.insert(hops.to_vec(), id);
+        self.note_acquired(id);
+        id
+    }
+    fn note_acquired(&mut self, id: NhId) {
+        if let Some((acquired, _)) = self.txn.as_mut() {
+            acquired.push(id);
+        }
+    }
+    /// Takes one more reference to an id already held.
+    pub fn retain(&mut self, id: NhId) {
+        if id != NhId::NONE {
+            self.refs[id.0 as usize] += 1;
+            self.note_acquired(id);
+        }
+    }
+    /// Drops a reference; the group is freed with its last one.
+    pub fn release(&mut self, id: NhId) {
+        if id == NhId::NONE {
+            return;
+        }
+        if let Some((_, deferred)) = self.txn.as_mut() {
+            deferred.push(id);
+            return;
+        }
+        let r = &mut self.refs[id.0 as usize];
+        debug_assert!(*r > 0, "release of a free next-hop group");
+        *r -= 1;
+        if *r == 0 {
+            let hops = std::mem::take(&mut self.groups[id.0 as usize]);
+            self.index.remove(&hops);
+            self.free.push(id.0);
+        }
+    }
+    #[inline]
+    pub fn get(&self, id: NhId) -> &[NextHop<A>] {
+        &self.groups[id.0 as usize]
+    }
+    /// Groups currently stored (the empty group not counted).
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    #[test]
+    fn identical_groups_share_one_id_until_released() {
+        let mut t = NhTable::<Ipv4Addr>::new();
+        let a = [NextHop::via(Ipv4Addr::new(10, 0, 0, 1), 2)];
+        let b = [NextHop::via(Ipv4Addr::new(10, 0, 0, 2), 2)];
+        let ia = t.intern(&a);
+        assert_eq!(t.intern(&a), ia);
+        let ib = t.intern(&b);
+        assert_ne!(ia, ib);
+        assert_eq!(t.len(), 2);
+        t.release(ia);
+        assert_eq!(t.get(ia), &a);
+        t.release(ia);
+        assert_eq!(t.len(), 1);
+        let ic = t.intern(&a);
+        assert_eq!(ic, ia, "the freed slot is reused");
+        assert_eq!(t.intern(&[]), NhId::NONE);
+    }
+
+    #[test]
+    fn rollback_keeps_released_groups_alive() {
+        let mut t = NhTable::<Ipv4Addr>::new();
+        let a = [NextHop::via(Ipv4Addr::new(10, 0, 0, 1), 2)];
+        let ia = t.intern(&a);
+        t.begin();
+        t.release(ia);
+        let ib = t.intern(&[NextHop::dev(3)]);
+        assert_ne!(ia, ib, "a released slot is not reused inside a change set");
+        t.rollback();
+        assert_eq!(t.get(ia), &a);
+        assert_eq!(t.len(), 1, "the group taken inside the rolled-back set is gone");
+        t.begin();
+        t.release(ia);
+        t.commit();
+        assert!(t.is_empty());
+    }
+}

@@ -1,0 +1,125 @@
+//! IPv4 semantics of a route list (net/ipv4/fib_trie.c: `fib_table_insert`, `fib_table_delete`,
+//! `fib_table_lookup`).
+//!
+//! A list holds the routes ("aliases") of one prefix, ordered by TOS descending, then metric
+//! ascending, then insertion order. Routes with equal (TOS, metric) form a group: `add` refuses to
+//! join one, `append` goes after it, `prepend` before it, `replace` swaps its first member.
+use super::{InsertMode, KernelSemantics, LinkState, RouteSelector, TableLookup};
+use crate::error::{ChangeError, Errno};
+use crate::flow::Flow;
+use crate::nexthop::NhTable;
+use crate::route::Route;
+use std::net::Ipv4Addr;
+
+/// The bits of the DS field that IPv4 route TOS selectors compare (`IPTOS_TOS_MASK` without the
+/// obsolete lowest bit: `INET_DSCP_LEGACY_TOS_MASK`).
+pub const ROUTE_TOS_MASK: u8 = 0x1c;
+
+/// Same `fib_info` (next hops and attributes) and same type: `append` of it is a duplicate.
+fn same_alias(a: &Route<Ipv4Addr>, b: &Route<Ipv4Addr>) -> bool {
+    a.kind == b.kind
+        && a.protocol == b.protocol
+        && a.scope == b.scope
+        && a.prefsrc == b.prefsrc
+        && a.mtu == b.mtu
+        && a.nh == b.nh
+}
+
+/// `fib_find_alias`: the first route at or after the (tos, metric) key's place in the order.
+fn find_alias(list: &[Route<Ipv4Addr>], tos: u8, metric: u32) -> usize {
+    list.iter().position(|r| r.tos < tos || (r.tos == tos && r.metric >= metric)).unwrap_or(list.len())
+}
+
+impl KernelSemantics for Ipv4Addr {
+    fn insert(
+        list: &mut Vec<Route<Self>>,
+        route: Route<Self>,
+        mode: InsertMode,
+        _nhs: &mut NhTable<Self>,
+    ) -> Result<Vec<Route<Self>>, ChangeError> {
+        let first = find_alias(list, route.tos, route.metric);
+        let same_key = |r: &Route<Self>| r.tos == route.tos && r.metric == route.metric;
+        if first < list.len() && same_key(&list[first]) {
+            if mode == InsertMode::Add {
+                return Err(Errno::EEXIST.into());
+            }
+            let end = first + list[first..].iter().take_while(|r| same_key(r)).count();
+            let duplicate = list[first..end].iter().any(|r| same_alias(r, &route));
+            match mode {
+                InsertMode::Replace | InsertMode::Change => {
+                    if duplicate {
+                        // The kernel answers success and changes nothing; the new route's
+                        // reference goes back to the caller to release.
+                        return Ok(vec![route]);
+                    }
+                    let old = std::mem::replace(&mut list[first], route);
+                    return Ok(vec![old]);
+                }
+                InsertMode::Append | InsertMode::Prepend if duplicate => return Err(Errno::EEXIST.into()),
+                InsertMode::Append => list.insert(end, route),
+                _ => list.insert(first, route),
+            }
+            return Ok(vec![]);
+        }
+        if mode == InsertMode::Change {
+            return Err(Errno::ENOENT.into());
+        }
+        list.insert(first, route);
+        Ok(vec![])
+    }
+
+    fn delete(list: &mut Vec<Route<Self>>, sel: &RouteSelector<Self>, nhs: &NhTable<Self>) -> Result<Vec<Route<Self>>, Errno> {
+        let start = find_alias(list, sel.tos, sel.metric.unwrap_or(0));
+        for i in start..list.len() {
+            let r = &list[i];
+            if r.tos != sel.tos {
+                break;
+            }
+            let hops = nhs.get(r.nh);
+            let first = hops.first();
+            let nh_ok = if sel.dev.is_some() || sel.gateway.is_some() {
+                // `fib_nh_match`: a single-hop request compares with the first next hop.
+                sel.dev.is_none_or(|d| first.and_then(|h| h.dev) == Some(d))
+                    && sel.gateway.is_none_or(|g| first.and_then(|h| h.gateway) == Some(g))
+            } else if !sel.hops.is_empty() {
+                sel.hops.len() == hops.len()
+                    && sel.hops.iter().zip(hops).all(|(want, have)| {
+                        want.dev.is_none_or(|d| have.dev == Some(d)) && want.gateway.is_none_or(|g| have.gateway == Some(g))
+                    })
+            } else {
+                true
+            };
+            if sel.kind.is_none_or(|k| k == r.kind)
+                && sel.scope.is_none_or(|s| s == r.scope)
+                && sel.prefsrc.is_none_or(|p| Some(p) == r.prefsrc)
+                && sel.protocol.is_none_or(|p| p == r.protocol)
+                && sel.metric.is_none_or(|m| m == r.metric)
+                && nh_ok
+            {
+                return Ok(vec![list.remove(i)]);
+            }
+        }
+        Err(Errno::ESRCH)
+    }
+
+    fn select<'a>(list: &'a [Route<Self>], flow: &Flow<Self>, nhs: &NhTable<Self>, links: &dyn LinkState) -> TableLookup<'a, Self> {
+        let flow_tos = flow.tos & ROUTE_TOS_MASK;
+        for route in list {
+            if (route.tos != 0 && route.tos != flow_tos) || route.scope < flow.scope {
+                continue;
+            }
+            // Reject types answer before next hops are looked at.
+            if let Some(errno) = route.kind.reject_error() {
+                return TableLookup::Reject { route, errno };
+            }
+            for (hop, h) in nhs.get(route.nh).iter().enumerate() {
+                let Some(dev) = h.dev else { continue };
+                if !links.is_up(dev) || flow.oif.is_some_and(|o| o != dev) {
+                    continue;
+                }
+                return TableLookup::Match { route, hop };
+            }
+        }
+        TableLookup::None
+    }
+}

@@ -1,0 +1,204 @@
+//! IPv6 semantics of a route list (net/ipv6/ip6_fib.c `fib6_add_rt2node`, route.c `ip6_route_del`,
+//! `rt6_select` / `find_rr_leaf` / `rt6_score_route`).
+//!
+//! A list holds the routes of one (destination, source) pair sorted by metric; a new route goes
+//! after every route of its metric (`append` and `prepend` alike). Each route has exactly one next
+//! hop: a multipath route is stored as one route per leg, and the legs with a gateway and equal
+//! metric are ECMP *siblings*, derived here from the list rather than linked.
+use super::{InsertMode, KernelSemantics, LinkState, RouteSelector, TableLookup};
+use crate::error::{ChangeError, Errno};
+use crate::flow::Flow;
+use crate::nexthop::{NextHop, NhTable};
+use crate::route::{Route, LOOPBACK_IFINDEX};
+use std::net::Ipv6Addr;
+
+/// The only next hop of an IPv6 route (reject routes have none; the kernel gives them `lo`).
+fn hop(r: &Route<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>) -> NextHop<Ipv6Addr> {
+    nhs.get(r.nh).first().copied().unwrap_or(NextHop { gateway: None, dev: Some(LOOPBACK_IFINDEX), weight: 1, onlink: false })
+}
+
+/// `rt6_qualify_for_ecmp`: routes through a gateway may become siblings.
+pub fn qualifies_for_ecmp(r: &Route<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>) -> bool {
+    hop(r, nhs).gateway.is_some()
+}
+
+/// The ECMP siblings of `list[i]` (itself included), in list order.
+pub fn siblings<'a>(list: &'a [Route<Ipv6Addr>], i: usize, nhs: &NhTable<Ipv6Addr>) -> Vec<&'a Route<Ipv6Addr>> {
+    let r = &list[i];
+    if !qualifies_for_ecmp(r, nhs) {
+        return vec![r];
+    }
+    list.iter().filter(|o| o.metric == r.metric && qualifies_for_ecmp(o, nhs)).collect()
+}
+
+fn insert_leg(
+    list: &mut Vec<Route<Ipv6Addr>>,
+    route: Route<Ipv6Addr>,
+    mode: InsertMode,
+    nhs: &NhTable<Ipv6Addr>,
+) -> Result<Vec<Route<Ipv6Addr>>, ChangeError> {
+    let replace = matches!(mode, InsertMode::Replace | InsertMode::Change);
+    let new_ecmp = qualifies_for_ecmp(&route, nhs);
+    let new_hop = hop(&route, nhs);
+    let mut ins = list.len();
+    let mut found = None;
+    let mut fallback = None;
+    for (i, it) in list.iter().enumerate() {
+        if it.metric == route.metric {
+            if mode == InsertMode::Add {
+                return Err(Errno::EEXIST.into());
+            }
+            if replace {
+                if new_ecmp == qualifies_for_ecmp(it, nhs) {
+                    found = Some(i);
+                    break;
+                }
+                fallback.get_or_insert(i);
+                continue;
+            }
+            let h = hop(it, nhs);
+            if h.dev == new_hop.dev && h.gateway == new_hop.gateway {
+                return Err(Errno::EEXIST.into());
+            }
+        }
+        if it.metric > route.metric {
+            ins = i;
+            break;
+        }
+    }
+    if !replace {
+        list.insert(ins, route);
+        return Ok(vec![]);
+    }
+    let Some(at) = found.or(fallback) else {
+        if mode == InsertMode::Change {
+            return Err(ChangeError::with(Errno::ENOENT, "Route does not exist"));
+        }
+        list.insert(ins, route);
+        return Ok(vec![]);
+    };
+    let metric = route.metric;
+    let old = std::mem::replace(&mut list[at], route);
+    let mut displaced = Vec::new();
+    if qualifies_for_ecmp(&old, nhs) {
+        // Replacing an ECMP route removes its other siblings (they all follow it).
+        let mut i = at + 1;
+        while i < list.len() && list[i].metric <= metric {
+            if list[i].metric == metric && qualifies_for_ecmp(&list[i], nhs) {
+                displaced.push(list.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+    }
+    displaced.insert(0, old);
+    Ok(displaced)
+}
+
+/// `rt6_score_route` + `find_match`: `None` is unusable, higher is better.
+fn score(r: &Route<Ipv6Addr>, flow: &Flow<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>, links: &dyn LinkState) -> Option<i32> {
+    let dev = hop(r, nhs).dev.unwrap_or(LOOPBACK_IFINDEX);
+    if !links.is_up(dev) {
+        return None;
+    }
+    let mut m = if flow.oif.is_none_or(|o| o == dev) { 2 } else { 0 };
+    if m == 0 && flow.strict_oif {
+        return None;
+    }
+    m |= r.pref.score() << 2;
+    Some(m)
+}
+
+fn best<'a>(routes: impl Iterator<Item = &'a Route<Ipv6Addr>>, flow: &Flow<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>, links: &dyn LinkState) -> Option<&'a Route<Ipv6Addr>> {
+    let mut best: Option<(&Route<Ipv6Addr>, i32)> = None;
+    for r in routes {
+        if let Some(s) = score(r, flow, nhs, links) {
+            if best.is_none_or(|(_, b)| s > b) {
+                best = Some((r, s));
+            }
+        }
+    }
+    best.map(|(r, _)| r)
+}
+
+impl KernelSemantics for Ipv6Addr {
+    fn insert(
+        list: &mut Vec<Route<Self>>,
+        route: Route<Self>,
+        mode: InsertMode,
+        nhs: &mut NhTable<Self>,
+    ) -> Result<Vec<Route<Self>>, ChangeError> {
+        let hops = nhs.get(route.nh).to_vec();
+        if hops.len() <= 1 {
+            return insert_leg(list, route, mode, nhs);
+        }
+        // Multipath: one route per leg; the first leg takes the request's mode, the others join
+        // it as siblings (ip6_route_multipath_add). The whole request fails if one leg does.
+        let before = list.clone();
+        let mut displaced = Vec::new();
+        let mut legs = Vec::new();
+        for (i, h) in hops.iter().enumerate() {
+            let leg = Route { nh: nhs.intern(std::slice::from_ref(h)), ..route.clone() };
+            legs.push(leg.nh);
+            let leg_mode = if i == 0 { mode } else { InsertMode::Append };
+            match insert_leg(list, leg, leg_mode, nhs) {
+                Ok(d) => displaced.extend(d),
+                Err(e) => {
+                    *list = before;
+                    for id in legs {
+                        nhs.release(id);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        // The multipath group itself is not stored: give its reference back via the caller.
+        displaced.push(route);
+        Ok(displaced)
+    }
+
+    fn delete(list: &mut Vec<Route<Self>>, sel: &RouteSelector<Self>, nhs: &NhTable<Self>) -> Result<Vec<Route<Self>>, Errno> {
+        if !sel.hops.is_empty() {
+            // Multipath delete: each named leg like a single delete by gateway.
+            let mut out = Vec::new();
+            for h in &sel.hops {
+                let one = RouteSelector { hops: vec![], dev: h.dev, gateway: h.gateway, ..sel.clone() };
+                out.extend(Self::delete(list, &one, nhs)?);
+            }
+            return Ok(out);
+        }
+        let Some(i) = list.iter().position(|r| {
+            let h = hop(r, nhs);
+            sel.metric.is_none_or(|m| m == r.metric)
+                && sel.protocol.is_none_or(|p| p == r.protocol)
+                && sel.dev.is_none_or(|d| h.dev == Some(d))
+                && sel.gateway.is_none_or(|g| h.gateway == Some(g))
+        }) else {
+            return Err(Errno::ESRCH);
+        };
+        if sel.gateway.is_some() || !qualifies_for_ecmp(&list[i], nhs) {
+            return Ok(vec![list.remove(i)]);
+        }
+        // Without a gateway the whole ECMP route goes, all siblings.
+        let metric = list[i].metric;
+        let (gone, kept): (Vec<_>, Vec<_>) =
+            std::mem::take(list).into_iter().partition(|r| r.metric == metric && qualifies_for_ecmp(r, nhs));
+        *list = kept;
+        Ok(gone)
+    }
+
+    fn select<'a>(list: &'a [Route<Self>], flow: &Flow<Self>, nhs: &NhTable<Self>, links: &dyn LinkState) -> TableLookup<'a, Self> {
+        let Some(first) = list.first() else { return TableLookup::None };
+        // Step 1: the routes of the best metric compete on score; step 2, if none is usable, all
+        // the others do (find_rr_leaf's "cont" pass), still on score alone.
+        let same = list.iter().take_while(|r| r.metric == first.metric).count();
+        let chosen = best(list[..same].iter(), flow, nhs, links).or_else(|| best(list[same..].iter(), flow, nhs, links));
+        match chosen {
+            None => TableLookup::None,
+            Some(route) => match route.kind.reject_error() {
+                Some(errno) => TableLookup::Reject { route, errno },
+                None => TableLookup::Match { route, hop: 0 },
+            },
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! The RIB: the authoritative, ordered set of routes of one table and one family.
+//!
+//! Structure (generic over the family): a [`PrefixTrie`] keyed by destination prefix; each
+//! destination holds its routes without a source in an ordered list and, for IPv6 source-specific
+//! routes, a source subtree (another [`PrefixTrie`], keyed by source prefix) of ordered lists.
+//!
+//! Semantics (per family, in [`ipv4`] and [`ipv6`]): how a list is ordered on insert, what `add`,
+//! `append`, `prepend`, `replace`, `change` and `del` do to it, and which route of a list a lookup
+//! takes. They follow net/ipv4/fib_trie.c and net/ipv6/ip6_fib.c + route.c; see
+//! `docs/semantics.md`.
+//!
+//! Invariants, kept by every method here: no empty list is stored; a list is in the order its
+//! family's insert rules produce; every route's `nh` holds one reference in the [`NhTable`].
+pub mod ipv4;
+pub mod ipv6;
+pub mod trie;
+
+use crate::addr::Address;
+use crate::error::{ChangeError, Errno};
+use crate::flow::Flow;
+use crate::nexthop::{NextHop, NhId, NhTable};
+use crate::prefix::Prefix;
+use crate::route::{IfIndex, Protocol, Route, RouteType, Scope, TableId};
+pub use trie::{PrefixTrie, TrieStats};
+
+/// How an insert treats routes of the same key, named after `ip route` verbs (and netlink flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InsertMode {
+    /// `add` (NLM_F_CREATE | NLM_F_EXCL): fails with EEXIST if the key exists.
+    Add,
+    /// `append` (NLM_F_CREATE | NLM_F_APPEND): after routes of the same key.
+    Append,
+    /// `prepend` (NLM_F_CREATE): before routes of the same key (IPv4).
+    Prepend,
+    /// `replace` (NLM_F_CREATE | NLM_F_REPLACE): replaces the first route of the key, or adds.
+    Replace,
+    /// `change` (NLM_F_REPLACE): replaces, ENOENT if there is nothing to replace.
+    Change,
+}
+
+/// What `route del` names; `None` fields match anything (as the kernel treats absent attributes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouteSelector<A: Address> {
+    pub dst: Prefix<A>,
+    pub src: Prefix<A>,
+    pub tos: u8,
+    pub metric: Option<u32>,
+    pub kind: Option<RouteType>,
+    pub protocol: Option<Protocol>,
+    pub scope: Option<Scope>,
+    pub prefsrc: Option<A>,
+    /// Next hops named: each given gateway/device must match; empty matches any.
+    pub hops: Vec<NextHop<A>>,
+    /// Whether a device was named (`dev X`) on a single-hop selector.
+    pub dev: Option<IfIndex>,
+    pub gateway: Option<A>,
+}
+
+impl<A: Address> RouteSelector<A> {
+    pub fn prefix(dst: Prefix<A>) -> Self {
+        RouteSelector {
+            dst,
+            src: Prefix::any(),
+            tos: 0,
+            metric: None,
+            kind: None,
+            protocol: None,
+            scope: None,
+            prefsrc: None,
+            hops: Vec::new(),
+            dev: None,
+            gateway: None,
+        }
+    }
+}
+
+/// What a lookup in one table concluded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableLookup<'a, A: Address> {
+    /// A route matched; `hop` is the next hop the kernel would consider first.
+    Match { route: &'a Route<A>, hop: usize },
+    /// A reject route matched (or, IPv4, `throw` as `EAGAIN`).
+    Reject { route: &'a Route<A>, errno: Errno },
+    /// Nothing in this table.
+    None,
+}
+
+/// The facts about the world a lookup needs besides the table: which devices are up.
+pub trait LinkState {
+    fn is_up(&self, dev: IfIndex) -> bool;
+}
+/// Every device up: for tables looked at without a router around them.
+pub struct AllUp;
+impl LinkState for AllUp {
+    fn is_up(&self, _: IfIndex) -> bool {
+        true
+    }
+}
+
+/// A family's kernel semantics: ordering and selection inside one route list.
+pub trait KernelSemantics: Address {
+    /// Inserts `route` into `list` per `mode`. Returns the routes it displaced (the caller releases
+    /// their next-hop references). On error `list` is unchanged.
+    fn insert(
+        list: &mut Vec<Route<Self>>,
+        route: Route<Self>,
+        mode: InsertMode,
+        nhs: &mut NhTable<Self>,
+    ) -> Result<Vec<Route<Self>>, ChangeError>;
+    /// Removes what `route del` with `sel` removes. On error `list` is unchanged.
+    fn delete(list: &mut Vec<Route<Self>>, sel: &RouteSelector<Self>, nhs: &NhTable<Self>) -> Result<Vec<Route<Self>>, Errno>;
+    /// The route of `list` a lookup for `flow` takes, if any.
+    fn select<'a>(list: &'a [Route<Self>], flow: &Flow<Self>, nhs: &NhTable<Self>, links: &dyn LinkState) -> TableLookup<'a, Self>;
+}
+
+/// The routes of one destination prefix.
+#[derive(Clone, Debug)]
+pub struct DstEntry<A: Address> {
+    /// Routes without a source prefix, in kernel order.
+    pub routes: Vec<Route<A>>,
+    /// IPv6 source-specific routes: source prefix -> routes, in kernel order.
+    pub sources: Option<Box<PrefixTrie<A, Vec<Route<A>>>>>,
+}
+
+impl<A: Address> Default for DstEntry<A> {
+    fn default() -> Self {
+        DstEntry { routes: Vec::new(), sources: None }
+    }
+}
+
+impl<A: Address> DstEntry<A> {
+    fn is_empty(&self) -> bool {
+        self.routes.is_empty() && self.sources.as_ref().is_none_or(|s| s.is_empty())
+    }
+    fn list(&self, src: &Prefix<A>) -> Option<&Vec<Route<A>>> {
+        if src.is_default() {
+            Some(&self.routes)
+        } else {
+            self.sources.as_ref()?.get(src)
+        }
+    }
+}
+
+/// A saved route list, to put back if a change set fails (see [`Rib::restore`]).
+#[derive(Clone, Debug)]
+pub struct SavedList<A: Address> {
+    pub dst: Prefix<A>,
+    pub src: Prefix<A>,
+    pub routes: Vec<Route<A>>,
+}
+
+/// One table of one family.
+#[derive(Clone, Debug)]
+pub struct Rib<A: KernelSemantics> {
+    pub id: TableId,
+    trie: PrefixTrie<A, DstEntry<A>>,
+    routes: usize,
+}
+
+impl<A: KernelSemantics> Rib<A> {
+    pub fn new(id: TableId) -> Self {
+        Rib { id, trie: PrefixTrie::new(), routes: 0 }
+    }
+    /// Routes stored (IPv6 ECMP siblings count one each, as the kernel stores them).
+    pub fn len(&self) -> usize {
+        self.routes
+    }
+    pub fn is_empty(&self) -> bool {
+        self.routes == 0
+    }
+    /// Destination prefixes stored.
+    pub fn prefixes(&self) -> usize {
+        self.trie.len()
+    }
+    pub fn stats(&self) -> TrieStats {
+        self.trie.stats()
+    }
+    /// Bytes of heap held by the table (trie arena plus route lists).
+    pub fn heap_bytes(&self) -> usize {
+        let lists: usize = self
+            .trie
+            .iter()
+            .map(|(_, e)| {
+                e.routes.capacity() * std::mem::size_of::<Route<A>>()
+                    + e.sources.as_ref().map_or(0, |s| {
+                        s.heap_bytes() + s.iter().map(|(_, l)| l.capacity() * std::mem::size_of::<Route<A>>()).sum::<usize>()
+                    })
+            })
+            .sum();
+        self.trie.heap_bytes() + lists
+    }
+
+    /// The routes of exactly (`dst`, `src`), in kernel order.
+    pub fn get(&self, dst: &Prefix<A>, src: &Prefix<A>) -> &[Route<A>] {
+        self.trie.get(dst).and_then(|e| e.list(src)).map_or(&[], |l| l.as_slice())
+    }
+
+    /// Runs `f` on the list of (`dst`, `src`), creating it if needed and dropping it if left empty;
+    /// `saved` receives the list as it was before, for [`Rib::restore`].
+    fn edit<R>(
+        &mut self,
+        dst: Prefix<A>,
+        src: Prefix<A>,
+        saved: &mut Vec<SavedList<A>>,
+        f: impl FnOnce(&mut Vec<Route<A>>) -> R,
+    ) -> R {
+        let entry = self.trie.get_or_insert_with(dst, DstEntry::default);
+        let list = if src.is_default() {
+            &mut entry.routes
+        } else {
+            entry.sources.get_or_insert_with(Default::default).get_or_insert_with(src, Vec::new)
+        };
+        let before = list.len();
+        saved.push(SavedList { dst, src, routes: list.clone() });
+        let r = f(list);
+        let after = list.len();
+        self.routes = self.routes + after - before;
+        if after == 0 {
+            self.drop_if_empty(dst, src);
+        }
+        r
+    }
+
+    fn drop_if_empty(&mut self, dst: Prefix<A>, src: Prefix<A>) {
+        if let Some(entry) = self.trie.get_mut(&dst) {
+            if !src.is_default() {
+                if let Some(s) = entry.sources.as_mut() {
+                    if s.get(&src).is_some_and(|l| l.is_empty()) {
+                        s.remove(&src);
+                    }
+                    if s.is_empty() {
+                        entry.sources = None;
+                    }
+                }
+            }
+            if entry.is_empty() {
+                self.trie.remove(&dst);
+            }
+        }
+    }
+
+    /// Puts a saved list back as it was (undo of a failed change set). The caller restores the
+    /// next-hop references.
+    pub fn restore(&mut self, saved: SavedList<A>) {
+        let mut scratch = Vec::new();
+        let SavedList { dst, src, routes } = saved;
+        self.edit(dst, src, &mut scratch, move |l| *l = routes);
+    }
+
+    /// `ip route add|append|prepend|replace|change`. Returns displaced routes (to release).
+    pub fn insert(
+        &mut self,
+        route: Route<A>,
+        mode: InsertMode,
+        nhs: &mut NhTable<A>,
+        saved: &mut Vec<SavedList<A>>,
+    ) -> Result<Vec<Route<A>>, ChangeError> {
+        debug_assert_eq!(route.table, self.id);
+        let (dst, src) = (route.dst, route.src);
+        self.edit(dst, src, saved, |list| A::insert(list, route, mode, nhs))
+    }
+
+    /// `ip route del`. Returns the removed routes (to release).
+    pub fn delete(&mut self, sel: &RouteSelector<A>, nhs: &NhTable<A>, saved: &mut Vec<SavedList<A>>) -> Result<Vec<Route<A>>, Errno> {
+        if self.get(&sel.dst, &sel.src).is_empty() {
+            return Err(Errno::ESRCH);
+        }
+        self.edit(sel.dst, sel.src, saved, |list| A::delete(list, sel, nhs))
+    }
+
+    /// Removes every route for which `doomed` is true, in all lists; returns them.
+    pub fn remove_where(&mut self, mut doomed: impl FnMut(&Route<A>) -> bool, saved: &mut Vec<SavedList<A>>) -> Vec<Route<A>> {
+        let mut keys = Vec::new();
+        for r in self.iter() {
+            if doomed(r) && keys.last() != Some(&(r.dst, r.src)) {
+                keys.push((r.dst, r.src));
+            }
+        }
+        let mut out = Vec::new();
+        for (dst, src) in keys {
+            self.edit(dst, src, saved, |list| {
+                let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(list).into_iter().partition(|r| doomed(r));
+                *list = kept;
+                out.extend(gone);
+            });
+        }
+        out
+    }
+
+    /// Longest-prefix lookup with the kernel's selection and fallback to shorter prefixes.
+    ///
+    /// Step 1: destinations matching `flow.dst`, longest first. Step 2 (IPv6): inside each, the
+    /// source subtree is searched for the longest source prefix matching `flow.src` (the
+    /// unspecified address when the flow has none), then the routes without source. Step 3: the
+    /// family's selection picks a route of the list, or the walk goes on.
+    pub fn lookup<'a>(&'a self, flow: &Flow<A>, nhs: &NhTable<A>, links: &dyn LinkState) -> TableLookup<'a, A> {
+        let src = flow.src.unwrap_or_else(A::unspecified);
+        self.trie
+            .find_map_matches(flow.dst, |_, entry| {
+                if let Some(sources) = &entry.sources {
+                    let hit = sources.find_map_matches(src, |_, list| match A::select(list, flow, nhs, links) {
+                        TableLookup::None => None,
+                        found => Some(found),
+                    });
+                    if hit.is_some() {
+                        return hit;
+                    }
+                }
+                match A::select(&entry.routes, flow, nhs, links) {
+                    TableLookup::None => None,
+                    found => Some(found),
+                }
+            })
+            .unwrap_or(TableLookup::None)
+    }
+
+    /// IPv4's merged local+main trie (the kernel's fast path while no rule was ever changed):
+    /// one longest-prefix walk over both tables, where at equal prefixes the routes of `first`
+    /// (local, the higher table id) come before those of `second`.
+    pub fn lookup_merged<'a>(first: &'a Rib<A>, second: &'a Rib<A>, flow: &Flow<A>, nhs: &NhTable<A>, links: &dyn LinkState) -> TableLookup<'a, A> {
+        let collect = |rib: &'a Rib<A>| {
+            let mut v: Vec<(u8, &'a DstEntry<A>)> = Vec::new();
+            rib.trie.find_map_matches(flow.dst, |p, e| {
+                v.push((p.len(), e));
+                None::<()>
+            });
+            v
+        };
+        let (a, b) = (collect(first), collect(second));
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            let take_first = j >= b.len() || (i < a.len() && a[i].0 >= b[j].0);
+            let entry = if take_first {
+                i += 1;
+                a[i - 1].1
+            } else {
+                j += 1;
+                b[j - 1].1
+            };
+            match A::select(&entry.routes, flow, nhs, links) {
+                TableLookup::None => {}
+                found => return found,
+            }
+        }
+        TableLookup::None
+    }
+
+    /// Every route, in order: by destination, then source, then list order.
+    pub fn iter(&self) -> impl Iterator<Item = &Route<A>> + '_ {
+        self.trie.iter().flat_map(|(_, e)| Self::entry_routes(e))
+    }
+
+    fn entry_routes(e: &DstEntry<A>) -> impl Iterator<Item = &Route<A>> + '_ {
+        e.routes.iter().chain(e.sources.iter().flat_map(|s| s.iter().flat_map(|(_, l)| l.iter())))
+    }
+
+    /// Routes from destination `start` on (GETNEXT-style walks: seek, then iterate).
+    pub fn iter_from(&self, start: &Prefix<A>) -> impl Iterator<Item = &Route<A>> + '_ {
+        self.trie.range_from(start).flat_map(|(_, e)| Self::entry_routes(e))
+    }
+
+    /// Routes whose destination covers `p` (`ip route show match P`), shortest first.
+    pub fn covering(&self, p: &Prefix<A>) -> Vec<&Route<A>> {
+        self.trie.covering(p).into_iter().flat_map(|(_, e)| Self::entry_routes(e)).collect()
+    }
+
+    /// Routes whose destination lies inside `p` (`ip route show root P`), in order.
+    pub fn covered(&self, p: &Prefix<A>) -> impl Iterator<Item = &Route<A>> + '_ {
+        self.trie.covered(p).flat_map(|(_, e)| Self::entry_routes(e))
+    }
+
+    /// The next-hop ids of every stored route (for reference accounting in tests).
+    pub fn nh_ids(&self) -> impl Iterator<Item = NhId> + '_ {
+        self.iter().map(|r| r.nh)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,519 @@
+//! A path-compressed binary trie (Patricia / radix tree) over [`Prefix`] keys.
+//!
+//! Each node carries a prefix; a child's prefix always extends its parent's, and the child side is
+//! the bit of the child's prefix right after the parent's length. Nodes without a value ("glue")
+//! exist only where two branches meet, so the tree has at most `2n - 1` nodes for `n` prefixes and
+//! a path is at most `width + 1` nodes long.
+//!
+//! ```text
+//!              10.0.0.0/7 (glue)
+//!             /                 \
+//!      10.0.0.0/8            11.0.0.0/8
+//!       /      \
+//!  10.0.0.0/16  10.128.0.0/9
+//! ```
+//!
+//! Nodes live in one arena (`Vec`) and refer to each other by `u32` index, which keeps them small
+//! and lets removal recycle slots through a free list. A pre-order walk (node, then child 0, then
+//! child 1) visits prefixes in [`Prefix`] order: by address, shorter first.
+use crate::addr::Address;
+use crate::prefix::Prefix;
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+struct Node<A: Address, V> {
+    prefix: Prefix<A>,
+    value: Option<V>,
+    child: [u32; 2],
+}
+
+#[derive(Clone, Debug)]
+pub struct PrefixTrie<A: Address, V> {
+    nodes: Vec<Node<A, V>>,
+    free: Vec<u32>,
+    root: u32,
+    len: usize,
+}
+
+/// Shape of a trie: what the route-lookup study reports as tree depth.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TrieStats {
+    /// Prefixes stored.
+    pub prefixes: usize,
+    /// Nodes allocated, glue included.
+    pub nodes: usize,
+    /// Longest root-to-prefix path, in nodes visited (the root counts 1).
+    pub max_depth: usize,
+    /// Mean path length to a stored prefix, in nodes visited.
+    pub mean_depth: f64,
+}
+
+impl<A: Address, V> Default for PrefixTrie<A, V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<A: Address, V> PrefixTrie<A, V> {
+    pub fn new() -> Self {
+        PrefixTrie { nodes: Vec::new(), free: Vec::new(), root: NIL, len: 0 }
+    }
+    /// Number of prefixes holding a value.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Bytes held by the arena (capacity, not just use): the trie's share of memory reports.
+    pub fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node<A, V>>() + self.free.capacity() * 4
+    }
+
+    fn alloc(&mut self, prefix: Prefix<A>) -> u32 {
+        let node = Node { prefix, value: None, child: [NIL, NIL] };
+        if let Some(i) = self.free.pop() {
+            self.nodes[i as usize] = node;
+            i
+        } else {
+            self.nodes.push(node);
+            (self.nodes.len() - 1) as u32
+        }
+    }
+    fn release(&mut self, i: u32) {
+        let n = &mut self.nodes[i as usize];
+        n.value = None;
+        n.child = [NIL, NIL];
+        self.free.push(i);
+    }
+    fn set_link(&mut self, parent: u32, side: usize, to: u32) {
+        if parent == NIL {
+            self.root = to;
+        } else {
+            self.nodes[parent as usize].child[side] = to;
+        }
+    }
+
+    fn find(&self, p: &Prefix<A>) -> Option<u32> {
+        let mut n = self.root;
+        while n != NIL {
+            let node = &self.nodes[n as usize];
+            if !node.prefix.covers(p) {
+                return None;
+            }
+            if node.prefix.len() == p.len() {
+                return Some(n);
+            }
+            n = node.child[p.bit(node.prefix.len()) as usize];
+        }
+        None
+    }
+
+    pub fn get(&self, p: &Prefix<A>) -> Option<&V> {
+        self.find(p).and_then(|i| self.nodes[i as usize].value.as_ref())
+    }
+    pub fn get_mut(&mut self, p: &Prefix<A>) -> Option<&mut V> {
+        self.find(p).and_then(|i| self.nodes[i as usize].value.as_mut())
+    }
+    pub fn contains_key(&self, p: &Prefix<A>) -> bool {
+        self.get(p).is_some()
+    }
+
+    /// Finds or creates the node of `p` (without a value if new).
+    fn node_for(&mut self, p: Prefix<A>) -> u32 {
+        let (mut parent, mut side, mut n) = (NIL, 0usize, self.root);
+        loop {
+            if n == NIL {
+                let new = self.alloc(p);
+                self.set_link(parent, side, new);
+                return new;
+            }
+            let q = self.nodes[n as usize].prefix;
+            if q == p {
+                return n;
+            }
+            if q.covers(&p) {
+                parent = n;
+                side = p.bit(q.len()) as usize;
+                n = self.nodes[n as usize].child[side];
+                continue;
+            }
+            if p.covers(&q) {
+                // The new prefix sits between parent and n.
+                let new = self.alloc(p);
+                self.nodes[new as usize].child[q.bit(p.len()) as usize] = n;
+                self.set_link(parent, side, new);
+                return new;
+            }
+            // Neither covers the other: a glue node at their common prefix joins them.
+            let c = q.common(&p);
+            let glue = self.alloc(c);
+            let new = self.alloc(p);
+            self.nodes[glue as usize].child[q.bit(c.len()) as usize] = n;
+            self.nodes[glue as usize].child[p.bit(c.len()) as usize] = new;
+            self.set_link(parent, side, glue);
+            return new;
+        }
+    }
+
+    /// Inserts or replaces; returns the previous value.
+    pub fn insert(&mut self, p: Prefix<A>, value: V) -> Option<V> {
+        let i = self.node_for(p);
+        let old = self.nodes[i as usize].value.replace(value);
+        if old.is_none() {
+            self.len += 1;
+        }
+        old
+    }
+
+    /// The value at `p`, created with `make` if absent.
+    pub fn get_or_insert_with(&mut self, p: Prefix<A>, make: impl FnOnce() -> V) -> &mut V {
+        let i = self.node_for(p) as usize;
+        if self.nodes[i].value.is_none() {
+            self.nodes[i].value = Some(make());
+            self.len += 1;
+        }
+        self.nodes[i].value.as_mut().expect("just set")
+    }
+
+    /// Removes the value at `p`, and the nodes that no longer branch.
+    pub fn remove(&mut self, p: &Prefix<A>) -> Option<V> {
+        // Descend remembering the two nearest ancestors and the sides taken.
+        let (mut gp, mut gside, mut parent, mut side, mut n) = (NIL, 0usize, NIL, 0usize, self.root);
+        while n != NIL {
+            let q = self.nodes[n as usize].prefix;
+            if !q.covers(p) {
+                return None;
+            }
+            if q.len() == p.len() {
+                break;
+            }
+            gp = parent;
+            gside = side;
+            parent = n;
+            side = p.bit(q.len()) as usize;
+            n = self.nodes[n as usize].child[side];
+        }
+        if n == NIL {
+            return None;
+        }
+        let old = self.nodes[n as usize].value.take()?;
+        self.len -= 1;
+        let [c0, c1] = self.nodes[n as usize].child;
+        match (c0 != NIL, c1 != NIL) {
+            (true, true) => {} // still a branch point: stays as glue
+            (true, false) | (false, true) => {
+                let only = if c0 != NIL { c0 } else { c1 };
+                self.set_link(parent, side, only);
+                self.release(n);
+            }
+            (false, false) => {
+                self.set_link(parent, side, NIL);
+                self.release(n);
+                // A glue parent left with one child no longer branches: splice it out.
+                if parent != NIL && self.nodes[parent as usize].value.is_none() {
+                    let sibling = self.nodes[parent as usize].child[1 - side];
+                    self.set_link(gp, gside, sibling);
+                    self.release(parent);
+                }
+            }
+        }
+        Some(old)
+    }
+
+    /// Calls `f` on every stored prefix containing `addr`, longest first, until it returns `Some`.
+    ///
+    /// This is the shape of every kernel lookup: find the longest match, and if its routes do not
+    /// qualify, fall back to shorter prefixes.
+    #[inline]
+    pub fn find_map_matches<'s, R>(&'s self, addr: A, mut f: impl FnMut(&'s Prefix<A>, &'s V) -> Option<R>) -> Option<R> {
+        // Step 1: descend, remembering the nodes whose prefix matches and holds a value.
+        let mut path = [NIL; 129];
+        let mut depth = 0;
+        let key = Prefix::host(addr);
+        let mut n = self.root;
+        while n != NIL {
+            let node = &self.nodes[n as usize];
+            if !node.prefix.covers(&key) {
+                break;
+            }
+            if node.value.is_some() {
+                path[depth] = n;
+                depth += 1;
+            }
+            if node.prefix.len() == A::WIDTH {
+                break;
+            }
+            n = node.child[key.bit(node.prefix.len()) as usize];
+        }
+        // Step 2: backtrack from the longest match.
+        for &i in path[..depth].iter().rev() {
+            let node = &self.nodes[i as usize];
+            if let Some(r) = f(&node.prefix, node.value.as_ref().expect("on path")) {
+                return Some(r);
+            }
+        }
+        None
+    }
+
+    /// The longest stored prefix containing `addr`.
+    pub fn longest_match(&self, addr: A) -> Option<(Prefix<A>, &V)> {
+        let i = self.find_map_matches(addr, |p, _| Some(*p))?;
+        self.find(&i).map(|n| (i, self.nodes[n as usize].value.as_ref().expect("stored")))
+    }
+
+    /// Stored prefixes covering `p` (its supernets and `p` itself), shortest first.
+    pub fn covering(&self, p: &Prefix<A>) -> Vec<(Prefix<A>, &V)> {
+        let mut out = Vec::new();
+        let mut n = self.root;
+        while n != NIL {
+            let node = &self.nodes[n as usize];
+            if !node.prefix.covers(p) {
+                break;
+            }
+            if let Some(v) = &node.value {
+                out.push((node.prefix, v));
+            }
+            if node.prefix.len() == p.len() {
+                break;
+            }
+            n = node.child[p.bit(node.prefix.len()) as usize];
+        }
+        out
+    }
+
+    /// Stored prefixes covered by `p` (its subnets and `p` itself), in order.
+    pub fn covered(&self, p: &Prefix<A>) -> Iter<'_, A, V> {
+        let mut n = self.root;
+        while n != NIL {
+            let q = self.nodes[n as usize].prefix;
+            if p.covers(&q) {
+                break;
+            }
+            if !q.covers(p) {
+                n = NIL;
+                break;
+            }
+            n = self.nodes[n as usize].child[p.bit(q.len()) as usize];
+        }
+        Iter { trie: self, stack: if n == NIL { vec![] } else { vec![n] } }
+    }
+
+    /// All stored prefixes in order.
+    pub fn iter(&self) -> Iter<'_, A, V> {
+        Iter { trie: self, stack: if self.root == NIL { vec![] } else { vec![self.root] } }
+    }
+
+    /// Stored prefixes from the first one `>= start` on, in order: SNMP GETNEXT is `range_from`
+    /// then skip `start` itself.
+    pub fn range_from(&self, start: &Prefix<A>) -> Iter<'_, A, V> {
+        let mut stack = Vec::new();
+        let mut n = self.root;
+        while n != NIL {
+            let node = &self.nodes[n as usize];
+            let q = node.prefix;
+            if q >= *start {
+                // q is the smallest prefix of its subtree, so the whole subtree qualifies.
+                stack.push(n);
+                break;
+            }
+            if !q.covers(start) {
+                // Disjoint and smaller: so is everything below it.
+                break;
+            }
+            if q.len() == start.len() {
+                unreachable!("q covers start with equal length means q == start");
+            }
+            if start.bit(q.len()) {
+                n = node.child[1]; // child 0 holds only smaller addresses
+            } else {
+                if node.child[1] != NIL {
+                    stack.push(node.child[1]); // all larger than start; visited after child 0
+                }
+                n = node.child[0];
+            }
+        }
+        Iter { trie: self, stack }
+    }
+
+    /// Depth and node counts.
+    pub fn stats(&self) -> TrieStats {
+        let mut s = TrieStats { prefixes: self.len, nodes: self.nodes.len() - self.free.len(), ..Default::default() };
+        let mut total = 0usize;
+        let mut stack = Vec::new();
+        if self.root != NIL {
+            stack.push((self.root, 1usize));
+        }
+        while let Some((n, d)) = stack.pop() {
+            let node = &self.nodes[n as usize];
+            if node.value.is_some() {
+                total += d;
+                s.max_depth = s.max_depth.max(d);
+            }
+            for c in node.child {
+                if c != NIL {
+                    stack.push((c, d + 1));
+                }
+            }
+        }
+        if self.len > 0 {
+            s.mean_depth = total as f64 / self.len as f64;
+        }
+        s
+    }
+
+    /// Keeps only the values for which `f` returns true; `f` may also edit them.
+    pub fn retain(&mut self, mut f: impl FnMut(&Prefix<A>, &mut V) -> bool) {
+        let mut doomed = Vec::new();
+        for node in self.nodes.iter_mut() {
+            if let Some(v) = node.value.as_mut() {
+                if !f(&node.prefix, v) {
+                    doomed.push(node.prefix);
+                }
+            }
+        }
+        for p in doomed {
+            self.remove(&p);
+        }
+    }
+
+    /// Visits every value mutably, in no particular order.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = (&Prefix<A>, &mut V)> {
+        self.nodes.iter_mut().filter_map(|n| n.value.as_mut().map(|v| (&n.prefix, v)))
+    }
+}
+
+/// In-order iterator; see [`PrefixTrie::iter`].
+pub struct Iter<'a, A: Address, V> {
+    trie: &'a PrefixTrie<A, V>,
+    stack: Vec<u32>,
+}
+
+impl<'a, A: Address, V> Iterator for Iter<'a, A, V> {
+    type Item = (Prefix<A>, &'a V);
+    fn next(&mut self) -> Option<Self::Item> {
+        while let Some(n) = self.stack.pop() {
+            let node = &self.trie.nodes[n as usize];
+            if node.child[1] != NIL {
+                self.stack.push(node.child[1]);
+            }
+            if node.child[0] != NIL {
+                self.stack.push(node.child[0]);
+            }
+            if let Some(v) = &node.value {
+                return Some((node.prefix, v));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    fn p4(s: &str) -> Prefix<Ipv4Addr> {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn insert_lookup_remove() {
+        let mut t = PrefixTrie::new();
+        for (i, s) in ["10.0.0.0/8", "10.0.0.0/16", "10.128.0.0/9", "11.0.0.0/8", "0.0.0.0/0"].iter().enumerate() {
+            assert!(t.insert(p4(s), i).is_none());
+        }
+        assert_eq!(t.len(), 5);
+        assert_eq!(t.longest_match(Ipv4Addr::new(10, 0, 1, 1)).unwrap().0, p4("10.0.0.0/16"));
+        assert_eq!(t.longest_match(Ipv4Addr::new(10, 200, 1, 1)).unwrap().0, p4("10.128.0.0/9"));
+        assert_eq!(t.longest_match(Ipv4Addr::new(12, 0, 0, 1)).unwrap().0, p4("0.0.0.0/0"));
+        let order: Vec<_> = t.iter().map(|(p, _)| p.to_string()).collect();
+        assert_eq!(order, ["0.0.0.0/0", "10.0.0.0/8", "10.0.0.0/16", "10.128.0.0/9", "11.0.0.0/8"]);
+        assert_eq!(t.remove(&p4("10.0.0.0/8")), Some(0));
+        assert_eq!(t.remove(&p4("10.0.0.0/8")), None);
+        assert_eq!(t.longest_match(Ipv4Addr::new(10, 1, 1, 1)).unwrap().0, p4("0.0.0.0/0"));
+        for s in ["10.0.0.0/16", "10.128.0.0/9", "11.0.0.0/8", "0.0.0.0/0"] {
+            t.remove(&p4(s)).unwrap();
+        }
+        assert!(t.is_empty());
+        assert_eq!(t.stats().nodes, 0, "all glue is released");
+    }
+
+    /// The oracle: a sorted map scanned linearly.
+    fn check_against_model<A: Address>(trie: &PrefixTrie<A, u32>, model: &BTreeMap<Prefix<A>, u32>, probes: &[A]) {
+        assert_eq!(trie.len(), model.len());
+        let all: Vec<_> = trie.iter().map(|(p, v)| (p, *v)).collect();
+        let want: Vec<_> = model.iter().map(|(p, v)| (*p, *v)).collect();
+        assert_eq!(all, want, "ordered iteration is sorted and complete");
+        for &a in probes {
+            let best = model.iter().filter(|(p, _)| p.contains(a)).max_by_key(|(p, _)| p.len());
+            assert_eq!(trie.longest_match(a).map(|(p, v)| (p, *v)), best.map(|(p, v)| (*p, *v)));
+            let host = Prefix::host(a);
+            for len in [0, A::WIDTH / 4, A::WIDTH / 2, A::WIDTH - 3] {
+                let q = Prefix::new(a, len);
+                let covering: Vec<_> = trie.covering(&q).into_iter().map(|(p, _)| p).collect();
+                let want: Vec<_> = model.keys().filter(|p| p.covers(&q)).copied().collect();
+                assert_eq!(covering, want);
+                let covered: Vec<_> = trie.covered(&q).map(|(p, _)| p).collect();
+                let want: Vec<_> = model.keys().filter(|p| q.covers(p)).copied().collect();
+                assert_eq!(covered, want);
+                let from: Vec<_> = trie.range_from(&q).map(|(p, _)| p).collect();
+                let want: Vec<_> = model.keys().filter(|p| **p >= q).copied().collect();
+                assert_eq!(from, want);
+            }
+            let _ = host;
+        }
+    }
+
+    fn arb_prefix4() -> impl Strategy<Value = Prefix<Ipv4Addr>> {
+        // Few distinct high bits so that prefixes nest and collide often.
+        (0u32..16, 0u8..=32).prop_map(|(hi, len)| Prefix::new(Ipv4Addr::from(hi.rotate_right(4) | (hi << 8)), len))
+    }
+    fn arb_prefix6() -> impl Strategy<Value = Prefix<Ipv6Addr>> {
+        (0u128..16, 0u8..=128).prop_map(|(hi, len)| Prefix::new(Ipv6Addr::from(hi.rotate_right(4) | (hi << 60)), len))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(10_000))]
+        #[test]
+        fn trie_matches_model_v4(ops in prop::collection::vec((any::<bool>(), arb_prefix4(), any::<u32>()), 0..40),
+                                 probes in prop::collection::vec(any::<u32>(), 1..8)) {
+            let mut t = PrefixTrie::new();
+            let mut m = BTreeMap::new();
+            for (ins, p, v) in ops {
+                if ins { prop_assert_eq!(t.insert(p, v), m.insert(p, v)); }
+                else { prop_assert_eq!(t.remove(&p), m.remove(&p)); }
+            }
+            let probes: Vec<Ipv4Addr> = probes.into_iter().map(|x| Ipv4Addr::from(x & 0xf0f0_0fff)).collect();
+            check_against_model(&t, &m, &probes);
+            prop_assert!(t.stats().nodes <= 2 * t.len().max(1));
+        }
+
+        #[test]
+        fn trie_matches_model_v6(ops in prop::collection::vec((any::<bool>(), arb_prefix6(), any::<u32>()), 0..40),
+                                 probes in prop::collection::vec(any::<u128>(), 1..8)) {
+            let mut t = PrefixTrie::new();
+            let mut m = BTreeMap::new();
+            for (ins, p, v) in ops {
+                if ins { prop_assert_eq!(t.insert(p, v), m.insert(p, v)); }
+                else { prop_assert_eq!(t.remove(&p), m.remove(&p)); }
+            }
+            let probes: Vec<Ipv6Addr> = probes.into_iter().map(|x| Ipv6Addr::from(x & !(0x0fffu128 << 100))).collect();
+            check_against_model(&t, &m, &probes);
+        }
+
+        #[test]
+        fn insert_order_does_not_matter(mut ps in prop::collection::vec(arb_prefix4(), 0..40), seed in any::<u64>()) {
+            let a: PrefixTrie<_, ()> = ps.iter().map(|p| (*p, ())).fold(PrefixTrie::new(), |mut t, (p, v)| { t.insert(p, v); t });
+            // A deterministic shuffle of the same prefixes.
+            let n = ps.len();
+            for i in 0..n { let j = (seed as usize).wrapping_mul(i + 7) % n; ps.swap(i, j); }
+            let b: PrefixTrie<_, ()> = ps.iter().map(|p| (*p, ())).fold(PrefixTrie::new(), |mut t, (p, v)| { t.insert(p, v); t });
+            prop_assert_eq!(a.iter().map(|x| x.0).collect::<Vec<_>>(), b.iter().map(|x| x.0).collect::<Vec<_>>());
+            prop_assert_eq!(a.stats().nodes, b.stats().nodes, "the shape is canonical");
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! IPv6 parts of the router: derived routes (addrconf), lookups (`ip6_route_output_flags`,
+//! `ip6_route_input_lookup` through `fib6_rule_lookup`) and gateway checks (`ip6_validate_gw`).
+use super::*;
+use crate::rib::ipv6::siblings;
+
+fn kernel_route(table: TableId, dst: Prefix<Ipv6Addr>, kind: RouteType, dev: IfIndex, metric: u32) -> RouteSpec<Ipv6Addr> {
+    RouteSpec { table, kind, metric, protocol: PROTO_KERNEL, ..RouteSpec::new(dst, vec![NextHop::dev(dev)]) }
+}
+
+fn is_link_local(a: &Ipv6Addr) -> bool {
+    a.segments()[0] & 0xffc0 == 0xfe80
+}
+
+impl RouterFamily for Ipv6Addr {
+    fn state(r: &Router) -> &FamilyState<Self> {
+        &r.v6
+    }
+    fn state_mut(r: &mut Router) -> &mut FamilyState<Self> {
+        &mut r.v6
+    }
+
+    fn derive(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<RouteSpec<Self>> {
+        let mut out: Vec<RouteSpec<Self>> = Vec::new();
+        let mut push = |s: RouteSpec<Self>| {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        };
+        for a in addrs {
+            let Some(link) = links.by_index(a.dev) else { continue };
+            push(kernel_route(TABLE_LOCAL, Prefix::host(a.addr), RouteType::Local, a.dev, 0));
+            if a.len < 127 {
+                // Subnet-router anycast (the router forwards).
+                push(kernel_route(TABLE_LOCAL, Prefix::host(a.subnet().addr()), RouteType::Anycast, a.dev, 0));
+            }
+            if link.up && !a.noprefixroute && a.len < 128 {
+                push(kernel_route(TABLE_MAIN, a.subnet(), RouteType::Unicast, a.dev, a.metric.unwrap_or(256)));
+            }
+        }
+        for link in links.iter().filter(|l| l.up && l.kind != LinkKind::Loopback) {
+            let ff00 = Prefix::new(Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8);
+            push(kernel_route(TABLE_LOCAL, ff00, RouteType::Multicast, link.index, 256));
+        }
+        out
+    }
+
+    fn policy_lookup<'a>(st: &'a FamilyState<Self>, flow: &Flow<Self>, iif: Option<&str>, oif: Option<&str>, links: &dyn LinkState) -> Result<Matched<'a, Self>, Errno> {
+        // IPv6's fast path (local, then main) answers exactly as the default rules do.
+        st.walk_rules(flow, &FlowNames { iif, oif }, links)
+    }
+
+    fn route_get(r: &Router, q: &RouteQuery, dst: Self, src: Option<Self>) -> Result<RouteAnswer<Self>, Errno> {
+        let src = src.filter(|s| !s.is_unspecified());
+        let strict_dst = is_link_local(&dst) || dst.is_multicast();
+        let flow = if let Some(iif) = q.iif {
+            r.links.by_index(iif).ok_or(Errno::ENODEV)?;
+            Flow {
+                src,
+                iif: Some(iif),
+                mark: q.mark,
+                tos: q.tos,
+                ipproto: q.ipproto.unwrap_or(0),
+                sport: q.sport.unwrap_or(0),
+                dport: q.dport.unwrap_or(0),
+                // Forwarded packets belong to nobody (INVALID_UID) unless the query names one.
+                uid: q.uid.unwrap_or(u32::MAX),
+                strict_oif: false,
+                ..Flow::to(dst)
+            }
+        } else {
+            Flow {
+                src,
+                iif: Some(LOOPBACK_IFINDEX),
+                oif: q.oif,
+                mark: q.mark,
+                tos: q.tos,
+                ipproto: q.ipproto.unwrap_or(0),
+                sport: q.sport.unwrap_or(0),
+                dport: q.dport.unwrap_or(0),
+                uid: q.uid.unwrap_or(0),
+                strict_oif: strict_dst || (q.oif.is_some() && src.is_none()),
+                ..Flow::to(dst)
+            }
+        };
+        let (iif_name, oif_name) = r.names(flow.iif, flow.oif);
+        let m = Self::policy_lookup(&r.v6, &flow, iif_name, oif_name, &r.links)?;
+        Ok(r.answer(&m, dst, src, q.iif))
+    }
+
+    fn prepare(r: &Router, spec: &mut RouteSpec<Self>) -> Result<(), ChangeError> {
+        if spec.tos != 0 {
+            return Err(ChangeError::with(Errno::EINVAL, "Invalid dsfield (tos): option not available for IPv6"));
+        }
+        if let Some(p) = spec.prefsrc {
+            if !r.is_local_address(p) {
+                return Err(ChangeError::with(Errno::EINVAL, "Invalid source address"));
+            }
+        }
+        if spec.kind.is_reject() {
+            if spec.hops.iter().any(|h| h.gateway.is_some()) {
+                return Err(ChangeError::with(Errno::EINVAL, "Gateway can not be specified for this route type"));
+            }
+            spec.hops.clear();
+            return Ok(());
+        }
+        if spec.hops.is_empty() {
+            return Err(ChangeError::with(Errno::ENODEV, "Nexthop device required"));
+        }
+        let st = &r.v6;
+        for hop in spec.hops.iter_mut() {
+            if let Some(gw) = hop.gateway {
+                if r.is_local_address(gw) {
+                    return Err(ChangeError::with(Errno::EINVAL, "Gateway can not be a local address"));
+                }
+                if !is_link_local(&gw) && !hop.onlink {
+                    // ip6_route_check_nh: the gateway must resolve to a route without gateway,
+                    // in the route's table first, then by a full lookup.
+                    let flow = Flow { oif: hop.dev, iif: Some(LOOPBACK_IFINDEX), strict_oif: true, ..Flow::to(gw) };
+                    let direct = |m: &Matched<'_, Self>| {
+                        let h = st.nhs.get(m.route.nh).first().copied();
+                        (!m.route.kind.is_reject() && h.is_some_and(|h| h.gateway.is_none())).then(|| h.and_then(|h| h.dev)).flatten()
+                    };
+                    let in_table = st.tables.get(&spec.table).and_then(|t| match t.lookup(&flow, &st.nhs, &r.links) {
+                        TableLookup::Match { route, hop } => direct(&Matched { table: spec.table, route, hop }),
+                        _ => None,
+                    });
+                    let dev = match in_table {
+                        Some(d) => d,
+                        None => {
+                            let (i, o) = r.names(flow.iif, flow.oif);
+                            let m = Self::policy_lookup(st, &flow, i, o, &r.links).map_err(|_| Errno::EHOSTUNREACH)?;
+                            direct(&m).ok_or(Errno::EHOSTUNREACH)?
+                        }
+                    };
+                    if hop.dev.is_some_and(|d| d != dev) {
+                        return Err(Errno::EHOSTUNREACH.into());
+                    }
+                    hop.dev = Some(dev);
+                }
+            }
+            let dev = hop.dev.ok_or_else(|| ChangeError::with(Errno::EINVAL, "Egress device not specified"))?;
+            let link = r.links.by_index(dev).ok_or(Errno::ENODEV)?;
+            if !link.up {
+                return Err(ChangeError::with(Errno::ENETDOWN, "Nexthop device is not up"));
+            }
+        }
+        Ok(())
+    }
+
+    fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> Vec<NextHop<Self>> {
+        let list = st.tables[&m.table].get(&m.route.dst, &m.route.src);
+        let Some(i) = list.iter().position(|r| std::ptr::eq(r, m.route)) else {
+            return st.nhs.get(m.route.nh).to_vec();
+        };
+        let mut sibs = siblings(list, i, &st.nhs);
+        let at = sibs.iter().position(|r| std::ptr::eq(*r, m.route)).unwrap_or(0);
+        sibs.rotate_left(at);
+        sibs.iter().flat_map(|r| st.nhs.get(r.nh).iter().copied()).collect()
+    }
+}

@@ -1,0 +1,520 @@
+//! The router: links and addresses, the tables of both families, policy rules, and the lookup
+//! that puts them together as `ip route get` does.
+//!
+//! Changes go through [`Router::begin`] / [`Router::commit`] / [`Router::rollback`] (or
+//! [`Router::apply`], which wraps them): a change set either lands whole or leaves everything as
+//! it was. Route lists record their old contents before each edit; next-hop releases wait for the
+//! commit; the small parts (links, addresses, rules) are copied at `begin`.
+use crate::addr::{Address, Family};
+use crate::error::{ChangeError, Errno};
+use crate::flow::Flow;
+use crate::link::{loopback_v4, loopback_v6, IfAddr, LinkKind, Links};
+use crate::nexthop::{NextHop, NhTable};
+use crate::prefix::Prefix;
+use crate::rib::{InsertMode, KernelSemantics, LinkState, Rib, RouteSelector, SavedList, TableLookup};
+use crate::route::*;
+use crate::rules::{Rule, RuleAction, RuleSelector, RuleSet};
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+mod ipv4;
+mod ipv6;
+
+/// Everything one family keeps.
+#[derive(Clone, Debug)]
+pub struct FamilyState<A: RouterFamily> {
+    tables: BTreeMap<TableId, Rib<A>>,
+    pub nhs: NhTable<A>,
+    pub rules: RuleSet<A>,
+    pub addrs: Vec<IfAddr<A>>,
+    /// Routes currently derived from addresses and link state (proto kernel).
+    derived: Vec<RouteSpec<A>>,
+    /// IPv4: a user added a `local` route (the kernel then checks sources the slow way).
+    pub custom_local_routes: bool,
+    journal: Vec<(TableId, SavedList<A>)>,
+}
+
+impl<A: RouterFamily> Default for FamilyState<A> {
+    fn default() -> Self {
+        let mut tables = BTreeMap::new();
+        tables.insert(TABLE_LOCAL, Rib::new(TABLE_LOCAL));
+        tables.insert(TABLE_MAIN, Rib::new(TABLE_MAIN));
+        FamilyState {
+            tables,
+            nhs: NhTable::new(),
+            rules: RuleSet::default(),
+            addrs: Vec::new(),
+            derived: Vec::new(),
+            custom_local_routes: false,
+            journal: Vec::new(),
+        }
+    }
+}
+
+impl<A: RouterFamily> FamilyState<A> {
+    pub fn table(&self, id: TableId) -> Option<&Rib<A>> {
+        self.tables.get(&id)
+    }
+    pub fn tables(&self) -> impl Iterator<Item = &Rib<A>> {
+        self.tables.values()
+    }
+    /// Route count over all tables.
+    pub fn route_count(&self) -> usize {
+        self.tables.values().map(|t| t.len()).sum()
+    }
+    fn table_mut(&mut self, id: TableId) -> &mut Rib<A> {
+        self.tables.entry(id).or_insert_with(|| Rib::new(id))
+    }
+
+    /// Interns, inserts, and releases what the insert displaced.
+    fn insert(&mut self, spec: &RouteSpec<A>, mode: InsertMode) -> Result<(), ChangeError> {
+        let nh = self.nhs.intern(&spec.hops);
+        let route = spec.with_nh(nh);
+        let mut saved = Vec::new();
+        let r = self.tables.entry(spec.table).or_insert_with(|| Rib::new(spec.table)).insert(route, mode, &mut self.nhs, &mut saved);
+        self.journal.extend(saved.into_iter().map(|s| (spec.table, s)));
+        match r {
+            Ok(displaced) => {
+                for d in displaced {
+                    self.nhs.release(d.nh);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.nhs.release(nh);
+                Err(e)
+            }
+        }
+    }
+
+    fn delete(&mut self, table: TableId, sel: &RouteSelector<A>) -> Result<(), Errno> {
+        let Some(rib) = self.tables.get_mut(&table) else { return Err(Errno::ESRCH) };
+        let mut saved = Vec::new();
+        let r = rib.delete(sel, &self.nhs, &mut saved);
+        self.journal.extend(saved.into_iter().map(|s| (table, s)));
+        for gone in r? {
+            self.nhs.release(gone.nh);
+        }
+        Ok(())
+    }
+
+    fn remove_where(&mut self, mut doomed: impl FnMut(&Route<A>, &[NextHop<A>]) -> bool) {
+        let nhs = &self.nhs;
+        let mut removed = Vec::new();
+        for (id, rib) in self.tables.iter_mut() {
+            let mut saved = Vec::new();
+            removed.extend(rib.remove_where(|r| doomed(r, nhs.get(r.nh)), &mut saved));
+            self.journal.extend(saved.into_iter().map(|s| (*id, s)));
+        }
+        for r in removed {
+            self.nhs.release(r.nh);
+        }
+    }
+
+    /// Brings the proto-kernel routes in line with addresses and link state: removes the derived
+    /// routes that no longer follow, adds the new ones (after existing equal routes, as the kernel's
+    /// `fib_magic` appends; an identical existing route is left alone).
+    fn sync_derived(&mut self, links: &Links) {
+        let want = A::derive(links, &self.addrs);
+        let old = std::mem::take(&mut self.derived);
+        for spec in old.iter().filter(|s| !want.contains(s)) {
+            let sel = exact_selector(spec);
+            let _ = self.delete(spec.table, &sel);
+        }
+        for spec in want.iter().filter(|s| !old.contains(s)) {
+            let _ = self.insert(spec, InsertMode::Append);
+        }
+        self.derived = want;
+    }
+
+    /// One table's answer, for the rule walk.
+    fn lookup_table<'a>(&'a self, id: TableId, flow: &Flow<A>, links: &dyn LinkState) -> TableLookup<'a, A> {
+        self.tables.get(&id).map_or(TableLookup::None, |t| t.lookup(flow, &self.nhs, links))
+    }
+
+    /// `fib_rules_lookup`: the first rule that matches and decides.
+    fn walk_rules<'a>(&'a self, flow: &Flow<A>, names: &FlowNames<'_>, links: &dyn LinkState) -> Result<Matched<'a, A>, Errno> {
+        let rules = self.rules.as_slice();
+        let mut i = 0;
+        while i < rules.len() {
+            let rule = &rules[i];
+            if !rule.matches(flow, names.iif, names.oif, flow.src.is_some()) {
+                i += 1;
+                continue;
+            }
+            match rule.action {
+                RuleAction::Goto(target) => match self.rules.goto_target(target) {
+                    Some(j) if j > i => i = j,
+                    _ => i += 1, // an unresolved goto is passed over
+                },
+                RuleAction::Nop => i += 1,
+                RuleAction::Lookup(table) => match self.lookup_table(table, flow, links) {
+                    TableLookup::Match { route, hop } => {
+                        if rule.suppress_prefixlength.is_some_and(|n| route.dst.len() <= n) {
+                            i += 1;
+                        } else {
+                            return Ok(Matched { table, route, hop });
+                        }
+                    }
+                    TableLookup::Reject { errno: Errno::EAGAIN, .. } | TableLookup::None => i += 1,
+                    TableLookup::Reject { errno, .. } => return Err(errno),
+                },
+                reject => return Err(reject.reject_error().expect("reject action")),
+            }
+        }
+        Err(Errno::ENETUNREACH)
+    }
+}
+
+/// A route with the full attributes of a match, or `del` of exactly this route.
+fn exact_selector<A: Address>(spec: &RouteSpec<A>) -> RouteSelector<A> {
+    RouteSelector {
+        dst: spec.dst,
+        src: spec.src,
+        tos: spec.tos,
+        metric: Some(spec.metric),
+        kind: Some(spec.kind),
+        protocol: Some(spec.protocol),
+        scope: Some(spec.scope),
+        prefsrc: spec.prefsrc,
+        hops: Vec::new(),
+        dev: spec.hops.first().and_then(|h| h.dev),
+        gateway: spec.hops.first().and_then(|h| h.gateway),
+    }
+}
+
+/// Device names of a flow, for rules (which name devices that may not exist).
+struct FlowNames<'a> {
+    iif: Option<&'a str>,
+    oif: Option<&'a str>,
+}
+
+/// A route that a lookup chose, and where.
+#[derive(Clone, Copy, Debug)]
+pub struct Matched<'a, A: Address> {
+    pub table: TableId,
+    pub route: &'a Route<A>,
+    pub hop: usize,
+}
+
+/// What `ip route get` asks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RouteQuery {
+    pub dst: Option<IpAddr>,
+    pub src: Option<IpAddr>,
+    pub iif: Option<IfIndex>,
+    pub oif: Option<IfIndex>,
+    pub mark: u32,
+    pub tos: u8,
+    pub ipproto: Option<u8>,
+    pub sport: Option<u16>,
+    pub dport: Option<u16>,
+    pub uid: Option<u32>,
+    pub fibmatch: bool,
+}
+
+/// The answer to `route get`: the matched route (`fibmatch`) and how it resolves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouteAnswer<A: Address> {
+    /// The route that matched, with its next hops spelled out; for IPv6 ECMP the siblings' next
+    /// hops, the chosen one first. `None` when the kernel assumes the destination on-link.
+    pub route: Option<RouteSpec<A>>,
+    /// The queried destination and the resolved path.
+    pub dst: A,
+    pub src: Option<A>,
+    pub gateway: Option<A>,
+    pub dev: Option<IfIndex>,
+    pub prefsrc: Option<A>,
+    pub iif: Option<IfIndex>,
+}
+
+/// Family-specific parts of the router.
+pub trait RouterFamily: KernelSemantics {
+    fn state(r: &Router) -> &FamilyState<Self>;
+    fn state_mut(r: &mut Router) -> &mut FamilyState<Self>;
+    /// The routes the kernel derives from addresses and link state.
+    fn derive(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<RouteSpec<Self>>;
+    /// Policy lookup with the kernel's fast path when rules were never touched.
+    fn policy_lookup<'a>(st: &'a FamilyState<Self>, flow: &Flow<Self>, iif: Option<&str>, oif: Option<&str>, links: &dyn LinkState) -> Result<Matched<'a, Self>, Errno>;
+    /// The whole `ip route get` for this family.
+    fn route_get(r: &Router, q: &RouteQuery, dst: Self, src: Option<Self>) -> Result<RouteAnswer<Self>, Errno>;
+    /// Checks and completes a route before insert (gateway reachability, device state).
+    fn prepare(r: &Router, spec: &mut RouteSpec<Self>) -> Result<(), ChangeError>;
+    /// The next hops a match reports: IPv4 the route's group; IPv6 the ECMP siblings, the
+    /// matched one first (the kernel's circular sibling list).
+    fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> Vec<NextHop<Self>>;
+}
+
+/// Links plus "is it up", for lookups.
+impl LinkState for Links {
+    fn is_up(&self, dev: IfIndex) -> bool {
+        Links::is_up(self, dev)
+    }
+}
+
+/// A change the router applies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// `link add NAME type veth peer name PEER`
+    LinkAddVeth { name: String, peer: String },
+    /// `link set NAME up|down`
+    LinkSet { dev: IfIndex, up: bool },
+    /// `link del NAME`
+    LinkDel { dev: IfIndex },
+    AddrAdd4(IfAddr<Ipv4Addr>),
+    AddrDel4(IfAddr<Ipv4Addr>),
+    AddrAdd6(IfAddr<Ipv6Addr>),
+    AddrDel6(IfAddr<Ipv6Addr>),
+    Route4(RouteSpec<Ipv4Addr>, InsertMode),
+    Route6(RouteSpec<Ipv6Addr>, InsertMode),
+    RouteDel4(TableId, RouteSelector<Ipv4Addr>),
+    RouteDel6(TableId, RouteSelector<Ipv6Addr>),
+    RuleAdd4(Rule<Ipv4Addr>),
+    RuleAdd6(Rule<Ipv6Addr>),
+    RuleDel4(RuleSelector<Ipv4Addr>),
+    RuleDel6(RuleSelector<Ipv6Addr>),
+}
+
+#[derive(Clone, Debug)]
+struct Snapshot {
+    links: Links,
+    v4: (RuleSet<Ipv4Addr>, Vec<IfAddr<Ipv4Addr>>, Vec<RouteSpec<Ipv4Addr>>, bool, Vec<TableId>),
+    v6: (RuleSet<Ipv6Addr>, Vec<IfAddr<Ipv6Addr>>, Vec<RouteSpec<Ipv6Addr>>, bool, Vec<TableId>),
+}
+
+/// A network namespace's routing state.
+#[derive(Clone, Debug, Default)]
+pub struct Router {
+    pub links: Links,
+    pub v4: FamilyState<Ipv4Addr>,
+    pub v6: FamilyState<Ipv6Addr>,
+    snapshot: Option<Box<Snapshot>>,
+}
+
+fn snap<A: RouterFamily>(s: &FamilyState<A>) -> (RuleSet<A>, Vec<IfAddr<A>>, Vec<RouteSpec<A>>, bool, Vec<TableId>) {
+    (s.rules.clone(), s.addrs.clone(), s.derived.clone(), s.custom_local_routes, s.tables.keys().copied().collect())
+}
+
+fn unsnap<A: RouterFamily>(s: &mut FamilyState<A>, (rules, addrs, derived, local, tables): (RuleSet<A>, Vec<IfAddr<A>>, Vec<RouteSpec<A>>, bool, Vec<TableId>)) {
+    for (table, saved) in std::mem::take(&mut s.journal).into_iter().rev() {
+        s.table_mut(table).restore(saved);
+    }
+    s.tables.retain(|id, _| tables.contains(id));
+    s.nhs.rollback();
+    s.rules = rules;
+    s.addrs = addrs;
+    s.derived = derived;
+    s.custom_local_routes = local;
+}
+
+impl Router {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Opens a change set.
+    pub fn begin(&mut self) {
+        assert!(self.snapshot.is_none(), "change sets do not nest");
+        self.snapshot = Some(Box::new(Snapshot { links: self.links.clone(), v4: snap(&self.v4), v6: snap(&self.v6) }));
+        self.v4.nhs.begin();
+        self.v6.nhs.begin();
+    }
+    /// Keeps every change since [`Router::begin`].
+    pub fn commit(&mut self) {
+        if self.snapshot.take().is_some() {
+            self.v4.journal.clear();
+            self.v6.journal.clear();
+            self.v4.nhs.commit();
+            self.v6.nhs.commit();
+        }
+    }
+    /// Undoes every change since [`Router::begin`].
+    pub fn rollback(&mut self) {
+        if let Some(s) = self.snapshot.take() {
+            let s = *s;
+            self.links = s.links;
+            unsnap(&mut self.v4, s.v4);
+            unsnap(&mut self.v6, s.v6);
+        }
+    }
+
+    /// Applies changes all or nothing; on error, names the index of the failing change.
+    pub fn apply(&mut self, changes: &[Change]) -> Result<(), (usize, ChangeError)> {
+        self.begin();
+        for (i, c) in changes.iter().enumerate() {
+            if let Err(e) = self.change(c) {
+                self.rollback();
+                return Err((i, e));
+            }
+        }
+        self.commit();
+        Ok(())
+    }
+
+    /// Applies one change. Outside a change set it is atomic by itself; inside one, a failure
+    /// may leave earlier parts of *this* change applied until the set is rolled back.
+    pub fn change(&mut self, c: &Change) -> Result<(), ChangeError> {
+        if self.snapshot.is_none() {
+            return self.apply(std::slice::from_ref(c)).map_err(|(_, e)| e);
+        }
+        match c {
+            Change::LinkAddVeth { name, peer } => {
+                if name == peer || self.links.by_name(name).is_some() || self.links.by_name(peer).is_some() {
+                    return Err(Errno::EEXIST.into());
+                }
+                self.links.add_veth(name, peer);
+            }
+            Change::LinkSet { dev, up } => self.set_link(*dev, *up)?,
+            Change::LinkDel { dev } => {
+                let l = self.links.by_index(*dev).ok_or(Errno::ENODEV)?;
+                if l.kind == LinkKind::Loopback {
+                    return Err(Errno::EOPNOTSUPP.into());
+                }
+                for d in self.links.remove(*dev) {
+                    self.v4.addrs.retain(|a| a.dev != d);
+                    self.v6.addrs.retain(|a| a.dev != d);
+                    self.flush_dev(d);
+                }
+                self.sync_derived();
+            }
+            Change::AddrAdd4(a) => self.addr_add(a.clone())?,
+            Change::AddrDel4(a) => addr_del(&mut self.v4, a)?,
+            Change::AddrAdd6(a) => self.addr_add(a.clone())?,
+            Change::AddrDel6(a) => addr_del(&mut self.v6, a)?,
+            Change::Route4(spec, mode) => self.route_change(spec.clone(), *mode)?,
+            Change::Route6(spec, mode) => self.route_change(spec.clone(), *mode)?,
+            Change::RouteDel4(t, sel) => self.v4.delete(*t, sel)?,
+            Change::RouteDel6(t, sel) => self.v6.delete(*t, sel)?,
+            Change::RuleAdd4(r) => self.v4.rules.add(r.clone())?,
+            Change::RuleAdd6(r) => self.v6.rules.add(r.clone())?,
+            Change::RuleDel4(s) => drop(self.v4.rules.delete(s)?),
+            Change::RuleDel6(s) => drop(self.v6.rules.delete(s)?),
+        }
+        if matches!(c, Change::AddrDel4(_) | Change::AddrDel6(_)) {
+            self.sync_derived();
+        }
+        Ok(())
+    }
+
+    fn sync_derived(&mut self) {
+        self.v4.sync_derived(&self.links);
+        self.v6.sync_derived(&self.links);
+    }
+
+    /// Routes through a device that went away or down: single-path routes go; a multipath route
+    /// stays while one of its legs is elsewhere (its dead legs are skipped by lookups).
+    fn flush_dev(&mut self, dev: IfIndex) {
+        self.v4.remove_where(|_, hops| !hops.is_empty() && hops.iter().all(|h| h.dev == Some(dev)));
+        self.v6.remove_where(|_, hops| !hops.is_empty() && hops.iter().all(|h| h.dev == Some(dev)));
+    }
+
+    fn set_link(&mut self, dev: IfIndex, up: bool) -> Result<(), ChangeError> {
+        let link = self.links.by_index(dev).ok_or(Errno::ENODEV)?;
+        if link.up == up {
+            return Ok(());
+        }
+        let loopback = link.kind == LinkKind::Loopback;
+        self.links.set_up(dev, up);
+        if up && loopback {
+            // The kernel gives lo its addresses when it first comes up.
+            if !self.v4.addrs.iter().any(|a| a.dev == dev) {
+                self.v4.addrs.push(loopback_v4());
+            }
+            if !self.v6.addrs.iter().any(|a| a.dev == dev) {
+                self.v6.addrs.push(loopback_v6());
+            }
+        }
+        if !up {
+            for a in self.v4.addrs.iter_mut().filter(|a| a.dev == dev) {
+                a.local_while_down = false;
+            }
+            self.flush_dev(dev);
+        }
+        self.sync_derived();
+        Ok(())
+    }
+
+    fn addr_add<A: RouterFamily>(&mut self, mut a: IfAddr<A>) -> Result<(), ChangeError> {
+        let up = self.links.by_index(a.dev).ok_or(Errno::ENODEV)?.up;
+        let st = A::state_mut(self);
+        if st.addrs.iter().any(|o| o.addr == a.addr && o.dev == a.dev) {
+            return Err(Errno::EEXIST.into());
+        }
+        a.local_while_down = !up;
+        st.addrs.push(a);
+        self.sync_derived();
+        Ok(())
+    }
+
+    fn route_change<A: RouterFamily>(&mut self, mut spec: RouteSpec<A>, mode: InsertMode) -> Result<(), ChangeError> {
+        A::prepare(self, &mut spec)?;
+        let st = A::state_mut(self);
+        st.insert(&spec, mode)?;
+        if A::FAMILY == Family::Inet && spec.kind == RouteType::Local {
+            st.custom_local_routes = true;
+        }
+        Ok(())
+    }
+
+    /// Is `addr` configured on any device (`__ip_dev_find` / `ipv6_chk_addr`)?
+    pub fn is_local_address<A: RouterFamily>(&self, addr: A) -> bool {
+        A::state(self).addrs.iter().any(|a| a.addr == addr)
+    }
+
+    /// `ip route get`.
+    pub fn route_get_v4(&self, q: &RouteQuery) -> Result<RouteAnswer<Ipv4Addr>, Errno> {
+        let dst = q.dst.and_then(Ipv4Addr::from_ip).ok_or(Errno::EINVAL)?;
+        let src = match q.src {
+            None => None,
+            Some(s) => Some(Ipv4Addr::from_ip(s).ok_or(Errno::EINVAL)?),
+        };
+        Ipv4Addr::route_get(self, q, dst, src)
+    }
+    pub fn route_get_v6(&self, q: &RouteQuery) -> Result<RouteAnswer<Ipv6Addr>, Errno> {
+        let dst = q.dst.and_then(Ipv6Addr::from_ip).ok_or(Errno::EINVAL)?;
+        let src = match q.src {
+            None => None,
+            Some(s) => Some(Ipv6Addr::from_ip(s).ok_or(Errno::EINVAL)?),
+        };
+        Ipv6Addr::route_get(self, q, dst, src)
+    }
+
+    /// A first address of `dev` usable as source toward `toward` (prefsrc when the route has none).
+    fn select_source<A: RouterFamily>(&self, dev: Option<IfIndex>, toward: A) -> Option<A> {
+        let addrs = &A::state(self).addrs;
+        let on_dev = || addrs.iter().filter(move |a| Some(a.dev) == dev);
+        on_dev()
+            .find(|a| a.subnet().contains(toward))
+            .or_else(|| on_dev().next())
+            .or_else(|| addrs.iter().find(|a| a.dev != LOOPBACK_IFINDEX))
+            .map(|a| a.addr)
+    }
+
+    fn names(&self, flow_iif: Option<IfIndex>, flow_oif: Option<IfIndex>) -> (Option<&str>, Option<&str>) {
+        (flow_iif.and_then(|i| self.links.name_of(i)), flow_oif.and_then(|i| self.links.name_of(i)))
+    }
+
+    /// The answer for a matched route: spelled-out route (with IPv6 siblings) and the path.
+    fn answer<A: RouterFamily>(&self, m: &Matched<'_, A>, dst: A, src: Option<A>, iif: Option<IfIndex>) -> RouteAnswer<A> {
+        let st = A::state(self);
+        let hops = A::matched_hops(st, m);
+        let hop = hops.get(if A::FAMILY == Family::Inet6 { 0 } else { m.hop }).copied();
+        let spec = RouteSpec::of(m.route, &hops);
+        let dev = hop.and_then(|h| h.dev);
+        let gateway = hop.and_then(|h| h.gateway);
+        let prefsrc = m.route.prefsrc.or_else(|| if m.route.kind.is_reject() { None } else { self.select_source(dev, gateway.unwrap_or(dst)) });
+        RouteAnswer { route: Some(spec), dst, src, gateway, dev, prefsrc, iif }
+    }
+
+    /// Every route of every table of a family, in table order.
+    pub fn routes<A: RouterFamily>(&self) -> impl Iterator<Item = RouteSpec<A>> + '_ {
+        let st = A::state(self);
+        st.tables.values().flat_map(move |t| t.iter().map(move |r| RouteSpec::of(r, st.nhs.get(r.nh))))
+    }
+}
+
+fn addr_del<A: RouterFamily>(st: &mut FamilyState<A>, a: &IfAddr<A>) -> Result<(), ChangeError> {
+    let i = st.addrs.iter().position(|o| o.addr == a.addr && o.len == a.len && o.dev == a.dev).ok_or(Errno::EADDRNOTAVAIL)?;
+    st.addrs.remove(i);
+    Ok(())
+}

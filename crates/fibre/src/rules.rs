@@ -1,0 +1,260 @@
+//! Policy routing rules (`ip rule`), as net/core/fib_rules.c evaluates them.
+//!
+//! Rules are kept sorted by priority (a new rule goes after those of equal priority) and
+//! evaluated in that order: the first rule whose selectors all match (or, with `not`, not all)
+//! applies its action. `lookup` consults a table and goes on to the next rule when the table has
+//! nothing, answers `throw`, or does not exist; `goto` jumps forward to the first rule of a
+//! priority; the reject actions end the walk with their error.
+use crate::addr::Address;
+use crate::error::Errno;
+use crate::flow::Flow;
+use crate::prefix::Prefix;
+use crate::route::{TableId, TABLE_DEFAULT, TABLE_LOCAL, TABLE_MAIN};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RuleAction {
+    Lookup(TableId),
+    Goto(u32),
+    Nop,
+    Blackhole,
+    Unreachable,
+    Prohibit,
+}
+
+impl RuleAction {
+    /// The error a reject action ends the walk with.
+    pub fn reject_error(self) -> Option<Errno> {
+        match self {
+            RuleAction::Blackhole => Some(Errno::EINVAL),
+            RuleAction::Unreachable => Some(Errno::ENETUNREACH),
+            RuleAction::Prohibit => Some(Errno::EACCES),
+            _ => None,
+        }
+    }
+}
+
+/// One rule. `None` selectors match everything.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Rule<A: Address> {
+    pub priority: u32,
+    pub invert: bool,
+    pub src: Option<Prefix<A>>,
+    pub dst: Option<Prefix<A>>,
+    pub iif: Option<String>,
+    pub oif: Option<String>,
+    /// (mark, mask): matches when `(flow.mark ^ mark) & mask == 0`.
+    pub fwmark: Option<(u32, u32)>,
+    /// DS field selector (`tos` / `dsfield`); 0 matches all.
+    pub tos: u8,
+    pub ipproto: Option<u8>,
+    pub sport: Option<(u16, u16)>,
+    pub dport: Option<(u16, u16)>,
+    pub uidrange: Option<(u32, u32)>,
+    pub action: RuleAction,
+    /// Results whose prefix length is <= this are discarded and the walk goes on.
+    pub suppress_prefixlength: Option<u8>,
+    pub protocol: u8,
+}
+
+impl<A: Address> Rule<A> {
+    pub fn lookup(priority: u32, table: TableId) -> Self {
+        Rule {
+            priority,
+            invert: false,
+            src: None,
+            dst: None,
+            iif: None,
+            oif: None,
+            fwmark: None,
+            tos: 0,
+            ipproto: None,
+            sport: None,
+            dport: None,
+            uidrange: None,
+            action: RuleAction::Lookup(table),
+            suppress_prefixlength: None,
+            protocol: 0,
+        }
+    }
+
+    /// The rules of a new namespace: IPv4 `0 local, 32766 main, 32767 default`; IPv6 without the
+    /// last.
+    pub fn defaults() -> Vec<Rule<A>> {
+        let mut v = vec![Rule::lookup(0, TABLE_LOCAL), Rule::lookup(32766, TABLE_MAIN)];
+        if A::FAMILY == crate::addr::Family::Inet {
+            v.push(Rule::lookup(32767, TABLE_DEFAULT));
+        }
+        v
+    }
+
+    /// Do the selectors match `flow`? (`fib_rule_match` + the family's match.) `iif_name` and
+    /// `oif_name` are the flow's devices by name, since rules name devices that may not exist.
+    pub fn matches(&self, flow: &Flow<A>, iif_name: Option<&str>, oif_name: Option<&str>, has_src: bool) -> bool {
+        let m = self.selectors_match(flow, iif_name, oif_name, has_src);
+        m != self.invert
+    }
+
+    fn selectors_match(&self, flow: &Flow<A>, iif_name: Option<&str>, oif_name: Option<&str>, has_src: bool) -> bool {
+        if let Some(dev) = &self.iif {
+            if iif_name != Some(dev.as_str()) {
+                return false;
+            }
+        }
+        if let Some(dev) = &self.oif {
+            if oif_name != Some(dev.as_str()) {
+                return false;
+            }
+        }
+        if let Some((mark, mask)) = self.fwmark {
+            if (flow.mark ^ mark) & mask != 0 {
+                return false;
+            }
+        }
+        if let Some((lo, hi)) = self.uidrange {
+            if flow.uid < lo || flow.uid > hi {
+                return false;
+            }
+        }
+        if let Some(p) = &self.src {
+            // IPv6 rules with a source never match a flow without one (RT6_LOOKUP_F_HAS_SADDR);
+            // IPv4 compares the unspecified address like any other.
+            let usable = has_src || A::FAMILY == crate::addr::Family::Inet;
+            if !p.is_default() && !(usable && p.contains(flow.src.unwrap_or_else(A::unspecified))) {
+                return false;
+            }
+        }
+        if let Some(p) = &self.dst {
+            if !p.contains(flow.dst) {
+                return false;
+            }
+        }
+        if self.tos != 0 {
+            // IPv4 compares the legacy TOS bits only (`fib_dscp_masked_match`), IPv6 the DSCP.
+            let flow_tos = if A::FAMILY == crate::addr::Family::Inet { flow.tos & 0x1c } else { flow.tos & 0xfc };
+            if self.tos != flow_tos {
+                return false;
+            }
+        }
+        if let Some(p) = self.ipproto {
+            if p != flow.ipproto {
+                return false;
+            }
+        }
+        if let Some((lo, hi)) = self.sport {
+            if flow.sport < lo || flow.sport > hi {
+                return false;
+            }
+        }
+        if let Some((lo, hi)) = self.dport {
+            if flow.dport < lo || flow.dport > hi {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// A family's rule list, sorted by priority.
+#[derive(Clone, Debug)]
+pub struct RuleSet<A: Address> {
+    rules: Vec<Rule<A>>,
+    /// Set once a rule was added or deleted: from then on the kernel walks the rules instead of
+    /// its fast path (and IPv4 keeps local and main apart), even if the defaults come back.
+    pub customised: bool,
+}
+
+impl<A: Address> Default for RuleSet<A> {
+    fn default() -> Self {
+        RuleSet { rules: Rule::defaults(), customised: false }
+    }
+}
+
+impl<A: Address> RuleSet<A> {
+    pub fn iter(&self) -> impl Iterator<Item = &Rule<A>> {
+        self.rules.iter()
+    }
+    pub fn as_slice(&self) -> &[Rule<A>] {
+        &self.rules
+    }
+    /// Priority the kernel gives a rule added without one: one less than the second rule's
+    /// (`fib_default_rule_pref`), or 0.
+    pub fn default_priority(&self) -> u32 {
+        match self.rules.get(1) {
+            Some(r) if r.priority > 0 => r.priority - 1,
+            _ => 0,
+        }
+    }
+    /// `ip rule add`: EEXIST for an identical rule; goto must jump forward.
+    pub fn add(&mut self, rule: Rule<A>) -> Result<(), Errno> {
+        if let RuleAction::Goto(target) = rule.action {
+            if target <= rule.priority {
+                return Err(Errno::EINVAL);
+            }
+        }
+        if self.rules.iter().any(|r| *r == rule) {
+            return Err(Errno::EEXIST);
+        }
+        let at = self.rules.iter().position(|r| r.priority > rule.priority).unwrap_or(self.rules.len());
+        self.rules.insert(at, rule);
+        self.customised = true;
+        Ok(())
+    }
+    /// `ip rule del`: removes the first rule matching every attribute `wanted` says it has.
+    pub fn delete(&mut self, wanted: &RuleSelector<A>) -> Result<Rule<A>, Errno> {
+        let i = self.rules.iter().position(|r| wanted.selects(r)).ok_or(Errno::ENOENT)?;
+        self.customised = true;
+        Ok(self.rules.remove(i))
+    }
+
+    /// Index of the rule a `goto` lands on: the first with exactly that priority.
+    pub fn goto_target(&self, priority: u32) -> Option<usize> {
+        self.rules.iter().position(|r| r.priority == priority)
+    }
+}
+
+/// `ip rule del` names a rule by the attributes given; others are wildcards.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuleSelector<A: Address> {
+    pub priority: Option<u32>,
+    pub rule: Option<Rule<A>>,
+    /// Which fields of `rule` were given (the rest match anything).
+    pub given: RuleFields,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RuleFields {
+    pub src: bool,
+    pub dst: bool,
+    pub iif: bool,
+    pub oif: bool,
+    pub fwmark: bool,
+    pub tos: bool,
+    pub ipproto: bool,
+    pub sport: bool,
+    pub dport: bool,
+    pub uidrange: bool,
+    pub action: bool,
+    pub invert: bool,
+}
+
+impl<A: Address> RuleSelector<A> {
+    fn selects(&self, r: &Rule<A>) -> bool {
+        if self.priority.is_some_and(|p| p != r.priority) {
+            return false;
+        }
+        let Some(w) = &self.rule else { return true };
+        let g = self.given;
+        (!g.src || w.src == r.src)
+            && (!g.dst || w.dst == r.dst)
+            && (!g.iif || w.iif == r.iif)
+            && (!g.oif || w.oif == r.oif)
+            && (!g.fwmark || w.fwmark == r.fwmark)
+            && (!g.tos || w.tos == r.tos)
+            && (!g.ipproto || w.ipproto == r.ipproto)
+            && (!g.sport || w.sport == r.sport)
+            && (!g.dport || w.dport == r.dport)
+            && (!g.uidrange || w.uidrange == r.uidrange)
+            && (!g.action || w.action == r.action)
+            && (!g.invert || w.invert == r.invert)
+    }
+}
