@@ -1,1 +1,106 @@
-fn main() {}
+//! `fibre`: run iproute2 batches against fibre's routing table.
+//!
+//! ```text
+//! fibre [-4|-6] [-j] [-force|--atomic] -batch FILE|-  [OBJECT COMMAND...]
+//! ```
+//! Options are spelled as ip spells them (`-batch`, `-force`, `-json`/`-j`, `-4`, `-6`); the
+//! same file can be given to `ip -batch` in a network namespace and to fibre.
+use clap::Parser;
+use fibre::io::iproute2::{Batch, BatchMode};
+use fibre::{Family, Router};
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(name = "fibre", version, about = "The Linux routing table in userspace, driven by iproute2 batches")]
+struct Cli {
+    /// IPv4 for lines whose family is not clear from their addresses (default)
+    #[arg(short = '4', conflicts_with = "ipv6")]
+    ipv4: bool,
+    /// IPv6 for lines whose family is not clear from their addresses
+    #[arg(short = '6')]
+    ipv6: bool,
+    /// Print one JSON line per printing or failing command (`ip -j`)
+    #[arg(short = 'j', long = "json")]
+    json: bool,
+    /// Run every line even after failures; the exit status says whether any failed
+    #[arg(long = "force", conflicts_with = "atomic")]
+    force: bool,
+    /// All or nothing: if any line fails, no change of the batch is kept
+    #[arg(long = "atomic")]
+    atomic: bool,
+    /// Read commands from FILE, or standard input with `-`
+    #[arg(long = "batch", value_name = "FILE")]
+    batch: Option<String>,
+    /// One command to run after the batch, e.g. `route get 192.0.2.1`
+    #[arg(trailing_var_arg = true, allow_hyphen_values = false)]
+    command: Vec<String>,
+}
+
+/// ip's single-dash long options become clap's double-dash ones.
+fn ip_style_args() -> Vec<String> {
+    let mut out = Vec::new();
+    let mut options = true;
+    for a in std::env::args() {
+        let mapped = match a.as_str() {
+            _ if !options => a,
+            "-batch" | "-b" => "--batch".to_string(),
+            "-force" => "--force".to_string(),
+            "-json" => "--json".to_string(),
+            "-atomic" => "--atomic".to_string(),
+            s if !s.starts_with('-') && out.len() > 1 && out.last().map(String::as_str) != Some("--batch") => {
+                options = false;
+                a
+            }
+            _ => a,
+        };
+        out.push(mapped);
+    }
+    out
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse_from(ip_style_args());
+    let mut text = String::new();
+    let name = cli.batch.clone().unwrap_or_else(|| "-".into());
+    if let Some(path) = &cli.batch {
+        let r = if path == "-" { std::io::stdin().read_to_string(&mut text).map(|_| ()) } else { std::fs::read_to_string(path).map(|t| text = t) };
+        if let Err(e) = r {
+            eprintln!("fibre: cannot read batch file \"{path}\": {e}");
+            return ExitCode::from(2);
+        }
+    }
+    if !cli.command.is_empty() {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&cli.command.join(" "));
+        text.push('\n');
+    }
+    if text.is_empty() && cli.batch.is_none() {
+        eprintln!("fibre: nothing to do: give -batch FILE or a command (see --help)");
+        return ExitCode::from(2);
+    }
+    let mut batch = Batch::new(Router::new());
+    batch.family = if cli.ipv6 { Some(Family::Inet6) } else if cli.ipv4 { Some(Family::Inet) } else { None };
+    batch.json = cli.json;
+    batch.name = name;
+    batch.mode = if cli.atomic {
+        BatchMode::Atomic
+    } else if cli.force {
+        BatchMode::Force
+    } else {
+        BatchMode::StopOnError
+    };
+    let out = batch.run_text(&text);
+    let _ = std::io::stdout().write_all(out.stdout.as_bytes());
+    let _ = std::io::stderr().write_all(out.stderr.as_bytes());
+    if out.rolled_back {
+        eprintln!("fibre: batch rolled back: no change was kept");
+    }
+    if out.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

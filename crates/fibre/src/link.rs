@@ -71,6 +71,15 @@ impl Links {
     pub fn is_up(&self, index: IfIndex) -> bool {
         self.by_index(index).is_some_and(|l| l.up)
     }
+    /// Up with carrier: a veth has carrier only while its peer is up too. IPv6 configures a
+    /// device (prefix routes, ff00::/8) only once it is ready.
+    pub fn is_ready(&self, index: IfIndex) -> bool {
+        match self.by_index(index) {
+            Some(Link { up: true, kind: LinkKind::Veth { peer }, .. }) => self.is_up(*peer),
+            Some(l) => l.up,
+            None => false,
+        }
+    }
     pub fn iter(&self) -> impl Iterator<Item = &Link> {
         self.links.iter()
     }

@@ -1,1 +1,11 @@
+//! iproute2's language: `ip -batch` lines in, `ip` text and `ip -j` JSON out.
+//!
+//! Raw text and checked data are different types: [`parse`] turns a line into a [`Command`]
+//! (naming the token it could not read), validated against the router's current devices;
+//! [`Batch`] runs commands with ip's batch semantics; [`format`] prints what `ip` prints.
+pub mod batch;
+pub mod format;
+pub mod parse;
 
+pub use batch::{Batch, BatchMode, BatchOutput};
+pub use parse::{parse_line, Command, ParseError};

@@ -1,0 +1,300 @@
+//! Running iproute2 lines against a [`Router`] with `ip -batch` semantics.
+//!
+//! - [`BatchMode::StopOnError`] (ip's default): the first failing line ends the batch.
+//! - [`BatchMode::Force`] (`-force`): every line runs; the outcome says whether any failed.
+//! - [`BatchMode::Atomic`] (fibre's all-or-nothing): every change of the batch lands, or none
+//!   does. Lines that print still print as they run, against the state so far.
+use super::format::*;
+use super::parse::{parse_line, Command, IpPrefix, ParseError, ShowFilter, TableFilter};
+use crate::addr::{Address, Family};
+use crate::error::{ChangeError, Errno};
+use crate::prefix::Prefix;
+use crate::rib::RouteSelector;
+use crate::route::RouteSpec;
+use crate::router::{Change, RouteAnswer, RouteQuery, Router, RouterFamily};
+use serde_json::{json, Value};
+use std::fmt::Write;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchMode {
+    StopOnError,
+    Force,
+    Atomic,
+}
+
+/// What a batch printed, and which lines failed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BatchOutput {
+    pub stdout: String,
+    pub stderr: String,
+    /// 1-based numbers of the lines that failed.
+    pub failed: Vec<usize>,
+    /// In [`BatchMode::Atomic`], whether the changes were rolled back.
+    pub rolled_back: bool,
+}
+
+impl BatchOutput {
+    pub fn success(&self) -> bool {
+        self.failed.is_empty()
+    }
+}
+
+/// Why a line failed: its errno and the message ip would print.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineError {
+    pub errno: Errno,
+    pub message: String,
+}
+
+impl From<ParseError> for LineError {
+    fn from(e: ParseError) -> Self {
+        let message = if e.errno == Errno::ENODEV { e.message } else { format!("Error: {}.", e.message.trim_end_matches('.')) };
+        LineError { errno: e.errno, message }
+    }
+}
+impl From<ChangeError> for LineError {
+    fn from(e: ChangeError) -> Self {
+        LineError { errno: e.errno, message: e.to_string() }
+    }
+}
+impl From<Errno> for LineError {
+    fn from(e: Errno) -> Self {
+        ChangeError::new(e).into()
+    }
+}
+
+/// A router with the options of one `ip` invocation.
+pub struct Batch {
+    pub router: Router,
+    /// `-4` / `-6`.
+    pub family: Option<Family>,
+    /// `-j`: one JSON line per printing (or failing) command.
+    pub json: bool,
+    pub mode: BatchMode,
+    /// Shown in "Command failed NAME:LINE".
+    pub name: String,
+}
+
+impl Batch {
+    pub fn new(router: Router) -> Self {
+        Batch { router, family: None, json: false, mode: BatchMode::StopOnError, name: "-".into() }
+    }
+
+    /// Runs every line of `text`.
+    pub fn run_text(&mut self, text: &str) -> BatchOutput {
+        let mut out = BatchOutput::default();
+        let atomic = self.mode == BatchMode::Atomic;
+        if atomic {
+            self.router.begin();
+        }
+        for (i, line) in text.lines().enumerate() {
+            let lineno = i + 1;
+            if let Err(e) = self.run_line(line, &mut out.stdout) {
+                out.failed.push(lineno);
+                let _ = writeln!(out.stderr, "{}\nCommand failed {}:{lineno}", e.message, self.name);
+                if self.json {
+                    let v = json!({"error": e.errno.name(), "errno": e.errno.code(), "line": lineno, "command": line.trim(), "message": e.message});
+                    let _ = writeln!(out.stdout, "{v}");
+                }
+                if self.mode != BatchMode::Force {
+                    break;
+                }
+            }
+        }
+        if atomic {
+            if out.failed.is_empty() {
+                self.router.commit();
+            } else {
+                self.router.rollback();
+                out.rolled_back = true;
+            }
+        }
+        out
+    }
+
+    /// Runs one line, appending what it prints to `stdout`.
+    pub fn run_line(&mut self, line: &str, stdout: &mut String) -> Result<(), LineError> {
+        let cmd = parse_line(line, self.family, &self.router)?;
+        match cmd {
+            Command::Nothing => Ok(()),
+            Command::Apply(change) => Ok(self.router.change(&change)?),
+            Command::RouteGet(q) => {
+                match q.dst.map(|d| Family::of(&d)) {
+                    Some(Family::Inet6) => {
+                        let a = self.router.route_get_v6(&q)?;
+                        self.print_answer(&a, &q, stdout)
+                    }
+                    _ => {
+                        let a = self.router.route_get_v4(&q)?;
+                        self.print_answer(&a, &q, stdout)
+                    }
+                }
+                Ok(())
+            }
+            Command::RouteShow(f) => {
+                let mut lines = Vec::new();
+                if f.family != Some(Family::Inet6) {
+                    lines.extend(self.show::<Ipv4Addr>(&f));
+                }
+                if f.family != Some(Family::Inet) {
+                    lines.extend(self.show::<Ipv6Addr>(&f));
+                }
+                self.emit(lines, stdout);
+                Ok(())
+            }
+            Command::RouteFlush(f) => {
+                let mut changes = Vec::new();
+                if f.family != Some(Family::Inet6) {
+                    changes.extend(self.selected::<Ipv4Addr>(&f).into_iter().map(|r| Change::RouteDel4(r.table, exact(&r))));
+                }
+                if f.family != Some(Family::Inet) {
+                    changes.extend(self.selected::<Ipv6Addr>(&f).into_iter().map(|r| Change::RouteDel6(r.table, exact(&r))));
+                }
+                for c in changes {
+                    // A route removed with an earlier one (IPv6 siblings) is already gone.
+                    match self.router.change(&c) {
+                        Ok(()) | Err(ChangeError { errno: Errno::ESRCH, .. }) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Ok(())
+            }
+            Command::RuleShow(fam) => {
+                let lines = match fam {
+                    Family::Inet => self.router.v4.rules.iter().map(|r| (rule_text(r), rule_json(r))).collect(),
+                    Family::Inet6 => self.router.v6.rules.iter().map(|r| (rule_text(r), rule_json(r))).collect(),
+                };
+                self.emit(lines, stdout);
+                Ok(())
+            }
+            Command::LinkShow => {
+                let lines = self
+                    .router
+                    .links
+                    .iter()
+                    .map(|l| {
+                        let state = if l.up { "UP" } else { "DOWN" };
+                        let text = format!("{}: {}: <{}> state {state}", l.index, l.name, if l.up { "UP" } else { "" });
+                        (text, json!({"ifindex": l.index, "ifname": l.name, "operstate": state}))
+                    })
+                    .collect();
+                self.emit(lines, stdout);
+                Ok(())
+            }
+            Command::AddrShow(fam) => {
+                let mut lines = Vec::new();
+                let links = &self.router.links;
+                if fam != Some(Family::Inet6) {
+                    for a in &self.router.v4.addrs {
+                        let dev = links.name_of(a.dev).unwrap_or("?");
+                        lines.push((format!("inet {}/{} dev {dev}", a.addr, a.len), json!({"family": "inet", "local": a.addr.to_string(), "prefixlen": a.len, "dev": dev})));
+                    }
+                }
+                if fam != Some(Family::Inet) {
+                    for a in &self.router.v6.addrs {
+                        let dev = links.name_of(a.dev).unwrap_or("?");
+                        lines.push((format!("inet6 {}/{} dev {dev}", a.addr, a.len), json!({"family": "inet6", "local": a.addr.to_string(), "prefixlen": a.len, "dev": dev})));
+                    }
+                }
+                self.emit(lines, stdout);
+                Ok(())
+            }
+        }
+    }
+
+    /// Text lines, or one JSON array line.
+    fn emit(&self, lines: Vec<(String, Value)>, stdout: &mut String) {
+        if self.json {
+            let arr: Vec<Value> = lines.into_iter().map(|(_, v)| v).collect();
+            let _ = writeln!(stdout, "{}", Value::Array(arr));
+        } else {
+            for (t, _) in lines {
+                let _ = writeln!(stdout, "{t}");
+            }
+        }
+    }
+
+    fn print_answer<A: RouterFamily>(&self, a: &RouteAnswer<A>, q: &RouteQuery, stdout: &mut String) {
+        let links = &self.router.links;
+        let line = match (&a.route, q.fibmatch) {
+            (Some(r), true) => (route_text(r, links, true), Value::Object(route_json(r, links, true))),
+            _ => {
+                let uid = q.uid.unwrap_or(0);
+                (answer_text(a, links, uid), Value::Object(answer_json(a, links, uid)))
+            }
+        };
+        self.emit(vec![line], stdout);
+    }
+
+    fn selected<A: RouterFamily>(&self, f: &ShowFilter) -> Vec<RouteSpec<A>> {
+        let narrow = |p: &Option<IpPrefix>| -> Option<Option<Prefix<A>>> {
+            p.map(|p| match p {
+                IpPrefix::V4(p) => (A::FAMILY == Family::Inet).then(|| Prefix::from_bits(A::from_ip(p.addr().into()).unwrap().to_bits(), p.len())).flatten(),
+                IpPrefix::V6(p) => (A::FAMILY == Family::Inet6).then(|| Prefix::from_bits(A::from_ip(p.addr().into()).unwrap().to_bits(), p.len())).flatten(),
+            })
+        };
+        let (root, matching, exact_p) = (narrow(&f.root), narrow(&f.matching), narrow(&f.exact));
+        if [root, matching, exact_p].iter().any(|p| matches!(p, Some(None))) {
+            return Vec::new(); // a filter of the other family selects nothing here
+        }
+        self.router
+            .routes::<A>()
+            .filter(|r| match f.table {
+                TableFilter::All => true,
+                TableFilter::Id(t) => r.table == t,
+            })
+            .filter(|r| root.flatten().is_none_or(|p| p.covers(&r.dst)))
+            .filter(|r| matching.flatten().is_none_or(|p| r.dst.covers(&p)))
+            .filter(|r| exact_p.flatten().is_none_or(|p| r.dst == p))
+            .filter(|r| f.kind.is_none_or(|k| k == r.kind))
+            .filter(|r| f.protocol.is_none_or(|p| p == r.protocol))
+            .filter(|r| f.dev.is_none_or(|d| r.hops.iter().any(|h| h.dev == Some(d))))
+            .collect()
+    }
+
+    fn show<A: RouterFamily>(&self, f: &ShowFilter) -> Vec<(String, Value)> {
+        // ip prints `table` only when it lists more than one table.
+        let show_table = f.table == TableFilter::All;
+        let links = &self.router.links;
+        let mut routes = self.selected::<A>(f);
+        if A::FAMILY == Family::Inet6 {
+            routes = merge_siblings(routes);
+        }
+        routes.iter().map(|r| (route_text(r, links, show_table), Value::Object(route_json(r, links, show_table)))).collect()
+    }
+}
+
+/// IPv6 ECMP siblings are listed as one multipath route, as ip shows them.
+fn merge_siblings<A: Address>(routes: Vec<RouteSpec<A>>) -> Vec<RouteSpec<A>> {
+    let mut out: Vec<RouteSpec<A>> = Vec::new();
+    for r in routes {
+        let ecmp = r.hops.len() == 1 && r.hops[0].gateway.is_some();
+        if ecmp {
+            if let Some(prev) = out.iter_mut().find(|p| {
+                p.table == r.table && p.dst == r.dst && p.src == r.src && p.metric == r.metric && p.hops.first().is_some_and(|h| h.gateway.is_some())
+            }) {
+                prev.hops.extend(r.hops);
+                continue;
+            }
+        }
+        out.push(r);
+    }
+    out
+}
+
+fn exact<A: Address>(r: &RouteSpec<A>) -> RouteSelector<A> {
+    RouteSelector {
+        dst: r.dst,
+        src: r.src,
+        tos: r.tos,
+        metric: Some(r.metric),
+        kind: Some(r.kind),
+        protocol: Some(r.protocol),
+        scope: None,
+        prefsrc: None,
+        hops: Vec::new(),
+        dev: r.hops.first().and_then(|h| h.dev),
+        gateway: r.hops.first().and_then(|h| h.gateway),
+    }
+}

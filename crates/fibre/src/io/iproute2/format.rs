@@ -1,0 +1,384 @@
+//! Printing as `ip` prints: text lines and `-j` JSON objects with ip's field names.
+use super::parse::DSFIELD_NAMES;
+use crate::addr::{Address, Family};
+use crate::link::Links;
+use crate::route::*;
+use crate::router::RouteAnswer;
+use crate::rules::{Rule, RuleAction};
+use serde_json::{json, Map, Value};
+use std::fmt::Write;
+
+/// How a prefix is printed: `default`, a bare address for host routes, else `ADDR/LEN`.
+pub fn prefix_text<A: Address>(p: &crate::prefix::Prefix<A>) -> String {
+    if p.is_default() {
+        "default".into()
+    } else if p.is_host() {
+        p.addr().to_string()
+    } else {
+        p.to_string()
+    }
+}
+
+/// `rtnl_dsfield_n2a`: a name from rt_dsfield, else hex.
+pub fn tos_text(tos: u8) -> String {
+    DSFIELD_NAMES.iter().find(|(v, _)| *v == tos).map(|(_, n)| n.to_string()).unwrap_or_else(|| format!("0x{tos:x}"))
+}
+
+fn dev_name(links: &Links, dev: Option<IfIndex>) -> Option<String> {
+    dev.map(|d| links.name_of(d).map(str::to_string).unwrap_or_else(|| format!("if{d}")))
+}
+
+/// The device a route shows: IPv6 reject routes sit on `lo`.
+fn shown_dev<A: Address>(r: &RouteSpec<A>, links: &Links) -> Option<String> {
+    match r.hops.as_slice() {
+        [h] => dev_name(links, h.dev),
+        [] if A::FAMILY == Family::Inet6 => Some("lo".into()),
+        _ => None,
+    }
+}
+
+/// IPv4 routes carry a metric attribute only when it is not 0; IPv6 routes always.
+fn shows_metric<A: Address>(r: &RouteSpec<A>) -> bool {
+    A::FAMILY == Family::Inet6 || r.metric != 0
+}
+
+/// One route as `ip route show` prints it (without the newline). `show_table`: print `table`
+/// for tables other than main (ip does when not filtering by one table).
+pub fn route_text<A: Address>(r: &RouteSpec<A>, links: &Links, show_table: bool) -> String {
+    let mut s = String::new();
+    if r.kind != RouteType::Unicast {
+        let _ = write!(s, "{} ", r.kind.name());
+    }
+    let _ = write!(s, "{} ", prefix_text(&r.dst));
+    if !r.src.is_default() {
+        let _ = write!(s, "from {} ", prefix_text(&r.src));
+    }
+    if r.tos != 0 {
+        let _ = write!(s, "tos {} ", tos_text(r.tos));
+    }
+    let multipath = r.hops.len() > 1;
+    if !multipath {
+        if let Some(gw) = r.hops.first().and_then(|h| h.gateway) {
+            let _ = write!(s, "via {gw} ");
+        }
+        if let Some(d) = shown_dev(r, links) {
+            let _ = write!(s, "dev {d} ");
+        }
+    }
+    if show_table && r.table != TABLE_MAIN {
+        let _ = write!(s, "table {} ", table_name(r.table));
+    }
+    if r.protocol != PROTO_BOOT {
+        let _ = write!(s, "proto {} ", protocol_name(r.protocol));
+    }
+    if r.scope != SCOPE_UNIVERSE {
+        let _ = write!(s, "scope {} ", scope_name(r.scope));
+    }
+    if let Some(p) = r.prefsrc {
+        let _ = write!(s, "src {p} ");
+    }
+    if shows_metric(r) {
+        let _ = write!(s, "metric {} ", r.metric);
+    }
+    if !multipath && r.hops.first().is_some_and(|h| h.onlink) {
+        s.push_str("onlink ");
+    }
+    if let Some(mtu) = r.mtu {
+        let _ = write!(s, "mtu {mtu} ");
+    }
+    if A::FAMILY == Family::Inet6 {
+        let _ = write!(s, "pref {}", r.pref.name());
+    }
+    if multipath {
+        for h in &r.hops {
+            s.push_str("\n\tnexthop ");
+            if let Some(gw) = h.gateway {
+                let _ = write!(s, "via {gw} ");
+            }
+            if let Some(d) = dev_name(links, h.dev) {
+                let _ = write!(s, "dev {d} ");
+            }
+            let _ = write!(s, "weight {} ", h.weight);
+            if h.onlink {
+                s.push_str("onlink ");
+            }
+        }
+    }
+    s.trim_end_matches(' ').to_string() + if A::FAMILY == Family::Inet && !multipath { " " } else { "" }
+}
+
+/// One route as an `ip -j route show` object.
+pub fn route_json<A: Address>(r: &RouteSpec<A>, links: &Links, show_table: bool) -> Map<String, Value> {
+    let mut m = Map::new();
+    if r.kind != RouteType::Unicast {
+        m.insert("type".into(), json!(r.kind.name()));
+    }
+    m.insert("dst".into(), json!(prefix_text(&r.dst)));
+    if !r.src.is_default() {
+        m.insert("from".into(), json!(prefix_text(&r.src)));
+    }
+    if r.tos != 0 {
+        m.insert("tos".into(), json!(tos_text(r.tos)));
+    }
+    let multipath = r.hops.len() > 1;
+    if !multipath {
+        if let Some(gw) = r.hops.first().and_then(|h| h.gateway) {
+            m.insert("gateway".into(), json!(gw.to_string()));
+        }
+        if let Some(d) = shown_dev(r, links) {
+            m.insert("dev".into(), json!(d));
+        }
+    }
+    if show_table && r.table != TABLE_MAIN {
+        m.insert("table".into(), json!(table_name(r.table)));
+    }
+    if r.protocol != PROTO_BOOT {
+        m.insert("protocol".into(), json!(protocol_name(r.protocol)));
+    }
+    if r.scope != SCOPE_UNIVERSE {
+        m.insert("scope".into(), json!(scope_name(r.scope)));
+    }
+    if let Some(p) = r.prefsrc {
+        m.insert("prefsrc".into(), json!(p.to_string()));
+    }
+    if shows_metric(r) {
+        m.insert("metric".into(), json!(r.metric));
+    }
+    let flags: Vec<&str> = if !multipath && r.hops.first().is_some_and(|h| h.onlink) { vec!["onlink"] } else { vec![] };
+    m.insert("flags".into(), json!(flags));
+    if let Some(mtu) = r.mtu {
+        m.insert("metrics".into(), json!([{ "mtu": mtu }]));
+    }
+    if A::FAMILY == Family::Inet6 {
+        m.insert("pref".into(), json!(r.pref.name()));
+    }
+    if multipath {
+        let hops: Vec<Value> = r
+            .hops
+            .iter()
+            .map(|h| {
+                let mut o = Map::new();
+                if let Some(gw) = h.gateway {
+                    o.insert("gateway".into(), json!(gw.to_string()));
+                }
+                if let Some(d) = dev_name(links, h.dev) {
+                    o.insert("dev".into(), json!(d));
+                }
+                o.insert("weight".into(), json!(h.weight));
+                o.insert("flags".into(), json!(if h.onlink { vec!["onlink"] } else { vec![] }));
+                Value::Object(o)
+            })
+            .collect();
+        m.insert("nexthops".into(), Value::Array(hops));
+    }
+    m
+}
+
+/// `ip route get` without `fibmatch`: the resolved path.
+pub fn answer_json<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> Map<String, Value> {
+    let mut m = Map::new();
+    let kind = a.route.as_ref().map_or(RouteType::Unicast, |r| r.kind);
+    if kind != RouteType::Unicast {
+        m.insert("type".into(), json!(kind.name()));
+    }
+    m.insert("dst".into(), json!(a.dst.to_string()));
+    if A::FAMILY == Family::Inet6 {
+        m.insert("from".into(), json!(a.src.unwrap_or_else(A::unspecified).to_string()));
+    }
+    if let Some(gw) = a.gateway {
+        m.insert("gateway".into(), json!(gw.to_string()));
+    }
+    let local = kind == RouteType::Local;
+    let dev = if local && A::FAMILY == Family::Inet { Some("lo".to_string()) } else { dev_name(links, a.dev) };
+    if let Some(d) = dev {
+        m.insert("dev".into(), json!(d));
+    }
+    if let Some(r) = &a.route {
+        if r.table != TABLE_MAIN {
+            m.insert("table".into(), json!(table_name(r.table)));
+        }
+        if A::FAMILY == Family::Inet6 && r.protocol != PROTO_BOOT {
+            m.insert("protocol".into(), json!(protocol_name(r.protocol)));
+        }
+    }
+    if let Some(p) = a.prefsrc {
+        m.insert("prefsrc".into(), json!(p.to_string()));
+    }
+    if A::FAMILY == Family::Inet6 {
+        if let Some(r) = &a.route {
+            m.insert("metric".into(), json!(r.metric));
+        }
+    }
+    if let Some(i) = a.iif {
+        m.insert("iif".into(), json!(dev_name(links, Some(i))));
+    }
+    m.insert("flags".into(), json!(Vec::<String>::new()));
+    if A::FAMILY == Family::Inet {
+        m.insert("uid".into(), json!(uid));
+        m.insert("cache".into(), json!(if local { vec!["local"] } else { vec![] }));
+    } else if let Some(r) = &a.route {
+        m.insert("pref".into(), json!(r.pref.name()));
+    }
+    m
+}
+
+pub fn answer_text<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> String {
+    let m = answer_json(a, links, uid);
+    let mut s = String::new();
+    if let Some(t) = m.get("type").and_then(Value::as_str) {
+        let _ = write!(s, "{t} ");
+    }
+    for (key, word) in [("dst", ""), ("from", "from"), ("gateway", "via"), ("dev", "dev"), ("table", "table"), ("protocol", "proto"), ("prefsrc", "src"), ("metric", "metric"), ("iif", "iif")] {
+        if let Some(v) = m.get(key) {
+            let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+            if word.is_empty() {
+                let _ = write!(s, "{v} ");
+            } else {
+                let _ = write!(s, "{word} {v} ");
+            }
+        }
+    }
+    if A::FAMILY == Family::Inet {
+        let _ = write!(s, "uid {uid} \n    cache ");
+        if m.get("type").and_then(Value::as_str) == Some("local") {
+            s.push_str("<local> ");
+        }
+    } else if let Some(p) = m.get("pref").and_then(Value::as_str) {
+        let _ = write!(s, "pref {p}");
+    }
+    s
+}
+
+fn rule_action_text(a: RuleAction) -> String {
+    match a {
+        RuleAction::Lookup(t) => format!("lookup {}", table_name(t)),
+        RuleAction::Goto(p) => format!("goto {p}"),
+        RuleAction::Nop => "nop".into(),
+        RuleAction::Blackhole => "blackhole".into(),
+        RuleAction::Unreachable => "unreachable".into(),
+        RuleAction::Prohibit => "prohibit".into(),
+    }
+}
+
+fn range_text((a, b): (u16, u16)) -> String {
+    if a == b {
+        a.to_string()
+    } else {
+        format!("{a}-{b}")
+    }
+}
+
+/// One rule as `ip rule show` prints it.
+pub fn rule_text<A: Address>(r: &Rule<A>) -> String {
+    let mut s = format!("{}:\t", r.priority);
+    if r.invert {
+        s.push_str("not ");
+    }
+    let _ = write!(s, "from {}", r.src.as_ref().map_or("all".to_string(), prefix_text));
+    if let Some(d) = &r.dst {
+        let _ = write!(s, " to {}", prefix_text(d));
+    }
+    if r.tos != 0 {
+        let _ = write!(s, " tos {}", tos_text(r.tos));
+    }
+    if let Some((m, mask)) = r.fwmark {
+        let _ = write!(s, " fwmark {m:#x}");
+        if mask != u32::MAX {
+            let _ = write!(s, "/{mask:#x}");
+        }
+    }
+    if let Some(i) = &r.iif {
+        let _ = write!(s, " iif {i}");
+    }
+    if let Some(o) = &r.oif {
+        let _ = write!(s, " oif {o}");
+    }
+    if let Some((a, b)) = r.uidrange {
+        let _ = write!(s, " uidrange {a}-{b}");
+    }
+    if let Some(p) = r.ipproto {
+        let _ = write!(s, " ipproto {p}");
+    }
+    if let Some(p) = r.sport {
+        let _ = write!(s, " sport {}", range_text(p));
+    }
+    if let Some(p) = r.dport {
+        let _ = write!(s, " dport {}", range_text(p));
+    }
+    let _ = write!(s, " {}", rule_action_text(r.action));
+    if let Some(n) = r.suppress_prefixlength {
+        let _ = write!(s, " suppress_prefixlength {n}");
+    }
+    if r.protocol != 0 {
+        let _ = write!(s, " proto {}", protocol_name(r.protocol));
+    }
+    s
+}
+
+pub fn rule_json<A: Address>(r: &Rule<A>) -> Value {
+    let mut m = Map::new();
+    m.insert("priority".into(), json!(r.priority));
+    if r.invert {
+        m.insert("not".into(), Value::Null);
+    }
+    match &r.src {
+        None => m.insert("src".into(), json!("all")),
+        Some(p) => {
+            m.insert("src".into(), json!(p.addr().to_string()));
+            m.insert("srclen".into(), json!(p.len()))
+        }
+    };
+    if let Some(p) = &r.dst {
+        m.insert("dst".into(), json!(p.addr().to_string()));
+        m.insert("dstlen".into(), json!(p.len()));
+    }
+    if r.tos != 0 {
+        m.insert("tos".into(), json!(tos_text(r.tos)));
+    }
+    if let Some((mark, mask)) = r.fwmark {
+        m.insert("fwmark".into(), json!(format!("{mark:#x}")));
+        if mask != u32::MAX {
+            m.insert("fwmask".into(), json!(format!("{mask:#x}")));
+        }
+    }
+    if let Some(i) = &r.iif {
+        m.insert("iif".into(), json!(i));
+    }
+    if let Some(o) = &r.oif {
+        m.insert("oif".into(), json!(o));
+    }
+    if let Some((a, b)) = r.uidrange {
+        m.insert("uid_start".into(), json!(a));
+        m.insert("uid_end".into(), json!(b));
+    }
+    if let Some(p) = r.ipproto {
+        m.insert("ipproto".into(), json!(p));
+    }
+    if let Some((a, b)) = r.sport {
+        m.insert("sport_start".into(), json!(a));
+        m.insert("sport_end".into(), json!(b));
+    }
+    if let Some((a, b)) = r.dport {
+        m.insert("dport_start".into(), json!(a));
+        m.insert("dport_end".into(), json!(b));
+    }
+    match r.action {
+        RuleAction::Lookup(t) => {
+            m.insert("table".into(), json!(table_name(t)));
+        }
+        RuleAction::Goto(p) => {
+            m.insert("action".into(), json!("goto"));
+            m.insert("target".into(), json!(p));
+        }
+        other => {
+            m.insert("action".into(), json!(rule_action_text(other)));
+        }
+    }
+    if let Some(n) = r.suppress_prefixlength {
+        m.insert("suppress_prefixlen".into(), json!(n));
+    }
+    if r.protocol != 0 {
+        m.insert("protocol".into(), json!(protocol_name(r.protocol)));
+    }
+    Value::Object(m)
+}
