@@ -107,14 +107,17 @@ impl std::error::Error for Errno {}
 pub struct ChangeError {
     pub errno: Errno,
     pub detail: Option<String>,
+    /// The kernel reports this error yet keeps part of the change (a multipath IPv6 `del` whose
+    /// later legs fail): applied alone, the change stays; in an all-or-nothing set it does not.
+    pub partial: bool,
 }
 
 impl ChangeError {
     pub fn new(errno: Errno) -> Self {
-        ChangeError { errno, detail: None }
+        ChangeError { errno, detail: None, partial: false }
     }
     pub fn with(errno: Errno, detail: impl Into<String>) -> Self {
-        ChangeError { errno, detail: Some(detail.into()) }
+        ChangeError { errno, detail: Some(detail.into()), partial: false }
     }
 }
 impl From<Errno> for ChangeError {

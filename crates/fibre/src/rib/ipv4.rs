@@ -7,7 +7,7 @@
 use super::{InsertMode, KernelSemantics, LinkState, RouteSelector, TableLookup};
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
-use crate::nexthop::NhTable;
+use crate::nexthop::{NextHop, NhTable};
 use crate::route::Route;
 use std::net::Ipv4Addr;
 
@@ -44,18 +44,18 @@ impl KernelSemantics for Ipv4Addr {
                 return Err(Errno::EEXIST.into());
             }
             let end = first + list[first..].iter().take_while(|r| same_key(r)).count();
-            let duplicate = list[first..end].iter().any(|r| same_alias(r, &route));
+            let duplicate = list[first..end].iter().position(|r| same_alias(r, &route));
             match mode {
                 InsertMode::Replace | InsertMode::Change => {
-                    if duplicate {
-                        // The kernel answers success and changes nothing; the new route's
-                        // reference goes back to the caller to release.
-                        return Ok(vec![route]);
-                    }
-                    let old = std::mem::replace(&mut list[first], route);
-                    return Ok(vec![old]);
+                    // An identical route already there: success if it is the one that would be
+                    // replaced (nothing to do), EEXIST if it sits further down the group.
+                    return match duplicate {
+                        Some(0) => Ok(vec![route]),
+                        Some(_) => Err(Errno::EEXIST.into()),
+                        None => Ok(vec![std::mem::replace(&mut list[first], route)]),
+                    };
                 }
-                InsertMode::Append | InsertMode::Prepend if duplicate => return Err(Errno::EEXIST.into()),
+                InsertMode::Append | InsertMode::Prepend if duplicate.is_some() => return Err(Errno::EEXIST.into()),
                 InsertMode::Append => list.insert(end, route),
                 _ => list.insert(first, route),
             }
@@ -75,14 +75,21 @@ impl KernelSemantics for Ipv4Addr {
             if r.tos != sel.tos {
                 break;
             }
-            let hops = nhs.get(r.nh);
+            // Reject routes have one empty next hop in the kernel.
+            let null = [NextHop { gateway: None, dev: None, weight: 1, onlink: false }];
+            let hops = match nhs.get(r.nh) {
+                [] => &null[..],
+                h => h,
+            };
             let first = hops.first();
             let nh_ok = if sel.dev.is_some() || sel.gateway.is_some() {
                 // `fib_nh_match`: a single-hop request compares with the first next hop.
                 sel.dev.is_none_or(|d| first.and_then(|h| h.dev) == Some(d))
                     && sel.gateway.is_none_or(|g| first.and_then(|h| h.gateway) == Some(g))
             } else if !sel.hops.is_empty() {
-                sel.hops.len() == hops.len()
+                // A multipath request matches a route whose every leg matches the request's leg
+                // in the same place; extra legs in the request are not looked at.
+                sel.hops.len() >= hops.len()
                     && sel.hops.iter().zip(hops).all(|(want, have)| {
                         want.dev.is_none_or(|d| have.dev == Some(d)) && want.gateway.is_none_or(|g| have.gateway == Some(g))
                     })

@@ -95,13 +95,20 @@ fn insert_leg(
     Ok(displaced)
 }
 
+/// The device routes score a bonus for: the output device, or for a forwarded packet its input
+/// device (`ip6_pol_route_input` passes `flowi6_iif` where output lookups pass `flowi6_oif`).
+/// Output flows carry `lo` as input device.
+fn preferred_dev(flow: &Flow<Ipv6Addr>) -> Option<u32> {
+    flow.oif.or(flow.iif.filter(|&i| i != LOOPBACK_IFINDEX))
+}
+
 /// `rt6_score_route` + `find_match`: `None` is unusable, higher is better.
 fn score(r: &Route<Ipv6Addr>, flow: &Flow<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>, links: &dyn LinkState) -> Option<i32> {
     let dev = hop(r, nhs).dev.unwrap_or(LOOPBACK_IFINDEX);
     if !links.is_up(dev) {
         return None;
     }
-    let mut m = if flow.oif.is_none_or(|o| o == dev) { 2 } else { 0 };
+    let mut m = if preferred_dev(flow).is_none_or(|o| o == dev) { 2 } else { 0 };
     if m == 0 && flow.strict_oif {
         return None;
     }
@@ -158,15 +165,7 @@ impl KernelSemantics for Ipv6Addr {
     }
 
     fn delete(list: &mut Vec<Route<Self>>, sel: &RouteSelector<Self>, nhs: &NhTable<Self>) -> Result<Vec<Route<Self>>, Errno> {
-        if !sel.hops.is_empty() {
-            // Multipath delete: each named leg like a single delete by gateway.
-            let mut out = Vec::new();
-            for h in &sel.hops {
-                let one = RouteSelector { hops: vec![], dev: h.dev, gateway: h.gateway, ..sel.clone() };
-                out.extend(Self::delete(list, &one, nhs)?);
-            }
-            return Ok(out);
-        }
+        debug_assert!(sel.hops.is_empty(), "multipath deletes are split into legs by the router");
         let Some(i) = list.iter().position(|r| {
             let h = hop(r, nhs);
             sel.metric.is_none_or(|m| m == r.metric)
@@ -176,7 +175,7 @@ impl KernelSemantics for Ipv6Addr {
         }) else {
             return Err(Errno::ESRCH);
         };
-        if sel.gateway.is_some() || !qualifies_for_ecmp(&list[i], nhs) {
+        if sel.gateway.is_some() || sel.leg || !qualifies_for_ecmp(&list[i], nhs) {
             return Ok(vec![list.remove(i)]);
         }
         // Without a gateway the whole ECMP route goes, all siblings.

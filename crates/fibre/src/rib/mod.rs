@@ -54,6 +54,8 @@ pub struct RouteSelector<A: Address> {
     /// Whether a device was named (`dev X`) on a single-hop selector.
     pub dev: Option<IfIndex>,
     pub gateway: Option<A>,
+    /// IPv6: one leg of a multipath delete, which removes that route alone, never its siblings.
+    pub leg: bool,
 }
 
 impl<A: Address> RouteSelector<A> {
@@ -70,6 +72,7 @@ impl<A: Address> RouteSelector<A> {
             hops: Vec::new(),
             dev: None,
             gateway: None,
+            leg: false,
         }
     }
 }
@@ -262,10 +265,16 @@ impl<A: KernelSemantics> Rib<A> {
 
     /// `ip route del`. Returns the removed routes (to release).
     pub fn delete(&mut self, sel: &RouteSelector<A>, nhs: &NhTable<A>, saved: &mut Vec<SavedList<A>>) -> Result<Vec<Route<A>>, Errno> {
-        if self.get(&sel.dst, &sel.src).is_empty() {
+        // fib6_locate: a source prefix is looked for only where a source subtree exists; a
+        // destination without one answers with its source-less routes.
+        let src = match self.trie.get(&sel.dst) {
+            Some(e) if e.sources.is_none() => Prefix::any(),
+            _ => sel.src,
+        };
+        if self.get(&sel.dst, &src).is_empty() {
             return Err(Errno::ESRCH);
         }
-        self.edit(sel.dst, sel.src, saved, |list| A::delete(list, sel, nhs))
+        self.edit(sel.dst, src, saved, |list| A::delete(list, sel, nhs))
     }
 
     /// Removes every route for which `doomed` is true, in all lists; returns them.
@@ -289,27 +298,37 @@ impl<A: KernelSemantics> Rib<A> {
 
     /// Longest-prefix lookup with the kernel's selection and fallback to shorter prefixes.
     ///
-    /// Step 1: destinations matching `flow.dst`, longest first. Step 2 (IPv6): inside each, the
-    /// source subtree is searched for the longest source prefix matching `flow.src` (the
-    /// unspecified address when the flow has none), then the routes without source. Step 3: the
-    /// family's selection picks a route of the list, or the walk goes on.
+    /// Step 1: destinations matching `flow.dst`, longest first. Step 2 (IPv6 `fib6_node_lookup`):
+    /// the walk starts at the longest destination that can answer: one without source subtree
+    /// that has routes, or one whose source subtree has a prefix matching `flow.src` (the
+    /// unspecified address when the flow has none). A longer destination whose subtree has no
+    /// match is passed over whole, its source-less routes included. Step 3 (`rt6_select` and
+    /// `fib6_backtrack`): from there, each destination offers its matching source prefixes,
+    /// longest first, then its source-less routes; the family's selection picks a route of the
+    /// list, or the walk goes on to shorter destinations.
     pub fn lookup<'a>(&'a self, flow: &Flow<A>, nhs: &NhTable<A>, links: &dyn LinkState) -> TableLookup<'a, A> {
         let src = flow.src.unwrap_or_else(A::unspecified);
+        let select = |list: &'a [Route<A>]| match A::select(list, flow, nhs, links) {
+            TableLookup::None => None,
+            found => Some(found),
+        };
+        let mut started = false;
         self.trie
             .find_map_matches(flow.dst, |_, entry| {
                 if let Some(sources) = &entry.sources {
-                    let hit = sources.find_map_matches(src, |_, list| match A::select(list, flow, nhs, links) {
-                        TableLookup::None => None,
-                        found => Some(found),
+                    let hit = sources.find_map_matches(src, |_, list| {
+                        started = true;
+                        select(list)
                     });
                     if hit.is_some() {
                         return hit;
                     }
+                    if !started {
+                        return None;
+                    }
                 }
-                match A::select(&entry.routes, flow, nhs, links) {
-                    TableLookup::None => None,
-                    found => Some(found),
-                }
+                started = true;
+                select(&entry.routes)
             })
             .unwrap_or(TableLookup::None)
     }

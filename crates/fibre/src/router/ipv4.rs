@@ -71,16 +71,17 @@ impl RouterFamily for Ipv4Addr {
         if st.rules.customised {
             return st.walk_rules(flow, &FlowNames { iif, oif }, links);
         }
-        // Fast path: local and main are one trie; then the default table if it exists. Any
-        // failure in main, even a reject route, lets the default table answer instead.
+        // Fast path: local and main are one trie, reported as table main; then, if main has
+        // nothing (or throws), the default table, if it exists.
         let (local, main) = (&st.tables[&TABLE_LOCAL], &st.tables[&TABLE_MAIN]);
-        let first = Rib::lookup_merged(local, main, flow, &st.nhs, links);
-        let result = match (first, st.tables.get(&TABLE_DEFAULT)) {
-            (TableLookup::Match { .. }, _) | (_, None) => first,
-            (_, Some(default)) => default.lookup(flow, &st.nhs, links),
+        let (table, result) = match Rib::lookup_merged(local, main, flow, &st.nhs, links) {
+            TableLookup::None | TableLookup::Reject { errno: Errno::EAGAIN, .. } if st.tables.contains_key(&TABLE_DEFAULT) => {
+                (TABLE_DEFAULT, st.tables[&TABLE_DEFAULT].lookup(flow, &st.nhs, links))
+            }
+            other => (TABLE_MAIN, other),
         };
         match result {
-            TableLookup::Match { route, hop } => Ok(Matched { table: route.table, route, hop }),
+            TableLookup::Match { route, hop } => Ok(Matched { table, route, hop }),
             TableLookup::Reject { errno, .. } if errno != Errno::EAGAIN => Err(errno),
             _ => Err(Errno::ENETUNREACH),
         }
@@ -116,12 +117,19 @@ impl RouterFamily for Ipv4Addr {
             };
             let (iif_name, _) = r.names(Some(iif), None);
             let m = Self::policy_lookup(st, &flow, iif_name, None, &r.links)?;
-            let out_dev = match m.route.kind {
-                RouteType::Local | RouteType::Broadcast => 0,
-                RouteType::Unicast => st.nhs.get(m.route.nh).get(m.hop).and_then(|h| h.dev).unwrap_or(0),
+            match m.route.kind {
+                RouteType::Local | RouteType::Broadcast => validate_source(r, &flow, 0)?,
+                RouteType::Unicast => {
+                    // The check depends on the leg the flow hash picks (S-class): fibre accepts
+                    // the packet if some usable leg passes.
+                    let legs = st.nhs.get(m.route.nh).iter().filter_map(|h| h.dev).filter(|d| r.links.is_up(*d));
+                    let verdicts: Vec<_> = legs.map(|d| validate_source(r, &flow, d)).collect();
+                    if !verdicts.iter().any(Result::is_ok) {
+                        return Err(Errno::EINVAL);
+                    }
+                }
                 _ => return Err(Errno::EINVAL),
-            };
-            validate_source(r, &flow, out_dev)?;
+            }
             return Ok(r.answer(&m, dst, Some(s), Some(iif)));
         }
         // ip_route_output_key_hash_rcu.
@@ -165,8 +173,17 @@ impl RouterFamily for Ipv4Addr {
             ..Flow::to(dst)
         };
         let (iif_name, oif_name) = r.names(flow.iif, flow.oif);
+        // A loopback source may only leave through lo (__mkroute_output).
+        let loopback_src = src.is_some_and(|s| s.is_loopback());
         match Self::policy_lookup(st, &flow, iif_name, oif_name, &r.links) {
-            Ok(m) => Ok(r.answer(&m, dst, src, None)),
+            Ok(m) => {
+                let a = r.answer(&m, dst, src, None);
+                if loopback_src && m.route.kind != RouteType::Local && a.dev != Some(LOOPBACK_IFINDEX) {
+                    return Err(Errno::EINVAL);
+                }
+                Ok(a)
+            }
+            Err(_) if q.oif.is_some() && loopback_src => Err(Errno::EINVAL),
             // With an output device the kernel assumes the destination is on that link: a
             // resolved route without a FIB entry, which `fibmatch` cannot show.
             Err(_) if q.oif.is_some() => {
@@ -233,7 +250,7 @@ impl RouterFamily for Ipv4Addr {
                         None => Self::policy_lookup(st, &flow, names_iif, names_oif, &AllUpLinks)
                             .map_err(|_| ChangeError::with(Errno::EINVAL, "Nexthop has invalid gateway"))?,
                     };
-                    if found.route.kind != RouteType::Unicast {
+                    if !matches!(found.route.kind, RouteType::Unicast | RouteType::Local) {
                         return Err(ChangeError::with(Errno::EINVAL, "Nexthop has invalid gateway"));
                     }
                     let dev = st.nhs.get(found.route.nh).get(found.hop).and_then(|h| h.dev);

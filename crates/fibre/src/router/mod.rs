@@ -180,6 +180,7 @@ fn exact_selector<A: Address>(spec: &RouteSpec<A>) -> RouteSelector<A> {
         hops: Vec::new(),
         dev: spec.hops.first().and_then(|h| h.dev),
         gateway: spec.hops.first().and_then(|h| h.gateway),
+        leg: false,
     }
 }
 
@@ -355,7 +356,13 @@ impl Router {
     /// may leave earlier parts of *this* change applied until the set is rolled back.
     pub fn change(&mut self, c: &Change) -> Result<(), ChangeError> {
         if self.snapshot.is_none() {
-            return self.apply(std::slice::from_ref(c)).map_err(|(_, e)| e);
+            self.begin();
+            let r = self.change(c);
+            match &r {
+                Err(e) if !e.partial => self.rollback(),
+                _ => self.commit(),
+            }
+            return r;
         }
         match c {
             Change::LinkAddVeth { name, peer } => {
@@ -384,7 +391,23 @@ impl Router {
             Change::Route4(spec, mode) => self.route_change(spec.clone(), *mode)?,
             Change::Route6(spec, mode) => self.route_change(spec.clone(), *mode)?,
             Change::RouteDel4(t, sel) => self.v4.delete(*t, sel)?,
-            Change::RouteDel6(t, sel) => self.v6.delete(*t, sel)?,
+            Change::RouteDel6(t, sel) if sel.hops.is_empty() => self.v6.delete(*t, sel)?,
+            Change::RouteDel6(t, sel) => {
+                // ip6_route_multipath_del: every leg is deleted by its gateway alone; the last
+                // failure is reported, and the legs deleted before it stay deleted.
+                let mut last = None;
+                let mut any = false;
+                for h in &sel.hops {
+                    let leg = RouteSelector { hops: vec![], dev: None, gateway: h.gateway, leg: true, ..sel.clone() };
+                    match self.v6.delete(*t, &leg) {
+                        Ok(()) => any = true,
+                        Err(e) => last = Some(e),
+                    }
+                }
+                if let Some(e) = last {
+                    return Err(ChangeError { partial: any, ..ChangeError::new(e) });
+                }
+            }
             Change::RuleAdd4(r) => self.v4.rules.add(r.clone())?,
             Change::RuleAdd6(r) => self.v6.rules.add(r.clone())?,
             Change::RuleDel4(s) => drop(self.v4.rules.delete(s)?),
@@ -463,6 +486,7 @@ impl Router {
 
     /// `ip route get`.
     pub fn route_get_v4(&self, q: &RouteQuery) -> Result<RouteAnswer<Ipv4Addr>, Errno> {
+        check_ipproto(q, 1)?;
         let dst = q.dst.and_then(Ipv4Addr::from_ip).ok_or(Errno::EINVAL)?;
         let src = match q.src {
             None => None,
@@ -471,6 +495,7 @@ impl Router {
         Ipv4Addr::route_get(self, q, dst, src)
     }
     pub fn route_get_v6(&self, q: &RouteQuery) -> Result<RouteAnswer<Ipv6Addr>, Errno> {
+        check_ipproto(q, 58)?;
         let dst = q.dst.and_then(Ipv6Addr::from_ip).ok_or(Errno::EINVAL)?;
         let src = match q.src {
             None => None,
@@ -499,7 +524,8 @@ impl Router {
         let st = A::state(self);
         let hops = A::matched_hops(st, m);
         let hop = hops.get(if A::FAMILY == Family::Inet6 { 0 } else { m.hop }).copied();
-        let spec = RouteSpec::of(m.route, &hops);
+        // The table a lookup reports is the one it searched: IPv4's merged local+main is main.
+        let spec = RouteSpec { table: m.table, ..RouteSpec::of(m.route, &hops) };
         let dev = hop.and_then(|h| h.dev);
         let gateway = hop.and_then(|h| h.gateway);
         let prefsrc = m.route.prefsrc.or_else(|| if m.route.kind.is_reject() { None } else { self.select_source(dev, gateway.unwrap_or(dst)) });
@@ -510,6 +536,15 @@ impl Router {
     pub fn routes<A: RouterFamily>(&self) -> impl Iterator<Item = RouteSpec<A>> + '_ {
         let st = A::state(self);
         st.tables.values().flat_map(move |t| t.iter().map(move |r| RouteSpec::of(r, st.nhs.get(r.nh))))
+    }
+}
+
+/// `rtm_getroute_parse_ip_proto`: route queries know TCP, UDP and the family's ICMP only.
+fn check_ipproto(q: &RouteQuery, icmp: u8) -> Result<(), Errno> {
+    match q.ipproto {
+        None | Some(6) | Some(17) => Ok(()),
+        Some(p) if p == icmp => Ok(()),
+        Some(_) => Err(Errno::EOPNOTSUPP),
     }
 }
 

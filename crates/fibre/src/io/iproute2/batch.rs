@@ -296,5 +296,6 @@ fn exact<A: Address>(r: &RouteSpec<A>) -> RouteSelector<A> {
         hops: Vec::new(),
         dev: r.hops.first().and_then(|h| h.dev),
         gateway: r.hops.first().and_then(|h| h.gateway),
+        leg: false,
     }
 }

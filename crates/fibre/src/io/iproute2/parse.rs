@@ -713,6 +713,7 @@ impl<'a> RouteArgs<'a> {
                 hops: if multipath { hops } else { Vec::new() },
                 dev: single.and_then(|h| h.dev),
                 gateway: single.and_then(|h| h.gateway),
+                leg: false,
             },
         ))
     }

@@ -1,0 +1,451 @@
+//! Random router configurations, as iproute2 batch files that both `ip -batch` and fibre read.
+//!
+//! Protocols are given by name only: iproute2 6.1's name cache (`rtnl_rtprot_a2n`) answers a
+//! stale number for a cached name once a numeric protocol was parsed in the same batch.
+//!
+//! Everything is drawn from a seeded RNG so that a failing configuration can be replayed by seed.
+//! Gateways lie in connected subnets (as a real router's do), route prefixes cluster in a few
+//! regions so that they nest and collide, and every attribute the kernel decides on is varied.
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::fmt::Write;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// What to emphasise in one configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct Profile {
+    pub seed: u64,
+    pub routes_v4: usize,
+    pub routes_v6: usize,
+    /// Policy rules per family (0: the kernel's fast path with default rules only).
+    pub rules: usize,
+    /// Share of IPv4 routes with a TOS selector.
+    pub tos_share: f64,
+    /// Share of multipath routes.
+    pub ecmp_share: f64,
+    /// Share of IPv6 routes with a source prefix.
+    pub source_share: f64,
+    /// Share of lines that are del / replace / change.
+    pub churn_share: f64,
+    /// User-added `local` routes (these switch the kernel's source validation to its slow path).
+    pub local_routes: bool,
+}
+
+pub const DEVS: [&str; 6] = ["veth0", "veth1", "veth2", "veth3", "veth4", "veth5"];
+
+/// The device setup shared by both families, and the addresses it configures.
+pub struct Setup {
+    pub text: String,
+    pub local_v4: Vec<Ipv4Addr>,
+    pub local_v6: Vec<Ipv6Addr>,
+}
+
+pub fn setup() -> Setup {
+    let mut t = String::from("link set lo up\n");
+    for pair in DEVS.chunks(2) {
+        let _ = writeln!(t, "link add {} type veth peer name {}", pair[0], pair[1]);
+    }
+    for d in DEVS {
+        let _ = writeln!(t, "link set {d} up");
+    }
+    let mut local_v4 = vec![Ipv4Addr::LOCALHOST];
+    let mut local_v6 = vec![Ipv6Addr::LOCALHOST];
+    for (i, d) in DEVS.iter().enumerate() {
+        let _ = writeln!(t, "addr add 10.0.{i}.1/24 dev {d}");
+        local_v4.push(Ipv4Addr::new(10, 0, i as u8, 1));
+        let _ = writeln!(t, "addr add 2001:db8:{i}::1/64 dev {d} nodad");
+        local_v6.push(format!("2001:db8:{i}::1").parse().unwrap());
+    }
+    // A secondary address, a /30, a /16, a /32, and an address without prefix route.
+    for (a, d) in [("10.0.4.2/24", "veth4"), ("192.168.100.1/30", "veth5"), ("172.16.0.1/16", "veth2"), ("198.18.7.7/32", "veth3"), ("100.127.0.1/24 noprefixroute", "veth1")] {
+        let _ = writeln!(t, "addr add {a} dev {d}");
+        local_v4.push(a.split('/').next().unwrap().parse().unwrap());
+    }
+    for (a, d) in [("fd00::1/48", "veth2"), ("2001:db8:ff::1/128", "veth3")] {
+        let _ = writeln!(t, "addr add {a} dev {d} nodad");
+        local_v6.push(a.split('/').next().unwrap().parse().unwrap());
+    }
+    Setup { text: t, local_v4, local_v6 }
+}
+
+/// A gateway on device `i` (never one of our own addresses).
+fn gw4(rng: &mut SmallRng, i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 0, i as u8, rng.gen_range(2..250))
+}
+fn gw6(rng: &mut SmallRng, i: usize) -> Ipv6Addr {
+    let host: u16 = rng.gen_range(2..0xfff0);
+    format!("2001:db8:{i}::{host:x}").parse().unwrap()
+}
+
+/// Prefix regions: most routes fall inside a few, so that they nest.
+const V4_REGIONS: [(u32, u8); 6] = [
+    (0x1400_0000, 8),  // 20.0.0.0/8
+    (0x1e00_0000, 8),  // 30.0.0.0/8
+    (0x6440_0000, 10), // 100.64.0.0/10
+    (0xc633_6400, 24), // 198.51.100.0/24
+    (0x0a00_0000, 16), // 10.0.0.0/16, around the connected subnets
+    (0x0000_0000, 0),  // anywhere
+];
+
+pub fn random_v4_prefix(rng: &mut SmallRng) -> (Ipv4Addr, u8) {
+    let (base, blen) = V4_REGIONS[rng.gen_range(0..V4_REGIONS.len())];
+    let len = match rng.gen_range(0..10) {
+        0 => blen.max(rng.gen_range(0..=8)),
+        1..=3 => rng.gen_range(blen.max(16)..=24),
+        4..=7 => rng.gen_range(blen.max(20)..=28).max(blen),
+        _ => rng.gen_range(blen.max(24)..=32),
+    }
+    .max(blen);
+    let host: u32 = rng.gen::<u32>() & !mask32(blen);
+    let a = (base | host) & mask32(len);
+    (Ipv4Addr::from(a), len)
+}
+
+fn mask32(len: u8) -> u32 {
+    if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - len)
+    }
+}
+fn mask128(len: u8) -> u128 {
+    if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - len)
+    }
+}
+
+const V6_REGIONS: [(u128, u8); 5] = [
+    (0x2001_0db8_0100_0000_0000_0000_0000_0000, 40),
+    (0x2400_0000_0000_0000_0000_0000_0000_0000, 12),
+    (0x2a00_0000_0000_0000_0000_0000_0000_0000, 12),
+    (0x2001_0db8_0000_0000_0000_0000_0000_0000, 44), // around the connected /64s
+    (0x2000_0000_0000_0000_0000_0000_0000_0000, 3),
+];
+
+pub fn random_v6_prefix(rng: &mut SmallRng) -> (Ipv6Addr, u8) {
+    let (base, blen) = V6_REGIONS[rng.gen_range(0..V6_REGIONS.len())];
+    let len = match rng.gen_range(0..10) {
+        0 => rng.gen_range(blen..=blen + 16),
+        1..=4 => rng.gen_range(32..=48),
+        5..=7 => rng.gen_range(48..=64),
+        8 => rng.gen_range(64..=127),
+        _ => 128,
+    }
+    .max(blen);
+    let host: u128 = rng.gen::<u128>() & !mask128(blen);
+    (Ipv6Addr::from((base | host) & mask128(len)), len)
+}
+
+/// Source prefixes for IPv6 `from` routes, inside 2001:db8:f000::/36.
+pub fn random_v6_source(rng: &mut SmallRng) -> (Ipv6Addr, u8) {
+    let len = rng.gen_range(36..=64);
+    let base = 0x2001_0db8_f000_0000_0000_0000_0000_0000u128;
+    let host = rng.gen::<u128>() & !mask128(36) & mask128(len);
+    (Ipv6Addr::from(base | host), len)
+}
+
+const V4_TABLES: [&str; 6] = ["main", "main", "main", "100", "101", "200"];
+
+fn pick<'a, T>(rng: &mut SmallRng, xs: &'a [T]) -> &'a T {
+    &xs[rng.gen_range(0..xs.len())]
+}
+
+/// One configuration: the two route files and the prefixes in them (probes aim there).
+pub struct Config {
+    pub v4: String,
+    pub v6: String,
+    pub prefixes_v4: Vec<(Ipv4Addr, u8)>,
+    pub prefixes_v6: Vec<(Ipv6Addr, u8)>,
+    pub sources_v6: Vec<(Ipv6Addr, u8)>,
+}
+
+pub fn config(p: &Profile) -> Config {
+    let mut rng = SmallRng::seed_from_u64(p.seed);
+    let mut c = Config { v4: String::new(), v6: String::new(), prefixes_v4: vec![], prefixes_v6: vec![], sources_v6: vec![] };
+    let mut lines_v4: Vec<String> = Vec::new();
+    for _ in 0..p.routes_v4 {
+        let churn = rng.gen_bool(p.churn_share) && !lines_v4.is_empty();
+        if churn && rng.gen_bool(0.5) {
+            // Delete a route given earlier, naming a random subset of its attributes.
+            let old = pick(&mut rng, &lines_v4).clone();
+            let mut words: Vec<&str> = old.split_whitespace().skip(2).collect();
+            if rng.gen_bool(0.5) {
+                if let Some(i) = words.iter().position(|w| *w == "metric") {
+                    words.drain(i..i + 2);
+                }
+            }
+            if rng.gen_bool(0.3) {
+                if let Some(i) = words.iter().position(|w| *w == "via") {
+                    words.drain(i..i + 2);
+                }
+            }
+            let _ = writeln!(c.v4, "route del {}", words.join(" "));
+            continue;
+        }
+        let verb = if churn { *pick(&mut rng, &["replace", "replace", "change", "append", "prepend"]) } else { *pick(&mut rng, &["add", "add", "add", "add", "add", "add", "append", "prepend"]) };
+        let (a, len) = random_v4_prefix(&mut rng);
+        c.prefixes_v4.push((a, len));
+        let mut l = String::new();
+        let kind = match rng.gen_range(0..100) {
+            0..=64 => "",
+            65..=72 => "blackhole ",
+            73..=78 => "unreachable ",
+            79..=83 => "prohibit ",
+            84..=91 => "throw ",
+            92..=94 if p.local_routes => "local ",
+            95 => "broadcast ",
+            96 => "multicast ",
+            _ => "",
+        };
+        let _ = write!(l, "{kind}{}", if len == 0 { "default".to_string() } else { format!("{a}/{len}") });
+        if rng.gen_bool(p.tos_share) {
+            let _ = write!(l, " tos {}", pick(&mut rng, &["0x04", "0x08", "0x10", "0x1c", "0x20", "0x0c"]));
+        }
+        let table = *pick(&mut rng, &V4_TABLES);
+        let table = if rng.gen_ratio(1, 50) { "default" } else { table };
+        if table != "main" {
+            let _ = write!(l, " table {table}");
+        }
+        let metric = *pick(&mut rng, &[0u32, 0, 0, 5, 10, 100, 1000]);
+        if metric != 0 || rng.gen_bool(0.1) {
+            let _ = write!(l, " metric {metric}");
+        }
+        match kind {
+            "" if rng.gen_bool(p.ecmp_share) => {
+                for _ in 0..rng.gen_range(2..=4) {
+                    let d = rng.gen_range(0..DEVS.len());
+                    let _ = write!(l, " nexthop via {} weight {}", gw4(&mut rng, d), rng.gen_range(1..=4));
+                    if rng.gen_bool(0.3) {
+                        let _ = write!(l, " dev {}", DEVS[d]);
+                    }
+                }
+            }
+            "" => {
+                let d = rng.gen_range(0..DEVS.len());
+                match rng.gen_range(0..10) {
+                    0..=6 => {
+                        let _ = write!(l, " via {}", gw4(&mut rng, d));
+                        if rng.gen_bool(0.5) {
+                            let _ = write!(l, " dev {}", DEVS[d]);
+                        }
+                    }
+                    7 => {
+                        // A gateway on the wrong device: the kernel refuses it.
+                        let _ = write!(l, " via {} dev {}", gw4(&mut rng, d), DEVS[(d + 1) % DEVS.len()]);
+                    }
+                    _ => {
+                        let _ = write!(l, " dev {}", DEVS[d]);
+                    }
+                }
+                if rng.gen_bool(0.1) {
+                    let _ = write!(l, " src 10.0.{d}.1");
+                }
+                if rng.gen_bool(0.05) {
+                    let _ = write!(l, " proto {}", pick(&mut rng, &["static", "bird", "bgp", "babel"]));
+                }
+            }
+            "local " | "broadcast " | "multicast " => {
+                let _ = write!(l, " dev {}", pick(&mut rng, &DEVS));
+            }
+            _ => {}
+        }
+        let _ = writeln!(c.v4, "route {verb} {l}");
+        lines_v4.push(format!("route {verb} {l}"));
+    }
+    if p.rules > 0 {
+        c.v4.push_str(&rules(&mut rng, p.rules, false));
+    }
+
+    let mut lines_v6: Vec<String> = Vec::new();
+    for _ in 0..p.routes_v6 {
+        let churn = rng.gen_bool(p.churn_share) && !lines_v6.is_empty();
+        if churn && rng.gen_bool(0.5) {
+            let old = pick(&mut rng, &lines_v6).clone();
+            let mut words: Vec<&str> = old.split_whitespace().skip(2).collect();
+            if rng.gen_bool(0.3) {
+                if let Some(i) = words.iter().position(|w| *w == "via") {
+                    words.drain(i..i + 2);
+                }
+            }
+            let _ = writeln!(c.v6, "route del {}", words.join(" "));
+            continue;
+        }
+        let verb = if churn { *pick(&mut rng, &["replace", "replace", "change", "append", "prepend"]) } else { *pick(&mut rng, &["add", "add", "add", "add", "append", "append", "prepend"]) };
+        // Re-use an earlier destination now and then, so that same-metric ECMP siblings form.
+        let (a, len) = if !c.prefixes_v6.is_empty() && rng.gen_bool(0.2) { *pick(&mut rng, &c.prefixes_v6) } else { random_v6_prefix(&mut rng) };
+        c.prefixes_v6.push((a, len));
+        let mut l = String::new();
+        let kind = match rng.gen_range(0..100) {
+            0..=69 => "",
+            70..=77 => "blackhole ",
+            78..=83 => "unreachable ",
+            84..=88 => "prohibit ",
+            89..=95 => "throw ",
+            _ => "",
+        };
+        let _ = write!(l, "{kind}{}", if len == 0 { "default".to_string() } else { format!("{a}/{len}") });
+        if rng.gen_bool(p.source_share) {
+            let s = if !c.sources_v6.is_empty() && rng.gen_bool(0.4) { *pick(&mut rng, &c.sources_v6) } else { random_v6_source(&mut rng) };
+            c.sources_v6.push(s);
+            let _ = write!(l, " from {}/{}", s.0, s.1);
+        }
+        let table = *pick(&mut rng, &V4_TABLES);
+        if table != "main" {
+            let _ = write!(l, " table {table}");
+        }
+        if let Some(m) = *pick(&mut rng, &[None, None, Some(1024u32), Some(256), Some(100), Some(2048)]) {
+            let _ = write!(l, " metric {m}");
+        }
+        if kind.is_empty() {
+            if rng.gen_bool(p.ecmp_share) {
+                for _ in 0..rng.gen_range(2..=3) {
+                    let d = rng.gen_range(0..DEVS.len());
+                    let _ = write!(l, " nexthop via {} dev {} weight {}", gw6(&mut rng, d), DEVS[d], rng.gen_range(1..=4));
+                }
+            } else {
+                let d = rng.gen_range(0..DEVS.len());
+                if rng.gen_bool(0.8) {
+                    let _ = write!(l, " via {}", gw6(&mut rng, d));
+                    if rng.gen_bool(0.6) {
+                        let _ = write!(l, " dev {}", DEVS[d]);
+                    }
+                } else {
+                    let _ = write!(l, " dev {}", DEVS[d]);
+                }
+                if rng.gen_bool(0.1) {
+                    let _ = write!(l, " pref {}", pick(&mut rng, &["high", "low", "medium"]));
+                }
+            }
+        }
+        let _ = writeln!(c.v6, "route {verb} {l}");
+        lines_v6.push(format!("route {verb} {l}"));
+    }
+    if p.rules > 0 {
+        c.v6.push_str(&rules(&mut rng, p.rules, true));
+    }
+    c
+}
+
+/// Policy rules with every selector this kernel supports (no l3mdev: no VRF devices here).
+fn rules(rng: &mut SmallRng, n: usize, v6: bool) -> String {
+    let mut out = String::new();
+    let mut prefs: Vec<u32> = (0..n).map(|_| rng.gen_range(1..32000)).collect();
+    prefs.sort_unstable();
+    for (k, &pref) in prefs.iter().enumerate() {
+        let mut l = format!("rule add pref {pref}");
+        if rng.gen_bool(0.1) {
+            l.push_str(" not");
+        }
+        if rng.gen_bool(0.3) {
+            if v6 {
+                let (a, len) = if rng.gen_bool(0.5) { random_v6_source(rng) } else { random_v6_prefix(rng) };
+                let _ = write!(l, " from {a}/{}", len.min(64));
+            } else {
+                let (a, len) = random_v4_prefix(rng);
+                let len = len.min(24);
+                let _ = write!(l, " from {}/{len}", Ipv4Addr::from(u32::from(a) & mask32(len)));
+            }
+        }
+        if rng.gen_bool(0.3) {
+            if v6 {
+                let (a, len) = random_v6_prefix(rng);
+                let len = len.min(48);
+                let _ = write!(l, " to {}/{len}", Ipv6Addr::from(u128::from(a) & mask128(len)));
+            } else {
+                let (a, len) = random_v4_prefix(rng);
+                let len = len.min(16);
+                let _ = write!(l, " to {}/{len}", Ipv4Addr::from(u32::from(a) & mask32(len)));
+            }
+        }
+        if rng.gen_bool(0.15) {
+            let _ = write!(l, " fwmark {}", pick(rng, &["0x1", "0x10/0xf0", "0x11", "7/0x7"]));
+        }
+        if rng.gen_bool(0.15) {
+            let _ = write!(l, " iif {}", pick(rng, &["lo", "veth0", "veth1", "veth3", "nosuchdev"]));
+        }
+        if rng.gen_bool(0.1) {
+            let _ = write!(l, " oif {}", pick(rng, &["veth0", "veth2"]));
+        }
+        if rng.gen_bool(0.1) {
+            let _ = write!(l, " tos {}", pick(rng, &["0x04", "0x08", "0x10"]));
+        }
+        if rng.gen_bool(0.1) {
+            let _ = write!(l, " ipproto {}", pick(rng, &["tcp", "udp", "icmp"]));
+        }
+        if rng.gen_bool(0.1) {
+            let _ = write!(l, " sport {}", pick(rng, &["1000", "1000-2000", "53"]));
+        }
+        if rng.gen_bool(0.1) {
+            let _ = write!(l, " dport {}", pick(rng, &["80", "443", "1-1024"]));
+        }
+        if rng.gen_bool(0.1) {
+            let _ = write!(l, " uidrange {}", pick(rng, &["0-0", "1000-2000", "1-65535"]));
+        }
+        match rng.gen_range(0..20) {
+            0 if k + 1 < prefs.len() => {
+                let _ = write!(l, " goto {}", prefs[rng.gen_range(k + 1..prefs.len())]);
+            }
+            1 => l.push_str(" nop"),
+            2 => l.push_str(" blackhole"),
+            3 => l.push_str(" unreachable"),
+            4 => l.push_str(" prohibit"),
+            5 => l.push_str(" lookup main suppress_prefixlength 0"),
+            6 => l.push_str(" lookup 250"), // a table that does not exist
+            _ => {
+                let _ = write!(l, " lookup {}", pick(rng, &["100", "101", "200", "main", "local", "default"]));
+                if rng.gen_bool(0.1) {
+                    let _ = write!(l, " suppress_prefixlength {}", rng.gen_range(0..=24));
+                }
+            }
+        }
+        out.push_str(&l);
+        out.push('\n');
+    }
+    if rng.gen_bool(0.5) {
+        // Deleting a rule also leaves the IPv4 fast path for good.
+        let _ = writeln!(out, "rule del pref {}", prefs[0]);
+    }
+    out
+}
+
+/// A random address inside a prefix.
+pub fn inside_v4(rng: &mut SmallRng, (a, len): (Ipv4Addr, u8)) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(a) | (rng.gen::<u32>() & !mask32(len)))
+}
+pub fn inside_v6(rng: &mut SmallRng, (a, len): (Ipv6Addr, u8)) -> Ipv6Addr {
+    Ipv6Addr::from(u128::from(a) | (rng.gen::<u128>() & !mask128(len)))
+}
+
+/// A destination worth asking about: inside configured prefixes, next to them, or anywhere
+/// unicast. Martian and multicast destinations are left out (the kernel answers those before
+/// any table lookup).
+pub fn probe_dst(rng: &mut SmallRng, c: &Config, v6: bool) -> IpAddr {
+    if v6 {
+        let a = match rng.gen_range(0..10) {
+            0..=5 if !c.prefixes_v6.is_empty() => { let q = *pick(rng, &c.prefixes_v6); inside_v6(rng, q) },
+            6 => {
+                let net: Ipv6Addr = format!("2001:db8:{}::", rng.gen_range(0..6)).parse().unwrap();
+                inside_v6(rng, (net, 64))
+            }
+            _ => {
+                let (a, l) = random_v6_prefix(rng);
+                inside_v6(rng, (a, l))
+            }
+        };
+        IpAddr::V6(a)
+    } else {
+        loop {
+            let a = match rng.gen_range(0..10) {
+                0..=5 if !c.prefixes_v4.is_empty() => { let q = *pick(rng, &c.prefixes_v4); inside_v4(rng, q) },
+                6 => Ipv4Addr::new(10, 0, rng.gen_range(0..6), rng.gen()),
+                _ => Ipv4Addr::from(rng.gen::<u32>()),
+            };
+            let o = a.octets();
+            if o[0] != 0 && o[0] != 127 && o[0] < 224 {
+                return IpAddr::V4(a);
+            }
+        }
+    }
+}

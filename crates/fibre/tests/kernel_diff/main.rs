@@ -1,0 +1,437 @@
+//! Differential tests: random router configurations loaded into the live kernel (in a network
+//! namespace created here) with `ip -force -batch` and into fibre from the very same files; then
+//! 10^5 `route get ... fibmatch` probes per configuration asked of both, compared field by field.
+//!
+//! Compared (E-class, must agree): which lines of the batch failed; for every probe the error
+//! number, or the matched route's table, type, destination and source prefix, TOS, protocol,
+//! scope, metric, preferred source, router preference and next hops (gateway, device, weight).
+//! IPv6 ECMP next hops are compared as a set: the kernel lists them starting from the leg its
+//! flow hash picked (S-class, see docs/semantics.md).
+//!
+//! Needs root and `ip netns`; skips with a message elsewhere, fails instead when
+//! FIBRE_KERNEL_TESTS=required (as in CI).
+mod gen;
+
+use fibre::io::iproute2::{Batch, BatchMode};
+use fibre::{Family, RouteQuery, RouteSpec, RouteType, Router};
+use gen::Profile;
+use kernel_oracle::{skip_or_fail, Answer, KernelRoute, Netns, Oracle, Probe};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// A route reduced to what decides and reports a match, comparable across both sides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Norm {
+    Error(i32),
+    Route {
+        table: u32,
+        kind: u8,
+        dst: String,
+        src: Option<String>,
+        tos: u8,
+        protocol: u8,
+        scope: u8,
+        metric: Option<u32>,
+        prefsrc: Option<IpAddr>,
+        pref: Option<u8>,
+        hops: Vec<(Option<IpAddr>, Option<String>, u16)>,
+    },
+}
+
+fn norm_kernel(a: &Answer, names: &BTreeMap<u32, String>) -> Norm {
+    let r: &KernelRoute = match a {
+        Answer::Error(e) => return Norm::Error(*e),
+        Answer::Route(r) => r,
+    };
+    let name = |i: u32| Some(names.get(&i).cloned().unwrap_or_else(|| format!("if{i}")));
+    let mut hops: Vec<_> = if r.nexthops.is_empty() {
+        if r.gateway.is_some() || r.oif.is_some() {
+            vec![(r.gateway, r.oif.and_then(name), 1)]
+        } else {
+            vec![]
+        }
+    } else {
+        r.nexthops.iter().map(|h| (h.gateway, name(h.oif), h.weight)).collect()
+    };
+    let v6 = r.dst.is_ipv6();
+    if v6 {
+        hops.sort();
+    }
+    Norm::Route {
+        table: r.table,
+        kind: r.kind,
+        dst: format!("{}/{}", r.dst, r.dst_len),
+        src: (r.src_len > 0).then(|| format!("{}/{}", r.src.unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED)), r.src_len)),
+        tos: r.tos,
+        protocol: r.protocol,
+        scope: r.scope,
+        metric: r.metric,
+        prefsrc: r.prefsrc,
+        // RTA_PREF: 0 medium, 1 high, 3 low.
+        pref: r.pref,
+        hops,
+    }
+}
+
+fn norm_fibre<A: fibre::Address>(r: &Result<fibre::RouteAnswer<A>, fibre::Errno>, router: &Router) -> Norm {
+    let a = match r {
+        Err(e) => return Norm::Error(e.code()),
+        Ok(a) => a,
+    };
+    let Some(spec) = &a.route else { return Norm::Error(-1) };
+    norm_spec(spec, router)
+}
+
+fn norm_spec<A: fibre::Address>(spec: &RouteSpec<A>, router: &Router) -> Norm {
+    let v6 = A::FAMILY == Family::Inet6;
+    let name = |d: Option<u32>| d.map(|d| router.links.name_of(d).map(str::to_string).unwrap_or_else(|| format!("if{d}")));
+    let mut hops: Vec<_> = spec.hops.iter().map(|h| (h.gateway.map(Into::into), name(h.dev), if spec.hops.len() > 1 { h.weight } else { 1 })).collect();
+    if v6 {
+        if spec.kind.is_reject() && hops.is_empty() {
+            hops.push((None, Some("lo".into()), 1));
+        }
+        hops.sort();
+    }
+    Norm::Route {
+        table: spec.table,
+        kind: spec.kind as u8,
+        dst: format!("{}/{}", spec.dst.addr(), spec.dst.len()),
+        src: (!spec.src.is_default()).then(|| format!("{}/{}", spec.src.addr(), spec.src.len())),
+        tos: spec.tos,
+        protocol: spec.protocol,
+        scope: spec.scope,
+        metric: if v6 || spec.metric != 0 { Some(spec.metric) } else { None },
+        prefsrc: spec.prefsrc.map(Into::into),
+        pref: v6.then(|| match spec.pref {
+            fibre::route::RouterPref::Medium => 0,
+            fibre::route::RouterPref::High => 1,
+            fibre::route::RouterPref::Low => 3,
+        }),
+        hops,
+    }
+}
+
+/// Line numbers and messages of the lines `ip -batch` reported as failed.
+fn ip_failures(stderr: &str) -> BTreeMap<usize, String> {
+    let mut out = BTreeMap::new();
+    let mut msg = String::new();
+    for l in stderr.lines() {
+        if let Some(rest) = l.strip_prefix("Command failed ") {
+            let n = rest.rsplit(':').next().and_then(|n| n.parse().ok()).expect("line number");
+            out.insert(n, std::mem::take(&mut msg));
+        } else {
+            msg = l.to_string();
+        }
+    }
+    out
+}
+
+struct Outcome {
+    probes: usize,
+    disagreements: Vec<String>,
+    line_disagreements: Vec<String>,
+    failed_lines: usize,
+}
+
+fn pick<'a, T>(rng: &mut SmallRng, xs: &'a [T]) -> &'a T {
+    &xs[rng.gen_range(0..xs.len())]
+}
+
+/// Probes of every kind: plain, with a local source, with marks/TOS/ports/uid, with an output
+/// device, and forwarded (input device and a foreign source).
+fn probes(rng: &mut SmallRng, c: &gen::Config, s: &gen::Setup, ifindex: &BTreeMap<String, u32>, n: usize, v6: bool) -> Vec<Probe> {
+    let mut out = Vec::with_capacity(n);
+    let veths: Vec<u32> = gen::DEVS.iter().map(|d| ifindex[*d]).collect();
+    for _ in 0..n {
+        let dst = gen::probe_dst(rng, c, v6);
+        let mut p = Probe { fibmatch: rng.gen_ratio(9, 10), ..Probe::to(dst) };
+        let mode = rng.gen_range(0..100);
+        let extras = |p: &mut Probe, rng: &mut SmallRng| {
+            if rng.gen_bool(0.4) {
+                p.mark = Some({ let r = rng.gen(); *pick(rng, &[0u32, 1, 0x10, 0x11, 0x17, 7, r]) });
+            }
+            if rng.gen_bool(0.3) {
+                p.tos = *pick(rng, &[0u8, 0x04, 0x08, 0x10, 0x14, 0x1c, 0x20, 0x30]);
+            }
+            if rng.gen_bool(0.3) {
+                p.ipproto = Some(if rng.gen_bool(0.1) { 47 } else { *pick(rng, &[6u8, 17, if v6 { 58 } else { 1 }]) });
+                if rng.gen_bool(0.7) {
+                    p.sport = Some({ let r = rng.gen(); *pick(rng, &[53u16, 1000, 1500, 2001, r]) });
+                    p.dport = Some({ let r = rng.gen(); *pick(rng, &[80u16, 443, 1024, 8080, r]) });
+                }
+            }
+            if rng.gen_bool(0.2) {
+                p.uid = Some(*pick(rng, &[0u32, 1000, 1500, 65534]));
+            }
+        };
+        match mode {
+            0..=24 => {}
+            25..=39 => {
+                p.src = Some(if v6 {
+                    match rng.gen_range(0..3) {
+                        0 if !c.sources_v6.is_empty() => IpAddr::V6({ let q = *pick(rng, &c.sources_v6); gen::inside_v6(rng, q) }),
+                        _ => IpAddr::V6(*pick(rng, &s.local_v6)),
+                    }
+                } else {
+                    IpAddr::V4(*pick(rng, &s.local_v4))
+                });
+                extras(&mut p, rng);
+            }
+            40..=59 => extras(&mut p, rng),
+            60..=69 => {
+                p.oif = Some(*pick(rng, &veths));
+                if rng.gen_bool(0.3) {
+                    p.src = Some(if v6 { IpAddr::V6(*pick(rng, &s.local_v6)) } else { IpAddr::V4(*pick(rng, &s.local_v4)) });
+                }
+                extras(&mut p, rng);
+            }
+            _ => {
+                p.iif = Some(*pick(rng, &veths));
+                p.src = Some(if v6 {
+                    match rng.gen_range(0..3) {
+                        0 if !c.sources_v6.is_empty() => IpAddr::V6({ let q = *pick(rng, &c.sources_v6); gen::inside_v6(rng, q) }),
+                        _ => gen::probe_dst(rng, c, true),
+                    }
+                } else {
+                    loop {
+                        let a = gen::probe_dst(rng, c, false);
+                        if !s.local_v4.contains(&match a {
+                            IpAddr::V4(a) => a,
+                            _ => unreachable!(),
+                        }) || rng.gen_ratio(1, 20)
+                        {
+                            break a;
+                        }
+                    }
+                });
+                extras(&mut p, rng);
+            }
+        }
+        out.push(p);
+    }
+    out
+}
+
+fn query_of(p: &Probe) -> RouteQuery {
+    RouteQuery {
+        dst: Some(p.dst),
+        src: p.src,
+        iif: p.iif,
+        oif: p.oif,
+        mark: p.mark.unwrap_or(0),
+        tos: p.tos,
+        ipproto: p.ipproto,
+        sport: p.sport,
+        dport: p.dport,
+        uid: p.uid,
+        fibmatch: p.fibmatch,
+    }
+}
+
+fn describe(p: &Probe) -> String {
+    let mut s = format!("route get {}", p.dst);
+    if let Some(x) = p.src {
+        s += &format!(" from {x}");
+    }
+    if let Some(x) = p.iif {
+        s += &format!(" iif #{x}");
+    }
+    if let Some(x) = p.oif {
+        s += &format!(" oif #{x}");
+    }
+    if let Some(x) = p.mark {
+        s += &format!(" mark {x:#x}");
+    }
+    if p.tos != 0 {
+        s += &format!(" tos {:#x}", p.tos);
+    }
+    if let Some(x) = p.ipproto {
+        s += &format!(" ipproto {x}");
+    }
+    if let Some(x) = p.sport {
+        s += &format!(" sport {x}");
+    }
+    if let Some(x) = p.dport {
+        s += &format!(" dport {x}");
+    }
+    if let Some(x) = p.uid {
+        s += &format!(" uid {x}");
+    }
+    if p.fibmatch {
+        s += " fibmatch";
+    }
+    s
+}
+
+fn run(p: &Profile, probes_per_family: usize) -> Outcome {
+    let ns = Netns::create("diff").expect("create namespace");
+    let setup = gen::setup();
+    let cfg = gen::config(p);
+    if let Ok(dir) = std::env::var("FIBRE_DIFF_DUMP") {
+        // Keep the batch files for replay: `ip -force -batch` / `fibre -force -batch`.
+        for (name, text) in [("setup", &setup.text), ("v4", &cfg.v4), ("v6", &cfg.v6)] {
+            let _ = std::fs::write(format!("{dir}/seed{}-{name}.batch", p.seed), text);
+        }
+    }
+
+    let k = ns.ip_batch_str(&[], &setup.text).expect("ip -batch");
+    assert!(k.success, "the kernel refused the setup: {}", k.stderr);
+    let k4 = ns.ip_batch_str(&[], &cfg.v4).expect("ip -batch v4");
+    let k6 = ns.ip_batch_str(&["-6"], &cfg.v6).expect("ip -6 -batch v6");
+
+    let mut batch = Batch::new(Router::new());
+    batch.mode = BatchMode::Force;
+    let f = batch.run_text(&setup.text);
+    assert!(f.success(), "fibre refused the setup: {}", f.stderr);
+    let f4 = batch.run_text(&cfg.v4);
+    batch.family = Some(Family::Inet6);
+    let f6 = batch.run_text(&cfg.v6);
+    let router = batch.router;
+
+    let mut line_disagreements = Vec::new();
+    let mut failed_lines = 0;
+    for (name, text, kernel, fibre_out) in [("v4", &cfg.v4, &k4, &f4), ("v6", &cfg.v6, &k6, &f6)] {
+        let kf = ip_failures(&kernel.stderr);
+        let ff: BTreeMap<usize, String> = {
+            let msgs: Vec<&str> = fibre_out.stderr.lines().filter(|l| !l.starts_with("Command failed")).collect();
+            fibre_out.failed.iter().copied().zip(msgs.into_iter().map(str::to_string)).collect()
+        };
+        failed_lines += kf.len();
+        let all: BTreeSet<usize> = kf.keys().chain(ff.keys()).copied().collect();
+        for n in all {
+            if kf.contains_key(&n) != ff.contains_key(&n) {
+                let line = text.lines().nth(n - 1).unwrap_or("");
+                line_disagreements.push(format!(
+                    "seed {} {name} line {n}: `{line}`: kernel {:?}, fibre {:?}",
+                    p.seed,
+                    kf.get(&n).map(String::as_str).unwrap_or("ok"),
+                    ff.get(&n).map(String::as_str).unwrap_or("ok")
+                ));
+            }
+        }
+    }
+
+    let links = ns.links().expect("links");
+    let ifindex: BTreeMap<String, u32> = links.iter().cloned().collect();
+    let names: BTreeMap<u32, String> = links.iter().map(|(n, i)| (*i, n.clone())).collect();
+    for (n, i) in &ifindex {
+        assert_eq!(router.links.by_name(n).map(|l| l.index), Some(*i), "fibre numbers devices as the kernel does ({n})");
+    }
+
+    let mut oracle = Oracle::open(&ns).expect("netlink socket");
+    let mut rng = SmallRng::seed_from_u64(p.seed ^ 0x5eed);
+    let mut disagreements = Vec::new();
+    let mut total = 0;
+    for v6 in [false, true] {
+        let ps = probes(&mut rng, &cfg, &setup, &ifindex, probes_per_family, v6);
+        let answers = oracle.query(&ps).expect("kernel answers");
+        for (probe, kernel) in ps.iter().zip(&answers) {
+            let q = query_of(probe);
+            let ours = if v6 { norm_fibre(&router.route_get_v6(&q), &router) } else { norm_fibre(&router.route_get_v4(&q), &router) };
+            let theirs = norm_kernel(kernel, &names);
+            // Without fibmatch the kernel answers a resolved (cloned) route: compare the verdict.
+            let same = if probe.fibmatch { same_route(&ours, &theirs, probe, v6) } else { matches!((&ours, &theirs), (Norm::Error(a), Norm::Error(b)) if a == b) || matches!((&ours, &theirs), (Norm::Route { .. } | Norm::Error(-1), Norm::Route { .. })) };
+            if !same {
+                disagreements.push(format!("seed {} {}:\n    kernel {theirs:?}\n    fibre  {ours:?}", p.seed, describe(probe)));
+            }
+        }
+        total += ps.len();
+    }
+    Outcome { probes: total, disagreements, line_disagreements, failed_lines }
+}
+
+/// Field-by-field equality, less the S-class parts: the router preference an IPv6 ECMP match
+/// reports is that of the leg the flow hash picked; an IPv4 forwarded packet whose route has
+/// several legs is source-checked against the leg the hash picked (fibre passes it if any leg
+/// passes).
+fn same_route(ours: &Norm, theirs: &Norm, probe: &Probe, v6: bool) -> bool {
+    match (ours, theirs) {
+        (Norm::Route { pref: p1, hops: h1, .. }, Norm::Route { pref: p2, hops: h2, .. }) if v6 && h1.len() > 1 && p1 != p2 => {
+            let mut a = ours.clone();
+            if let Norm::Route { pref, .. } = &mut a {
+                *pref = *p2;
+            }
+            a == *theirs && h1 == h2
+        }
+        (Norm::Route { hops, .. }, Norm::Error(22)) if !v6 && probe.iif.is_some() && hops.len() > 1 => true,
+        _ => ours == theirs,
+    }
+}
+
+fn check(profiles: &[Profile], probes_per_family: usize) {
+    let mut bad = Vec::new();
+    let mut total = 0;
+    for p in profiles {
+        let o = run(p, probes_per_family);
+        total += o.probes;
+        eprintln!(
+            "kernel differential: seed {:>3}: {} routes v4 + {} v6, {} rules/family, {} failed batch lines; {} probes, {} disagreements, {} batch-line disagreements",
+            p.seed, p.routes_v4, p.routes_v6, p.rules, o.failed_lines, o.probes, o.disagreements.len(), o.line_disagreements.len()
+        );
+        bad.extend(o.line_disagreements.into_iter().take(15));
+        // A few of each kind: grouped by the shape of the two answers.
+        let mut seen = BTreeMap::new();
+        for d in o.disagreements {
+            let lines: Vec<&str> = d.lines().collect();
+            let shape = format!("{} / {}", &lines[1][..lines[1].len().min(30)], &lines[2][..lines[2].len().min(30)]);
+            let n = seen.entry(shape).or_insert(0);
+            *n += 1;
+            if *n <= 3 {
+                bad.push(d);
+            }
+        }
+        for (shape, n) in &seen {
+            eprintln!("  {n:>6} x {shape}");
+        }
+    }
+    assert!(bad.is_empty(), "{} E-class disagreements over {total} probes, first ones:\n{}", bad.len(), bad.join("\n"));
+}
+
+fn base(seed: u64) -> Profile {
+    Profile { seed, routes_v4: 6000, routes_v6: 6000, rules: 0, tos_share: 0.05, ecmp_share: 0.1, source_share: 0.1, churn_share: 0.05, local_routes: false }
+}
+
+#[test]
+fn default_rules_fast_path() {
+    if skip_or_fail("default_rules_fast_path") {
+        return;
+    }
+    check(&[Profile { routes_v4: 20000, routes_v6: 10000, ..base(1) }], 50_000);
+}
+
+#[test]
+fn policy_rules_every_selector() {
+    if skip_or_fail("policy_rules_every_selector") {
+        return;
+    }
+    check(&[Profile { rules: 25, ..base(2) }, Profile { rules: 40, local_routes: true, ..base(3) }], 50_000);
+}
+
+#[test]
+fn tos_metrics_and_churn() {
+    if skip_or_fail("tos_metrics_and_churn") {
+        return;
+    }
+    check(&[Profile { tos_share: 0.4, churn_share: 0.3, rules: 10, ..base(4) }], 50_000);
+}
+
+#[test]
+fn ecmp_and_ipv6_source_routes() {
+    if skip_or_fail("ecmp_and_ipv6_source_routes") {
+        return;
+    }
+    check(&[Profile { ecmp_share: 0.5, source_share: 0.5, routes_v4: 5000, routes_v6: 15000, ..base(5) }], 50_000);
+}
+
+#[test]
+fn mixed_large() {
+    if skip_or_fail("mixed_large") {
+        return;
+    }
+    check(&[Profile { routes_v4: 20000, routes_v6: 20000, rules: 20, tos_share: 0.1, ecmp_share: 0.2, source_share: 0.2, churn_share: 0.1, local_routes: true, ..base(6) }], 50_000);
+}
+
+#[allow(dead_code)]
+fn unused(_: Ipv4Addr, _: RouteType) {}
