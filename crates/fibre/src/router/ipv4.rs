@@ -3,6 +3,10 @@
 //! next-hop checks of `fib_create_info`.
 use super::*;
 
+/// IPv4 route queries without `ipproto` are asked as UDP (`inet_rtm_getroute` builds a UDP
+/// packet); IPv6 ones carry protocol 0.
+const UDP: u8 = 17;
+
 fn zeronet(a: Ipv4Addr) -> bool {
     a.octets()[0] == 0
 }
@@ -103,13 +107,13 @@ impl RouterFamily for Ipv4Addr {
             if zeronet(s) || zeronet(dst) || dst.is_loopback() || s.is_loopback() {
                 return Err(Errno::EINVAL);
             }
-            let ports = dissect_ports(q.ipproto);
+            let ports = dissect_ports(Some(q.ipproto.unwrap_or(UDP)));
             let flow = Flow {
                 src: Some(s),
                 iif: Some(iif),
                 mark: q.mark,
                 tos: q.tos,
-                ipproto: q.ipproto.unwrap_or(0),
+                ipproto: q.ipproto.unwrap_or(UDP),
                 sport: if ports { q.sport.unwrap_or(0) } else { 0 },
                 dport: if ports { q.dport.unwrap_or(0) } else { 0 },
                 uid: 0,
@@ -166,7 +170,7 @@ impl RouterFamily for Ipv4Addr {
             oif: q.oif,
             mark: q.mark,
             tos: q.tos,
-            ipproto: q.ipproto.unwrap_or(0),
+            ipproto: q.ipproto.unwrap_or(UDP),
             sport: q.sport.unwrap_or(0),
             dport: q.dport.unwrap_or(0),
             uid: q.uid.unwrap_or(0),

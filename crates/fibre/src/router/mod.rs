@@ -393,12 +393,13 @@ impl Router {
             Change::RouteDel4(t, sel) => self.v4.delete(*t, sel)?,
             Change::RouteDel6(t, sel) if sel.hops.is_empty() => self.v6.delete(*t, sel)?,
             Change::RouteDel6(t, sel) => {
-                // ip6_route_multipath_del: every leg is deleted by its gateway alone; the last
-                // failure is reported, and the legs deleted before it stay deleted.
+                // ip6_route_multipath_del: every leg is deleted like a single route of that
+                // gateway and device; the last failure is reported, and the legs deleted before
+                // it stay deleted.
                 let mut last = None;
                 let mut any = false;
                 for h in &sel.hops {
-                    let leg = RouteSelector { hops: vec![], dev: None, gateway: h.gateway, leg: true, ..sel.clone() };
+                    let leg = RouteSelector { hops: vec![], dev: h.dev, gateway: h.gateway, leg: true, ..sel.clone() };
                     match self.v6.delete(*t, &leg) {
                         Ok(()) => any = true,
                         Err(e) => last = Some(e),
