@@ -8,7 +8,7 @@
 use clap::Parser;
 use fibre::io::iproute2::{Batch, BatchMode};
 use fibre::{Family, Router};
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -61,30 +61,10 @@ fn ip_style_args() -> Vec<String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse_from(ip_style_args());
-    let mut text = String::new();
-    let name = cli.batch.clone().unwrap_or_else(|| "-".into());
-    if let Some(path) = &cli.batch {
-        let r = if path == "-" { std::io::stdin().read_to_string(&mut text).map(|_| ()) } else { std::fs::read_to_string(path).map(|t| text = t) };
-        if let Err(e) = r {
-            eprintln!("fibre: cannot read batch file \"{path}\": {e}");
-            return ExitCode::from(2);
-        }
-    }
-    if !cli.command.is_empty() {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&cli.command.join(" "));
-        text.push('\n');
-    }
-    if text.is_empty() && cli.batch.is_none() {
-        eprintln!("fibre: nothing to do: give -batch FILE or a command (see --help)");
-        return ExitCode::from(2);
-    }
     let mut batch = Batch::new(Router::new());
     batch.family = if cli.ipv6 { Some(Family::Inet6) } else if cli.ipv4 { Some(Family::Inet) } else { None };
     batch.json = cli.json;
-    batch.name = name;
+    batch.name = cli.batch.clone().unwrap_or_else(|| "-".into());
     batch.mode = if cli.atomic {
         BatchMode::Atomic
     } else if cli.force {
@@ -92,13 +72,43 @@ fn main() -> ExitCode {
     } else {
         BatchMode::StopOnError
     };
-    let out = batch.run_text(&text);
-    let _ = std::io::stdout().write_all(out.stdout.as_bytes());
-    let _ = std::io::stderr().write_all(out.stderr.as_bytes());
-    if out.rolled_back {
-        eprintln!("fibre: batch rolled back: no change was kept");
+    let input: Box<dyn BufRead> = match cli.batch.as_deref() {
+        None if cli.command.is_empty() => {
+            eprintln!("fibre: nothing to do: give -batch FILE or a command (see --help)");
+            return ExitCode::from(2);
+        }
+        None => Box::new(std::io::empty()),
+        Some("-") => Box::new(std::io::stdin().lock()),
+        Some(path) => match std::fs::File::open(path) {
+            Ok(f) => Box::new(BufReader::new(f)),
+            Err(e) => {
+                eprintln!("fibre: cannot read batch file \"{path}\": {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    // The command after the options runs as one more line of the batch.
+    let extra = match (cli.command.is_empty(), cli.batch.is_some()) {
+        (true, _) => String::new(),
+        // A batch file may lack its last newline.
+        (false, true) => format!("\n{}\n", cli.command.join(" ")),
+        (false, false) => format!("{}\n", cli.command.join(" ")),
+    };
+    let input = input.chain(extra.as_bytes());
+    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+    let (mut out, mut err) = (stdout.lock(), stderr.lock());
+    let summary = match batch.run(input, &mut out, &mut err) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("fibre: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let _ = out.flush();
+    if summary.rolled_back {
+        let _ = writeln!(err, "fibre: batch rolled back: no change was kept");
     }
-    if out.success() {
+    if summary.success() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

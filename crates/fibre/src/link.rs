@@ -17,6 +17,9 @@ pub struct Link {
     pub name: String,
     pub up: bool,
     pub kind: LinkKind,
+    /// IPv6 addrconf has set the device up (it then has its ff00::/8 route): when it became
+    /// ready, or when an IPv6 address was added while it was up; until it goes down.
+    pub v6_configured: bool,
 }
 
 /// An address on a device (`ip addr add PREFIX dev NAME`).
@@ -31,9 +34,6 @@ pub struct IfAddr<A: Address> {
     pub noprefixroute: bool,
     /// Metric of the prefix route (`metric N`).
     pub metric: Option<u32>,
-    /// IPv4: its /32 local route was added while the device was down and the device has not been
-    /// taken down since (then the kernel keeps it until the next down event).
-    pub local_while_down: bool,
 }
 
 impl<A: Address> IfAddr<A> {
@@ -52,7 +52,7 @@ pub struct Links {
 impl Default for Links {
     fn default() -> Self {
         Links {
-            links: vec![Link { index: LOOPBACK_IFINDEX, name: "lo".into(), up: false, kind: LinkKind::Loopback }],
+            links: vec![Link { index: LOOPBACK_IFINDEX, name: "lo".into(), up: false, kind: LinkKind::Loopback, v6_configured: false }],
             next_index: 2,
         }
     }
@@ -71,8 +71,8 @@ impl Links {
     pub fn is_up(&self, index: IfIndex) -> bool {
         self.by_index(index).is_some_and(|l| l.up)
     }
-    /// Up with carrier: a veth has carrier only while its peer is up too. IPv6 configures a
-    /// device (prefix routes, ff00::/8) only once it is ready.
+    /// Up with carrier: a veth has carrier only while its peer is up too. Routes through a device
+    /// that is up without carrier are flagged `linkdown`; IPv6 addrconf waits for carrier.
     pub fn is_ready(&self, index: IfIndex) -> bool {
         match self.by_index(index) {
             Some(Link { up: true, kind: LinkKind::Veth { peer }, .. }) => self.is_up(*peer),
@@ -88,13 +88,28 @@ impl Links {
         let p = self.next_index;
         let n = p + 1;
         self.next_index += 2;
-        self.links.push(Link { index: p, name: peer.into(), up: false, kind: LinkKind::Veth { peer: n } });
-        self.links.push(Link { index: n, name: name.into(), up: false, kind: LinkKind::Veth { peer: p } });
+        self.links.push(Link { index: p, name: peer.into(), up: false, kind: LinkKind::Veth { peer: n }, v6_configured: false });
+        self.links.push(Link { index: n, name: name.into(), up: false, kind: LinkKind::Veth { peer: p }, v6_configured: false });
         (n, p)
     }
     pub fn set_up(&mut self, index: IfIndex, up: bool) {
         if let Some(l) = self.links.iter_mut().find(|l| l.index == index) {
             l.up = up;
+            if !up {
+                l.v6_configured = false;
+            }
+        }
+    }
+    pub fn set_v6_configured(&mut self, index: IfIndex) {
+        if let Some(l) = self.links.iter_mut().find(|l| l.index == index) {
+            l.v6_configured = true;
+        }
+    }
+    /// The other end of a veth pair.
+    pub fn peer(&self, index: IfIndex) -> Option<IfIndex> {
+        match self.by_index(index)?.kind {
+            LinkKind::Veth { peer } => Some(peer),
+            LinkKind::Loopback => None,
         }
     }
     /// Removes a device (and its veth peer, which cannot live alone). Returns the indexes removed.
@@ -117,7 +132,6 @@ pub fn loopback_v4() -> IfAddr<Ipv4Addr> {
         broadcast: None,
         noprefixroute: false,
         metric: None,
-        local_while_down: false,
     }
 }
 pub fn loopback_v6() -> IfAddr<Ipv6Addr> {
@@ -128,6 +142,5 @@ pub fn loopback_v6() -> IfAddr<Ipv6Addr> {
         broadcast: None,
         noprefixroute: false,
         metric: None,
-        local_while_down: false,
     }
 }

@@ -45,9 +45,8 @@ impl RouterFamily for Ipv4Addr {
             // secondary: it gets its local route (with the primary as source) and nothing else.
             let primary = addrs[..i].iter().find(|o| o.dev == a.dev && o.len == a.len && o.subnet() == subnet);
             let prim = primary.map_or(a.addr, |p| p.addr);
-            if link.up || a.local_while_down {
-                push(kernel_route(TABLE_LOCAL, Prefix::host(a.addr), RouteType::Local, SCOPE_HOST, prim, a.dev, 0));
-            }
+            // The local route lives as long as the address, whatever the link does.
+            push(kernel_route(TABLE_LOCAL, Prefix::host(a.addr), RouteType::Local, SCOPE_HOST, prim, a.dev, 0));
             if !link.up {
                 continue;
             }

@@ -35,11 +35,11 @@ impl RouterFamily for Ipv6Addr {
                 // Subnet-router anycast (the router forwards).
                 push(kernel_route(TABLE_LOCAL, Prefix::host(a.subnet().addr()), RouteType::Anycast, a.dev, 0));
             }
-            if links.is_ready(a.dev) && !a.noprefixroute && a.len < 128 {
+            if links.is_up(a.dev) && a.dev != LOOPBACK_IFINDEX && !a.noprefixroute {
                 push(kernel_route(TABLE_MAIN, a.subnet(), RouteType::Unicast, a.dev, a.metric.unwrap_or(256)));
             }
         }
-        for link in links.iter().filter(|l| links.is_ready(l.index) && l.kind != LinkKind::Loopback) {
+        for link in links.iter().filter(|l| l.v6_configured && l.kind != LinkKind::Loopback) {
             let ff00 = Prefix::new(Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8);
             push(kernel_route(TABLE_LOCAL, ff00, RouteType::Multicast, link.index, 256));
         }

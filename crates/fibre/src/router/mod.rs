@@ -380,7 +380,7 @@ impl Router {
                 for d in self.links.remove(*dev) {
                     self.v4.addrs.retain(|a| a.dev != d);
                     self.v6.addrs.retain(|a| a.dev != d);
-                    self.flush_dev(d);
+                    self.flush_dev(d, true);
                 }
                 self.sync_derived();
             }
@@ -426,9 +426,11 @@ impl Router {
     }
 
     /// Routes through a device that went away or down: single-path routes go; a multipath route
-    /// stays while one of its legs is elsewhere (its dead legs are skipped by lookups).
-    fn flush_dev(&mut self, dev: IfIndex) {
-        self.v4.remove_where(|_, hops| !hops.is_empty() && hops.iter().all(|h| h.dev == Some(dev)));
+    /// stays while one of its legs is elsewhere (its dead legs are skipped by lookups). IPv4
+    /// host-scope routes (local addresses) survive a down device (`fib_sync_down_dev` without
+    /// force), not its removal.
+    fn flush_dev(&mut self, dev: IfIndex, removed: bool) {
+        self.v4.remove_where(|r, hops| !hops.is_empty() && hops.iter().all(|h| h.dev == Some(dev)) && (removed || r.scope < SCOPE_HOST));
         self.v6.remove_where(|_, hops| !hops.is_empty() && hops.iter().all(|h| h.dev == Some(dev)));
     }
 
@@ -439,7 +441,14 @@ impl Router {
         }
         let loopback = link.kind == LinkKind::Loopback;
         self.links.set_up(dev, up);
-        if up && loopback {
+        if !up {
+            // IPv6 addresses go with the link (keep_addr_on_down is off).
+            self.v6.addrs.retain(|a| a.dev != dev);
+            self.flush_dev(dev, false);
+            self.sync_derived();
+            return Ok(());
+        }
+        if loopback {
             // The kernel gives lo its addresses when it first comes up.
             if !self.v4.addrs.iter().any(|a| a.dev == dev) {
                 self.v4.addrs.push(loopback_v4());
@@ -448,23 +457,28 @@ impl Router {
                 self.v6.addrs.push(loopback_v6());
             }
         }
-        if !up {
-            for a in self.v4.addrs.iter_mut().filter(|a| a.dev == dev) {
-                a.local_while_down = false;
-            }
-            self.flush_dev(dev);
-        }
         self.sync_derived();
+        // addrconf configures a device once it is ready (up with carrier): this one, then its
+        // veth peer if this brought the peer's carrier.
+        for d in std::iter::once(dev).chain(self.links.peer(dev)) {
+            if self.links.is_ready(d) && !self.links.by_index(d).is_some_and(|l| l.v6_configured) {
+                self.links.set_v6_configured(d);
+                self.sync_derived();
+            }
+        }
         Ok(())
     }
 
-    fn addr_add<A: RouterFamily>(&mut self, mut a: IfAddr<A>) -> Result<(), ChangeError> {
+    fn addr_add<A: RouterFamily>(&mut self, a: IfAddr<A>) -> Result<(), ChangeError> {
         let up = self.links.by_index(a.dev).ok_or(Errno::ENODEV)?.up;
+        if A::FAMILY == Family::Inet6 && up {
+            // addrconf_add_dev: an IPv6 address configures the device.
+            self.links.set_v6_configured(a.dev);
+        }
         let st = A::state_mut(self);
         if st.addrs.iter().any(|o| o.addr == a.addr && o.dev == a.dev) {
             return Err(Errno::EEXIST.into());
         }
-        a.local_while_down = !up;
         st.addrs.push(a);
         self.sync_derived();
         Ok(())
@@ -551,6 +565,11 @@ fn check_ipproto(q: &RouteQuery, icmp: u8) -> Result<(), Errno> {
 
 fn addr_del<A: RouterFamily>(st: &mut FamilyState<A>, a: &IfAddr<A>) -> Result<(), ChangeError> {
     let i = st.addrs.iter().position(|o| o.addr == a.addr && o.len == a.len && o.dev == a.dev).ok_or(Errno::EADDRNOTAVAIL)?;
-    st.addrs.remove(i);
+    let gone = st.addrs.remove(i);
+    // Removing a primary IPv4 address removes its secondaries too (promote_secondaries is off).
+    let primary = !st.addrs[..i].iter().any(|o| o.dev == gone.dev && o.len == gone.len && o.subnet() == gone.subnet());
+    if A::FAMILY == Family::Inet && primary {
+        st.addrs.retain(|o| !(o.dev == gone.dev && o.len == gone.len && o.subnet() == gone.subnet()));
+    }
     Ok(())
 }

@@ -81,21 +81,40 @@ impl Batch {
         Batch { router, family: None, json: false, mode: BatchMode::StopOnError, name: "-".into() }
     }
 
-    /// Runs every line of `text`.
+    /// Runs every line of `text`, collecting what it prints.
     pub fn run_text(&mut self, text: &str) -> BatchOutput {
-        let mut out = BatchOutput::default();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let summary = self.run(text.as_bytes(), &mut out, &mut err).expect("in-memory input and output do not fail");
+        BatchOutput {
+            stdout: String::from_utf8(out).expect("utf-8"),
+            stderr: String::from_utf8(err).expect("utf-8"),
+            failed: summary.failed,
+            rolled_back: summary.rolled_back,
+        }
+    }
+
+    /// Runs the lines of `input` as they come, printing each one's output before reading the
+    /// next (so that ip's interleaving of results and errors is kept and input of any size
+    /// streams). Only I/O errors are errors here; failed lines are in the summary.
+    pub fn run(&mut self, input: impl std::io::BufRead, stdout: &mut dyn std::io::Write, stderr: &mut dyn std::io::Write) -> std::io::Result<BatchOutput> {
+        let mut summary = BatchOutput::default();
         let atomic = self.mode == BatchMode::Atomic;
         if atomic {
             self.router.begin();
         }
-        for (i, line) in text.lines().enumerate() {
+        let mut printed = String::new();
+        for (i, line) in input.lines().enumerate() {
+            let line = line?;
             let lineno = i + 1;
-            if let Err(e) = self.run_line(line, &mut out.stdout) {
-                out.failed.push(lineno);
-                let _ = writeln!(out.stderr, "{}\nCommand failed {}:{lineno}", e.message, self.name);
+            printed.clear();
+            let r = self.run_line(&line, &mut printed);
+            stdout.write_all(printed.as_bytes())?;
+            if let Err(e) = r {
+                summary.failed.push(lineno);
+                writeln!(stderr, "{}\nCommand failed {}:{lineno}", e.message, self.name)?;
                 if self.json {
                     let v = json!({"error": e.errno.name(), "errno": e.errno.code(), "line": lineno, "command": line.trim(), "message": e.message});
-                    let _ = writeln!(out.stdout, "{v}");
+                    writeln!(stdout, "{v}")?;
                 }
                 if self.mode != BatchMode::Force {
                     break;
@@ -103,14 +122,14 @@ impl Batch {
             }
         }
         if atomic {
-            if out.failed.is_empty() {
+            if summary.failed.is_empty() {
                 self.router.commit();
             } else {
                 self.router.rollback();
-                out.rolled_back = true;
+                summary.rolled_back = true;
             }
         }
-        out
+        Ok(summary)
     }
 
     /// Runs one line, appending what it prints to `stdout`.

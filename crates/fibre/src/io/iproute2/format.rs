@@ -37,6 +37,31 @@ fn shown_dev<A: Address>(r: &RouteSpec<A>, links: &Links) -> Option<String> {
     }
 }
 
+/// Next-hop flags as ip prints them: `dead` (device down), `onlink`, `linkdown` (no carrier).
+fn hop_flags<A: Address>(h: &crate::nexthop::NextHop<A>, links: &Links) -> Vec<&'static str> {
+    let mut f = Vec::new();
+    let dev = h.dev;
+    let up = dev.is_some_and(|d| links.is_up(d));
+    if dev.is_some() && !up {
+        f.push("dead");
+    }
+    if h.onlink {
+        f.push("onlink");
+    }
+    if dev.is_some() && !dev.is_some_and(|d| links.is_ready(d)) {
+        f.push("linkdown");
+    }
+    f
+}
+
+/// The flags of a single-path route are its next hop's. Routes to our own addresses carry none.
+fn route_flags<A: Address>(r: &RouteSpec<A>, links: &Links) -> Vec<&'static str> {
+    match r.hops.as_slice() {
+        [h] if !matches!(r.kind, RouteType::Local | RouteType::Anycast) => hop_flags(h, links),
+        _ => Vec::new(),
+    }
+}
+
 /// IPv4 routes carry a metric attribute only when it is not 0; IPv6 routes always.
 fn shows_metric<A: Address>(r: &RouteSpec<A>) -> bool {
     A::FAMILY == Family::Inet6 || r.metric != 0
@@ -80,8 +105,8 @@ pub fn route_text<A: Address>(r: &RouteSpec<A>, links: &Links, show_table: bool)
     if shows_metric(r) {
         let _ = write!(s, "metric {} ", r.metric);
     }
-    if !multipath && r.hops.first().is_some_and(|h| h.onlink) {
-        s.push_str("onlink ");
+    for f in route_flags(r, links) {
+        let _ = write!(s, "{f} ");
     }
     if let Some(mtu) = r.mtu {
         let _ = write!(s, "mtu {mtu} ");
@@ -99,12 +124,12 @@ pub fn route_text<A: Address>(r: &RouteSpec<A>, links: &Links, show_table: bool)
                 let _ = write!(s, "dev {d} ");
             }
             let _ = write!(s, "weight {} ", h.weight);
-            if h.onlink {
-                s.push_str("onlink ");
+            for f in hop_flags(h, links) {
+                let _ = write!(s, "{f} ");
             }
         }
     }
-    s.trim_end_matches(' ').to_string() + if A::FAMILY == Family::Inet && !multipath { " " } else { "" }
+    s
 }
 
 /// One route as an `ip -j route show` object.
@@ -144,8 +169,7 @@ pub fn route_json<A: Address>(r: &RouteSpec<A>, links: &Links, show_table: bool)
     if shows_metric(r) {
         m.insert("metric".into(), json!(r.metric));
     }
-    let flags: Vec<&str> = if !multipath && r.hops.first().is_some_and(|h| h.onlink) { vec!["onlink"] } else { vec![] };
-    m.insert("flags".into(), json!(flags));
+    m.insert("flags".into(), json!(route_flags(r, links)));
     if let Some(mtu) = r.mtu {
         m.insert("metrics".into(), json!([{ "mtu": mtu }]));
     }
@@ -165,7 +189,7 @@ pub fn route_json<A: Address>(r: &RouteSpec<A>, links: &Links, show_table: bool)
                     o.insert("dev".into(), json!(d));
                 }
                 o.insert("weight".into(), json!(h.weight));
-                o.insert("flags".into(), json!(if h.onlink { vec!["onlink"] } else { vec![] }));
+                o.insert("flags".into(), json!(hop_flags(h, links)));
                 Value::Object(o)
             })
             .collect();

@@ -463,14 +463,14 @@ fn parse_addr(verb: &str, args: &mut Args<'_>, family: Option<Family>, router: &
                 Some("+") => (len < 31).then(|| subnet.last()),
                 Some(b) => Some(addr_of::<Ipv4Addr>(b)?),
             };
-            let ifa = IfAddr { addr: a, len, dev, broadcast, noprefixroute, metric, local_while_down: false };
+            let ifa = IfAddr { addr: a, len, dev, broadcast, noprefixroute, metric };
             Ok(Command::Apply(if add { Change::AddrAdd4(ifa) } else { Change::AddrDel4(ifa) }))
         }
         AnyPrefix::V6(a, len) => {
             if family == Some(Family::Inet) {
                 return Err(ParseError::new(tok, "address family mismatch"));
             }
-            let ifa = IfAddr { addr: a, len, dev, broadcast: None, noprefixroute, metric, local_while_down: false };
+            let ifa = IfAddr { addr: a, len, dev, broadcast: None, noprefixroute, metric };
             Ok(Command::Apply(if add { Change::AddrAdd6(ifa) } else { Change::AddrDel6(ifa) }))
         }
         AnyPrefix::Default => Err(ParseError::new(tok, "an address is expected")),
@@ -720,16 +720,17 @@ impl<'a> RouteArgs<'a> {
 }
 
 fn parse_route(verb: &str, args: &mut Args<'_>, family: Option<Family>, router: &Router) -> Result<Command> {
-    let mode = if verb == "add" {
+    // In ip's order, so that abbreviations resolve as ip resolves them ("a" is add).
+    let mode = if matches(verb, "add") {
         Some(InsertMode::Add)
-    } else if verb == "append" {
-        Some(InsertMode::Append)
-    } else if verb == "prepend" {
-        Some(InsertMode::Prepend)
-    } else if verb == "replace" {
-        Some(InsertMode::Replace)
-    } else if verb == "change" || verb == "chg" {
+    } else if matches(verb, "change") || verb == "chg" {
         Some(InsertMode::Change)
+    } else if matches(verb, "replace") {
+        Some(InsertMode::Replace)
+    } else if matches(verb, "prepend") {
+        Some(InsertMode::Prepend)
+    } else if matches(verb, "append") {
+        Some(InsertMode::Append)
     } else {
         None
     };
