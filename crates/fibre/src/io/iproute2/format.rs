@@ -206,14 +206,16 @@ pub fn answer_json<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> M
         m.insert("type".into(), json!(kind.name()));
     }
     m.insert("dst".into(), json!(a.dst.to_string()));
-    if A::FAMILY == Family::Inet6 {
+    // IPv6 always names the source; IPv4 when the query gave one (and then shows no prefsrc).
+    if A::FAMILY == Family::Inet6 || a.src.is_some() {
         m.insert("from".into(), json!(a.src.unwrap_or_else(A::unspecified).to_string()));
     }
     if let Some(gw) = a.gateway {
         m.insert("gateway".into(), json!(gw.to_string()));
     }
     let local = kind == RouteType::Local;
-    let dev = if local && A::FAMILY == Family::Inet { Some("lo".to_string()) } else { dev_name(links, a.dev) };
+    // Packets to our own addresses are delivered through lo.
+    let dev = if local { Some("lo".to_string()) } else { dev_name(links, a.dev) };
     if let Some(d) = dev {
         m.insert("dev".into(), json!(d));
     }
@@ -225,7 +227,7 @@ pub fn answer_json<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> M
             m.insert("protocol".into(), json!(protocol_name(r.protocol)));
         }
     }
-    if let Some(p) = a.prefsrc {
+    if let Some(p) = a.prefsrc.filter(|_| A::FAMILY == Family::Inet6 || a.src.is_none()) {
         m.insert("prefsrc".into(), json!(p.to_string()));
     }
     if A::FAMILY == Family::Inet6 {
@@ -349,12 +351,17 @@ pub fn rule_json<A: Address>(r: &Rule<A>) -> Value {
         None => m.insert("src".into(), json!("all")),
         Some(p) => {
             m.insert("src".into(), json!(p.addr().to_string()));
-            m.insert("srclen".into(), json!(p.len()))
+            if !p.is_host() {
+                m.insert("srclen".into(), json!(p.len()));
+            }
+            None
         }
     };
     if let Some(p) = &r.dst {
         m.insert("dst".into(), json!(p.addr().to_string()));
-        m.insert("dstlen".into(), json!(p.len()));
+        if !p.is_host() {
+            m.insert("dstlen".into(), json!(p.len()));
+        }
     }
     if r.tos != 0 {
         m.insert("tos".into(), json!(tos_text(r.tos)));

@@ -1,0 +1,85 @@
+//! Scenario tests: the same batch file through `ip -j -force -batch` in a fresh namespace and
+//! through fibre's `-j -force` mode; every printed JSON document and every failing line must be
+//! the same. This checks the routes the kernel derives from links and addresses (local,
+//! broadcast, connected, anycast, ff00::/8, secondaries, link down/up/del), `linkdown`/`dead`
+//! flags, and the JSON that `route get`, `route show` and `rule show` print.
+//!
+//! Needs root and `ip netns`; skips with a message elsewhere, fails when FIBRE_KERNEL_TESTS=required.
+use fibre::io::iproute2::{Batch, BatchMode};
+use fibre::Router;
+use kernel_oracle::{skip_or_fail, Netns};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// IPv6 ECMP next hops are listed from the leg the kernel's flow hash picked (S-class): compare
+/// them as a set. Route lists are compared as multisets: dump order is not part of the contract.
+fn normalise(v: &mut Value) {
+    match v {
+        Value::Array(items) => {
+            for i in items.iter_mut() {
+                normalise(i);
+            }
+            items.sort_by_key(|i| i.to_string());
+        }
+        Value::Object(m) => {
+            for (_, x) in m.iter_mut() {
+                normalise(x);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn failed_lines(stderr: &str) -> BTreeSet<usize> {
+    stderr.lines().filter_map(|l| l.strip_prefix("Command failed ")).filter_map(|r| r.rsplit(':').next()?.parse().ok()).collect()
+}
+
+fn scenario(name: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios").join(name);
+    let text = std::fs::read_to_string(&path).expect("scenario file");
+    let ns = Netns::create("scenario").expect("namespace");
+    // The kernel notices carrier changes asynchronously: run its batch in chunks split at
+    // `#settle` lines and give it a moment between them.
+    let (mut k_out, mut k_failed, mut offset) = (String::new(), BTreeSet::new(), 0);
+    for chunk in text.split("#settle\n") {
+        let r = ns.ip_batch_str(&["-j"], chunk).expect("ip -batch");
+        k_out.push_str(&r.stdout);
+        k_failed.extend(failed_lines(&r.stderr).into_iter().map(|n| n + offset));
+        offset += chunk.lines().count() + 1;
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+    }
+    let mut batch = Batch::new(Router::new());
+    batch.json = true;
+    batch.mode = BatchMode::Force;
+    batch.name = path.display().to_string();
+    let ours = batch.run_text(&text);
+
+    assert_eq!(k_failed, ours.failed.iter().copied().collect(), "the same lines fail\nfibre: {}", ours.stderr);
+    let theirs: Vec<&str> = k_out.lines().filter(|l| !l.trim().is_empty()).collect();
+    // fibre also prints a JSON error object for each failed line; ip prints nothing there.
+    let mine: Vec<&str> = ours.stdout.lines().filter(|l| !l.starts_with("{\"error\"")).collect();
+    assert_eq!(theirs.len(), mine.len(), "as many printed documents\nkernel:\n{k_out}\nfibre:\n{}", ours.stdout);
+    for (k, f) in theirs.iter().zip(&mine) {
+        let (mut kv, mut fv): (Value, Value) = (serde_json::from_str(k).expect("ip JSON"), serde_json::from_str(f).expect("fibre JSON"));
+        normalise(&mut kv);
+        normalise(&mut fv);
+        assert_eq!(kv, fv, "\nkernel: {k}\nfibre:  {f}");
+    }
+}
+
+#[test]
+fn links_and_addresses_derive_the_kernels_routes() {
+    if skip_or_fail("links_and_addresses_derive_the_kernels_routes") {
+        return;
+    }
+    scenario("links-and-addresses.batch");
+}
+
+#[test]
+fn route_get_and_rule_show_print_ips_json() {
+    if skip_or_fail("route_get_and_rule_show_print_ips_json") {
+        return;
+    }
+    scenario("route-get-json.batch");
+}
