@@ -35,24 +35,45 @@ fn failed_lines(stderr: &str) -> BTreeSet<usize> {
     stderr.lines().filter_map(|l| l.strip_prefix("Command failed ")).filter_map(|r| r.rsplit(':').next()?.parse().ok()).collect()
 }
 
-fn scenario(name: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios").join(name);
-    let text = std::fs::read_to_string(&path).expect("scenario file");
+/// Splits a batch where the kernel needs time: at `#settle` lines, and after each run of `link`
+/// and `addr` commands (carrier detection and IPv6 address setup finish asynchronously).
+fn chunks(text: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut after_setup = false;
+    for line in text.lines() {
+        let word = line.split_whitespace().next().unwrap_or("");
+        let setup = word == "link" || word == "addr";
+        if line.trim() == "#settle" || (after_setup && !setup && !word.starts_with('#') && !word.is_empty()) {
+            out.push(String::new());
+        }
+        if !word.starts_with('#') && !word.is_empty() {
+            after_setup = setup;
+        }
+        // Keep every line (a settle line too) so that line numbers stay the file's.
+        out.last_mut().expect("one chunk").push_str(line);
+        out.last_mut().expect("one chunk").push('\n');
+    }
+    out
+}
+
+fn scenario(path: &Path) {
+    let text = std::fs::read_to_string(path).expect("scenario file");
     let ns = Netns::create("scenario").expect("namespace");
     // The kernel notices carrier changes asynchronously: run its batch in chunks split at
     // `#settle` lines and give it a moment between them.
     let (mut k_out, mut k_failed, mut offset) = (String::new(), BTreeSet::new(), 0);
-    for chunk in text.split("#settle\n") {
-        let r = ns.ip_batch_str(&["-j"], chunk).expect("ip -batch");
+    for chunk in chunks(&text) {
+        let r = ns.ip_batch_str(&["-j"], &chunk).expect("ip -batch");
         k_out.push_str(&r.stdout);
         k_failed.extend(failed_lines(&r.stderr).into_iter().map(|n| n + offset));
-        offset += chunk.lines().count() + 1;
-        std::thread::sleep(std::time::Duration::from_millis(1500));
+        offset += chunk.lines().count();
+        std::thread::sleep(std::time::Duration::from_millis(1200));
     }
     let mut batch = Batch::new(Router::new());
     batch.json = true;
     batch.mode = BatchMode::Force;
     batch.name = path.display().to_string();
+    // Each test has its own namespace; the chunks of one batch run one after the other.
     let ours = batch.run_text(&text);
 
     assert_eq!(k_failed, ours.failed.iter().copied().collect(), "the same lines fail\nfibre: {}", ours.stderr);
@@ -73,7 +94,7 @@ fn links_and_addresses_derive_the_kernels_routes() {
     if skip_or_fail("links_and_addresses_derive_the_kernels_routes") {
         return;
     }
-    scenario("links-and-addresses.batch");
+    scenario(&scenarios().join("links-and-addresses.batch"));
 }
 
 #[test]
@@ -81,5 +102,17 @@ fn route_get_and_rule_show_print_ips_json() {
     if skip_or_fail("route_get_and_rule_show_print_ips_json") {
         return;
     }
-    scenario("route-get-json.batch");
+    scenario(&scenarios().join("route-get-json.batch"));
+}
+
+#[test]
+fn edge_router_example_matches_kernel() {
+    if skip_or_fail("edge_router_example_matches_kernel") {
+        return;
+    }
+    scenario(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/edge-router.batch"));
+}
+
+fn scenarios() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios")
 }

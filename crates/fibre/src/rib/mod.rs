@@ -302,7 +302,8 @@ impl<A: KernelSemantics> Rib<A> {
     /// the walk starts at the longest destination that can answer: one without source subtree
     /// that has routes, or one whose source subtree has a prefix matching `flow.src` (the
     /// unspecified address when the flow has none). A longer destination whose subtree has no
-    /// match is passed over whole, its source-less routes included. Step 3 (`rt6_select` and
+    /// match is passed over whole, its source-less routes included (but for the root, `::/0`,
+    /// where such a walk ends). Step 3 (`rt6_select` and
     /// `fib6_backtrack`): from there, each destination offers its matching source prefixes,
     /// longest first, then its source-less routes; the family's selection picks a route of the
     /// list, or the walk goes on to shorter destinations.
@@ -314,7 +315,7 @@ impl<A: KernelSemantics> Rib<A> {
         };
         let mut started = false;
         self.trie
-            .find_map_matches(flow.dst, |_, entry| {
+            .find_map_matches(flow.dst, |dst, entry| {
                 if let Some(sources) = &entry.sources {
                     let hit = sources.find_map_matches(src, |_, list| {
                         started = true;
@@ -323,7 +324,9 @@ impl<A: KernelSemantics> Rib<A> {
                     if hit.is_some() {
                         return hit;
                     }
-                    if !started {
+                    // The root is the exception: a lookup that found nothing on the way up
+                    // settles on it and takes its source-less routes.
+                    if !started && !dst.is_default() {
                         return None;
                     }
                 }

@@ -273,8 +273,15 @@ pub fn config(p: &Profile) -> Config {
             continue;
         }
         let verb = if churn { *pick(&mut rng, &["replace", "replace", "change", "append", "prepend"]) } else { *pick(&mut rng, &["add", "add", "add", "add", "append", "append", "prepend"]) };
-        // Re-use an earlier destination now and then, so that same-metric ECMP siblings form.
-        let (a, len) = if !c.prefixes_v6.is_empty() && rng.gen_bool(0.2) { *pick(&mut rng, &c.prefixes_v6) } else { random_v6_prefix(&mut rng) };
+        // Re-use an earlier destination now and then, so that same-metric ECMP siblings form;
+        // now and then the default route, the root of the kernel's tree.
+        let (a, len) = if rng.gen_ratio(1, 100) {
+            (Ipv6Addr::UNSPECIFIED, 0)
+        } else if !c.prefixes_v6.is_empty() && rng.gen_bool(0.2) {
+            *pick(&mut rng, &c.prefixes_v6)
+        } else {
+            random_v6_prefix(&mut rng)
+        };
         c.prefixes_v6.push((a, len));
         let mut l = String::new();
         let kind = match rng.gen_range(0..100) {
@@ -425,18 +432,27 @@ pub fn inside_v6(rng: &mut SmallRng, (a, len): (Ipv6Addr, u8)) -> Ipv6Addr {
 /// any table lookup).
 pub fn probe_dst(rng: &mut SmallRng, c: &Config, v6: bool) -> IpAddr {
     if v6 {
-        let a = match rng.gen_range(0..10) {
-            0..=5 if !c.prefixes_v6.is_empty() => { let q = *pick(rng, &c.prefixes_v6); inside_v6(rng, q) },
-            6 => {
-                let net: Ipv6Addr = format!("2001:db8:{}::", rng.gen_range(0..6)).parse().unwrap();
-                inside_v6(rng, (net, 64))
+        loop {
+            let a = match rng.gen_range(0..10) {
+                0..=5 if !c.prefixes_v6.is_empty() => {
+                    let q = *pick(rng, &c.prefixes_v6);
+                    inside_v6(rng, q)
+                }
+                6 => {
+                    let net: Ipv6Addr = format!("2001:db8:{}::", rng.gen_range(0..6)).parse().unwrap();
+                    inside_v6(rng, (net, 64))
+                }
+                _ => {
+                    let (a, l) = random_v6_prefix(rng);
+                    inside_v6(rng, (a, l))
+                }
+            };
+            // Multicast and link-local destinations take other paths in the kernel.
+            let top = a.segments()[0];
+            if top & 0xff00 != 0xff00 && top & 0xffc0 != 0xfe80 && !a.is_unspecified() && !a.is_loopback() {
+                return IpAddr::V6(a);
             }
-            _ => {
-                let (a, l) = random_v6_prefix(rng);
-                inside_v6(rng, (a, l))
-            }
-        };
-        IpAddr::V6(a)
+        }
     } else {
         loop {
             let a = match rng.gen_range(0..10) {

@@ -235,13 +235,22 @@ pub fn answer_json<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> M
             m.insert("metric".into(), json!(r.metric));
         }
     }
-    if let Some(i) = a.iif {
-        m.insert("iif".into(), json!(dev_name(links, Some(i))));
+    let iif = a.iif.map(|i| json!(dev_name(links, Some(i))));
+    if A::FAMILY == Family::Inet6 {
+        if let Some(i) = &iif {
+            m.insert("iif".into(), i.clone());
+        }
     }
     m.insert("flags".into(), json!(Vec::<String>::new()));
     if A::FAMILY == Family::Inet {
-        m.insert("uid".into(), json!(uid));
+        // Forwarded packets have no owner; their input device is printed after the cache.
+        if iif.is_none() {
+            m.insert("uid".into(), json!(uid));
+        }
         m.insert("cache".into(), json!(if local { vec!["local"] } else { vec![] }));
+        if let Some(i) = iif {
+            m.insert("iif".into(), i);
+        }
     } else if let Some(r) = &a.route {
         m.insert("pref".into(), json!(r.pref.name()));
     }
@@ -254,7 +263,12 @@ pub fn answer_text<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> S
     if let Some(t) = m.get("type").and_then(Value::as_str) {
         let _ = write!(s, "{t} ");
     }
+    // IPv4 prints the input device after the cache line.
+    let iif_inline = A::FAMILY == Family::Inet6;
     for (key, word) in [("dst", ""), ("from", "from"), ("gateway", "via"), ("dev", "dev"), ("table", "table"), ("protocol", "proto"), ("prefsrc", "src"), ("metric", "metric"), ("iif", "iif")] {
+        if key == "iif" && !iif_inline {
+            continue;
+        }
         if let Some(v) = m.get(key) {
             let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
             if word.is_empty() {
@@ -265,9 +279,15 @@ pub fn answer_text<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> S
         }
     }
     if A::FAMILY == Family::Inet {
-        let _ = write!(s, "uid {uid} \n    cache ");
+        if a.iif.is_none() {
+            let _ = write!(s, "uid {uid} ");
+        }
+        s.push_str("\n    cache ");
         if m.get("type").and_then(Value::as_str) == Some("local") {
             s.push_str("<local> ");
+        }
+        if let Some(i) = m.get("iif").and_then(Value::as_str) {
+            let _ = write!(s, "iif {i} ");
         }
     } else if let Some(p) = m.get("pref").and_then(Value::as_str) {
         let _ = write!(s, "pref {p}");
