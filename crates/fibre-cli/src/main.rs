@@ -12,7 +12,11 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
-#[command(name = "fibre", version, about = "The Linux routing table in userspace, driven by iproute2 batches")]
+#[command(
+    name = "fibre",
+    version,
+    about = "The Linux routing table in userspace, driven by iproute2 batches"
+)]
 struct Cli {
     /// IPv4 for lines whose family is not clear from their addresses (default)
     #[arg(short = '4', conflicts_with = "ipv6")]
@@ -48,7 +52,10 @@ fn ip_style_args() -> Vec<String> {
             "-force" => "--force".to_string(),
             "-json" => "--json".to_string(),
             "-atomic" => "--atomic".to_string(),
-            s if !s.starts_with('-') && out.len() > 1 && out.last().map(String::as_str) != Some("--batch") => {
+            s if !s.starts_with('-')
+                && out.len() > 1
+                && out.last().map(String::as_str) != Some("--batch") =>
+            {
                 options = false;
                 a
             }
@@ -62,7 +69,13 @@ fn ip_style_args() -> Vec<String> {
 fn main() -> ExitCode {
     let cli = Cli::parse_from(ip_style_args());
     let mut batch = Batch::new(Router::new());
-    batch.family = if cli.ipv6 { Some(Family::Inet6) } else if cli.ipv4 { Some(Family::Inet) } else { None };
+    batch.family = if cli.ipv6 {
+        Some(Family::Inet6)
+    } else if cli.ipv4 {
+        Some(Family::Inet)
+    } else {
+        None
+    };
     batch.json = cli.json;
     batch.name = cli.batch.clone().unwrap_or_else(|| "-".into());
     batch.mode = if cli.atomic {

@@ -114,10 +114,18 @@ pub struct ChangeError {
 
 impl ChangeError {
     pub fn new(errno: Errno) -> Self {
-        ChangeError { errno, detail: None, partial: false }
+        ChangeError {
+            errno,
+            detail: None,
+            partial: false,
+        }
     }
     pub fn with(errno: Errno, detail: impl Into<String>) -> Self {
-        ChangeError { errno, detail: Some(detail.into()), partial: false }
+        ChangeError {
+            errno,
+            detail: Some(detail.into()),
+            partial: false,
+        }
     }
 }
 impl From<Errno> for ChangeError {

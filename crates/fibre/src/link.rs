@@ -8,7 +8,9 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 pub enum LinkKind {
     Loopback,
     /// One end of a veth pair; `peer` is the other end's index.
-    Veth { peer: IfIndex },
+    Veth {
+        peer: IfIndex,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,7 +54,13 @@ pub struct Links {
 impl Default for Links {
     fn default() -> Self {
         Links {
-            links: vec![Link { index: LOOPBACK_IFINDEX, name: "lo".into(), up: false, kind: LinkKind::Loopback, v6_configured: false }],
+            links: vec![Link {
+                index: LOOPBACK_IFINDEX,
+                name: "lo".into(),
+                up: false,
+                kind: LinkKind::Loopback,
+                v6_configured: false,
+            }],
             next_index: 2,
         }
     }
@@ -75,7 +83,11 @@ impl Links {
     /// that is up without carrier are flagged `linkdown`; IPv6 addrconf waits for carrier.
     pub fn is_ready(&self, index: IfIndex) -> bool {
         match self.by_index(index) {
-            Some(Link { up: true, kind: LinkKind::Veth { peer }, .. }) => self.is_up(*peer),
+            Some(Link {
+                up: true,
+                kind: LinkKind::Veth { peer },
+                ..
+            }) => self.is_up(*peer),
             Some(l) => l.up,
             None => false,
         }
@@ -88,8 +100,20 @@ impl Links {
         let p = self.next_index;
         let n = p + 1;
         self.next_index += 2;
-        self.links.push(Link { index: p, name: peer.into(), up: false, kind: LinkKind::Veth { peer: n }, v6_configured: false });
-        self.links.push(Link { index: n, name: name.into(), up: false, kind: LinkKind::Veth { peer: p }, v6_configured: false });
+        self.links.push(Link {
+            index: p,
+            name: peer.into(),
+            up: false,
+            kind: LinkKind::Veth { peer: n },
+            v6_configured: false,
+        });
+        self.links.push(Link {
+            index: n,
+            name: name.into(),
+            up: false,
+            kind: LinkKind::Veth { peer: p },
+            v6_configured: false,
+        });
         (n, p)
     }
     pub fn set_up(&mut self, index: IfIndex, up: bool) {
@@ -115,7 +139,11 @@ impl Links {
     /// Removes a device (and its veth peer, which cannot live alone). Returns the indexes removed.
     pub fn remove(&mut self, index: IfIndex) -> Vec<IfIndex> {
         let mut gone = vec![index];
-        if let Some(Link { kind: LinkKind::Veth { peer }, .. }) = self.by_index(index) {
+        if let Some(Link {
+            kind: LinkKind::Veth { peer },
+            ..
+        }) = self.by_index(index)
+        {
             gone.push(*peer);
         }
         self.links.retain(|l| !gone.contains(&l.index));

@@ -20,10 +20,20 @@ pub struct NextHop<A: Address> {
 
 impl<A: Address> NextHop<A> {
     pub fn dev(dev: IfIndex) -> Self {
-        NextHop { gateway: None, dev: Some(dev), weight: 1, onlink: false }
+        NextHop {
+            gateway: None,
+            dev: Some(dev),
+            weight: 1,
+            onlink: false,
+        }
     }
     pub fn via(gateway: A, dev: IfIndex) -> Self {
-        NextHop { gateway: Some(gateway), dev: Some(dev), weight: 1, onlink: false }
+        NextHop {
+            gateway: Some(gateway),
+            dev: Some(dev),
+            weight: 1,
+            onlink: false,
+        }
     }
 }
 
@@ -49,7 +59,13 @@ pub struct NhTable<A: Address> {
 
 impl<A: Address> Default for NhTable<A> {
     fn default() -> Self {
-        NhTable { groups: vec![Vec::new()], refs: vec![u32::MAX], index: HashMap::new(), free: Vec::new(), txn: None }
+        NhTable {
+            groups: vec![Vec::new()],
+            refs: vec![u32::MAX],
+            index: HashMap::new(),
+            free: Vec::new(),
+            txn: None,
+        }
     }
 }
 
@@ -182,7 +198,11 @@ mod tests {
         assert_ne!(ia, ib, "a released slot is not reused inside a change set");
         t.rollback();
         assert_eq!(t.get(ia), &a);
-        assert_eq!(t.len(), 1, "the group taken inside the rolled-back set is gone");
+        assert_eq!(
+            t.len(),
+            1,
+            "the group taken inside the rolled-back set is gone"
+        );
         t.begin();
         t.release(ia);
         t.commit();

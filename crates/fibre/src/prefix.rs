@@ -35,9 +35,15 @@ impl fmt::Display for PrefixError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             PrefixErrorKind::BadAddress => write!(f, "\"{}\" is not a valid address", self.text),
-            PrefixErrorKind::BadLength => write!(f, "\"{}\" has an invalid prefix length", self.text),
+            PrefixErrorKind::BadLength => {
+                write!(f, "\"{}\" has an invalid prefix length", self.text)
+            }
             PrefixErrorKind::HostBitsSet => {
-                write!(f, "\"{}\": invalid prefix for given prefix length", self.text)
+                write!(
+                    f,
+                    "\"{}\": invalid prefix for given prefix length",
+                    self.text
+                )
             }
         }
     }
@@ -52,7 +58,10 @@ impl<A: Address> Prefix<A> {
     #[inline]
     pub fn new(addr: A, len: u8) -> Self {
         assert!(len <= A::WIDTH, "prefix length {len} > {}", A::WIDTH);
-        Prefix { bits: addr.to_bits() & A::Bits::mask(len), len }
+        Prefix {
+            bits: addr.to_bits() & A::Bits::mask(len),
+            len,
+        }
     }
     /// Like [`Prefix::new`] but refuses host bits past the length, as the kernel does for IPv4.
     pub fn new_strict(addr: A, len: u8) -> Option<Self> {
@@ -62,15 +71,24 @@ impl<A: Address> Prefix<A> {
     /// From raw key bits (masked); `None` if `len` is too long.
     #[inline]
     pub fn from_bits(bits: A::Bits, len: u8) -> Option<Self> {
-        (len <= A::WIDTH).then(|| Prefix { bits: bits & A::Bits::mask(len), len })
+        (len <= A::WIDTH).then(|| Prefix {
+            bits: bits & A::Bits::mask(len),
+            len,
+        })
     }
     /// The whole address space (`0.0.0.0/0`, `::/0`), which iproute2 calls `default`.
     pub fn any() -> Self {
-        Prefix { bits: A::Bits::ZERO, len: 0 }
+        Prefix {
+            bits: A::Bits::ZERO,
+            len: 0,
+        }
     }
     /// A host prefix (`/32`, `/128`).
     pub fn host(addr: A) -> Self {
-        Prefix { bits: addr.to_bits(), len: A::WIDTH }
+        Prefix {
+            bits: addr.to_bits(),
+            len: A::WIDTH,
+        }
     }
     #[inline]
     pub fn addr(&self) -> A {
@@ -80,7 +98,9 @@ impl<A: Address> Prefix<A> {
     pub fn bits(&self) -> A::Bits {
         self.bits
     }
+    /// The prefix length in bits. (A prefix is never "empty": length 0 covers everything.)
     #[inline]
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> u8 {
         self.len
     }
@@ -113,9 +133,14 @@ impl<A: Address> Prefix<A> {
     }
     /// The longest prefix covering both.
     pub fn common(&self, other: &Prefix<A>) -> Prefix<A> {
-        let same = (self.bits ^ other.bits).leading_zeros().min(A::WIDTH as u32) as u8;
+        let same = (self.bits ^ other.bits)
+            .leading_zeros()
+            .min(A::WIDTH as u32) as u8;
         let len = same.min(self.len).min(other.len);
-        Prefix { bits: self.bits & A::Bits::mask(len), len }
+        Prefix {
+            bits: self.bits & A::Bits::mask(len),
+            len,
+        }
     }
     /// Bit `index` of the network address (MSB first); used to pick a child in the trie.
     #[inline]
@@ -130,11 +155,16 @@ impl<A: Address> Prefix<A> {
     /// Parses like [`Prefix::parse_masked`] but refuses host bits past the length.
     pub fn parse_strict(text: &str) -> Result<Self, PrefixError> {
         let (addr, len) = Self::split(text)?;
-        Self::new_strict(addr, len)
-            .ok_or(PrefixError { text: text.to_string(), kind: PrefixErrorKind::HostBitsSet })
+        Self::new_strict(addr, len).ok_or(PrefixError {
+            text: text.to_string(),
+            kind: PrefixErrorKind::HostBitsSet,
+        })
     }
     fn split(text: &str) -> Result<(A, u8), PrefixError> {
-        let err = |kind| PrefixError { text: text.to_string(), kind };
+        let err = |kind| PrefixError {
+            text: text.to_string(),
+            kind,
+        };
         let (a, l) = match text.split_once('/') {
             Some((a, l)) => (a, Some(l)),
             None => (text, None),
@@ -194,10 +224,19 @@ mod tests {
 
     #[test]
     fn parse_and_format_both_families() {
-        assert_eq!("10.0.0.0/8".parse::<P4>().unwrap().to_string(), "10.0.0.0/8");
+        assert_eq!(
+            "10.0.0.0/8".parse::<P4>().unwrap().to_string(),
+            "10.0.0.0/8"
+        );
         assert_eq!("10.1.2.3".parse::<P4>().unwrap().len(), 32);
-        assert_eq!("2001:db8::/32".parse::<P6>().unwrap().to_string(), "2001:db8::/32");
-        assert_eq!(P6::parse_masked("2001:db8::1/32").unwrap().to_string(), "2001:db8::/32");
+        assert_eq!(
+            "2001:db8::/32".parse::<P6>().unwrap().to_string(),
+            "2001:db8::/32"
+        );
+        assert_eq!(
+            P6::parse_masked("2001:db8::1/32").unwrap().to_string(),
+            "2001:db8::/32"
+        );
     }
 
     #[test]
@@ -205,8 +244,20 @@ mod tests {
         let e = "10.0.0.1/8".parse::<P4>().unwrap_err();
         assert_eq!(e.kind, PrefixErrorKind::HostBitsSet);
         assert!(e.to_string().contains("10.0.0.1/8"));
-        for bad in ["10.0.0.0/33", "10.0.0.0/", "10.0.0/8", "x/8", "10.0.0.0/+8", "::/129", ""] {
-            let r = if bad.contains(':') { bad.parse::<P6>().map(|_| ()) } else { bad.parse::<P4>().map(|_| ()) };
+        for bad in [
+            "10.0.0.0/33",
+            "10.0.0.0/",
+            "10.0.0/8",
+            "x/8",
+            "10.0.0.0/+8",
+            "::/129",
+            "",
+        ] {
+            let r = if bad.contains(':') {
+                bad.parse::<P6>().map(|_| ())
+            } else {
+                bad.parse::<P4>().map(|_| ())
+            };
             let e = r.unwrap_err();
             assert_eq!(e.text, bad);
         }

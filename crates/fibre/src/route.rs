@@ -144,10 +144,18 @@ const PROTOCOL_NAMES: &[(Protocol, &str)] = &[
     (192, "eigrp"),
 ];
 pub fn protocol_name(p: Protocol) -> String {
-    PROTOCOL_NAMES.iter().find(|(n, _)| *n == p).map(|(_, s)| s.to_string()).unwrap_or_else(|| p.to_string())
+    PROTOCOL_NAMES
+        .iter()
+        .find(|(n, _)| *n == p)
+        .map(|(_, s)| s.to_string())
+        .unwrap_or_else(|| p.to_string())
 }
 pub fn protocol_from_name(s: &str) -> Option<Protocol> {
-    PROTOCOL_NAMES.iter().find(|(_, n)| *n == s).map(|(p, _)| *p).or_else(|| parse_u8(s))
+    PROTOCOL_NAMES
+        .iter()
+        .find(|(_, n)| *n == s)
+        .map(|(p, _)| *p)
+        .or_else(|| parse_u8(s))
 }
 
 /// Table names as iproute2 prints them (`rt_tables`).

@@ -80,7 +80,10 @@ impl<A: Address> Rule<A> {
     /// The rules of a new namespace: IPv4 `0 local, 32766 main, 32767 default`; IPv6 without the
     /// last.
     pub fn defaults() -> Vec<Rule<A>> {
-        let mut v = vec![Rule::lookup(0, TABLE_LOCAL), Rule::lookup(32766, TABLE_MAIN)];
+        let mut v = vec![
+            Rule::lookup(0, TABLE_LOCAL),
+            Rule::lookup(32766, TABLE_MAIN),
+        ];
         if A::FAMILY == crate::addr::Family::Inet {
             v.push(Rule::lookup(32767, TABLE_DEFAULT));
         }
@@ -89,12 +92,24 @@ impl<A: Address> Rule<A> {
 
     /// Do the selectors match `flow`? (`fib_rule_match` + the family's match.) `iif_name` and
     /// `oif_name` are the flow's devices by name, since rules name devices that may not exist.
-    pub fn matches(&self, flow: &Flow<A>, iif_name: Option<&str>, oif_name: Option<&str>, has_src: bool) -> bool {
+    pub fn matches(
+        &self,
+        flow: &Flow<A>,
+        iif_name: Option<&str>,
+        oif_name: Option<&str>,
+        has_src: bool,
+    ) -> bool {
         let m = self.selectors_match(flow, iif_name, oif_name, has_src);
         m != self.invert
     }
 
-    fn selectors_match(&self, flow: &Flow<A>, iif_name: Option<&str>, oif_name: Option<&str>, has_src: bool) -> bool {
+    fn selectors_match(
+        &self,
+        flow: &Flow<A>,
+        iif_name: Option<&str>,
+        oif_name: Option<&str>,
+        has_src: bool,
+    ) -> bool {
         if let Some(dev) = &self.iif {
             if iif_name != Some(dev.as_str()) {
                 return false;
@@ -119,7 +134,7 @@ impl<A: Address> Rule<A> {
             // IPv6 rules with a source never match a flow without one (RT6_LOOKUP_F_HAS_SADDR);
             // IPv4 compares the unspecified address like any other.
             let usable = has_src || A::FAMILY == crate::addr::Family::Inet;
-            if !p.is_default() && !(usable && p.contains(flow.src.unwrap_or_else(A::unspecified))) {
+            if !(p.is_default() || usable && p.contains(flow.src.unwrap_or_else(A::unspecified))) {
                 return false;
             }
         }
@@ -130,7 +145,11 @@ impl<A: Address> Rule<A> {
         }
         if self.tos != 0 {
             // IPv4 compares the legacy TOS bits only (`fib_dscp_masked_match`), IPv6 the DSCP.
-            let flow_tos = if A::FAMILY == crate::addr::Family::Inet { flow.tos & 0x1c } else { flow.tos & 0xfc };
+            let flow_tos = if A::FAMILY == crate::addr::Family::Inet {
+                flow.tos & 0x1c
+            } else {
+                flow.tos & 0xfc
+            };
             if self.tos != flow_tos {
                 return false;
             }
@@ -165,7 +184,10 @@ pub struct RuleSet<A: Address> {
 
 impl<A: Address> Default for RuleSet<A> {
     fn default() -> Self {
-        RuleSet { rules: Rule::defaults(), customised: false }
+        RuleSet {
+            rules: Rule::defaults(),
+            customised: false,
+        }
     }
 }
 
@@ -191,17 +213,25 @@ impl<A: Address> RuleSet<A> {
                 return Err(Errno::EINVAL);
             }
         }
-        if self.rules.iter().any(|r| *r == rule) {
+        if self.rules.contains(&rule) {
             return Err(Errno::EEXIST);
         }
-        let at = self.rules.iter().position(|r| r.priority > rule.priority).unwrap_or(self.rules.len());
+        let at = self
+            .rules
+            .iter()
+            .position(|r| r.priority > rule.priority)
+            .unwrap_or(self.rules.len());
         self.rules.insert(at, rule);
         self.customised = true;
         Ok(())
     }
     /// `ip rule del`: removes the first rule matching every attribute `wanted` says it has.
     pub fn delete(&mut self, wanted: &RuleSelector<A>) -> Result<Rule<A>, Errno> {
-        let i = self.rules.iter().position(|r| wanted.selects(r)).ok_or(Errno::ENOENT)?;
+        let i = self
+            .rules
+            .iter()
+            .position(|r| wanted.selects(r))
+            .ok_or(Errno::ENOENT)?;
         self.customised = true;
         Ok(self.rules.remove(i))
     }

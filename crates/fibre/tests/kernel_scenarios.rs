@@ -32,7 +32,11 @@ fn normalise(v: &mut Value) {
 }
 
 fn failed_lines(stderr: &str) -> BTreeSet<usize> {
-    stderr.lines().filter_map(|l| l.strip_prefix("Command failed ")).filter_map(|r| r.rsplit(':').next()?.parse().ok()).collect()
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("Command failed "))
+        .filter_map(|r| r.rsplit(':').next()?.parse().ok())
+        .collect()
 }
 
 /// Splits a batch where the kernel needs time: at `#settle` lines, and after each run of `link`
@@ -43,7 +47,9 @@ fn chunks(text: &str) -> Vec<String> {
     for line in text.lines() {
         let word = line.split_whitespace().next().unwrap_or("");
         let setup = word == "link" || word == "addr";
-        if line.trim() == "#settle" || (after_setup && !setup && !word.starts_with('#') && !word.is_empty()) {
+        if line.trim() == "#settle"
+            || (after_setup && !setup && !word.starts_with('#') && !word.is_empty())
+        {
             out.push(String::new());
         }
         if !word.starts_with('#') && !word.is_empty() {
@@ -76,13 +82,30 @@ fn scenario(path: &Path) {
     // Each test has its own namespace; the chunks of one batch run one after the other.
     let ours = batch.run_text(&text);
 
-    assert_eq!(k_failed, ours.failed.iter().copied().collect(), "the same lines fail\nfibre: {}", ours.stderr);
+    assert_eq!(
+        k_failed,
+        ours.failed.iter().copied().collect(),
+        "the same lines fail\nfibre: {}",
+        ours.stderr
+    );
     let theirs: Vec<&str> = k_out.lines().filter(|l| !l.trim().is_empty()).collect();
     // fibre also prints a JSON error object for each failed line; ip prints nothing there.
-    let mine: Vec<&str> = ours.stdout.lines().filter(|l| !l.starts_with("{\"error\"")).collect();
-    assert_eq!(theirs.len(), mine.len(), "as many printed documents\nkernel:\n{k_out}\nfibre:\n{}", ours.stdout);
+    let mine: Vec<&str> = ours
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with("{\"error\""))
+        .collect();
+    assert_eq!(
+        theirs.len(),
+        mine.len(),
+        "as many printed documents\nkernel:\n{k_out}\nfibre:\n{}",
+        ours.stdout
+    );
     for (k, f) in theirs.iter().zip(&mine) {
-        let (mut kv, mut fv): (Value, Value) = (serde_json::from_str(k).expect("ip JSON"), serde_json::from_str(f).expect("fibre JSON"));
+        let (mut kv, mut fv): (Value, Value) = (
+            serde_json::from_str(k).expect("ip JSON"),
+            serde_json::from_str(f).expect("fibre JSON"),
+        );
         normalise(&mut kv);
         normalise(&mut fv);
         assert_eq!(kv, fv, "\nkernel: {k}\nfibre:  {f}");

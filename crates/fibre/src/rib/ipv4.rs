@@ -27,7 +27,9 @@ fn same_alias(a: &Route<Ipv4Addr>, b: &Route<Ipv4Addr>) -> bool {
 
 /// `fib_find_alias`: the first route at or after the (tos, metric) key's place in the order.
 fn find_alias(list: &[Route<Ipv4Addr>], tos: u8, metric: u32) -> usize {
-    list.iter().position(|r| r.tos < tos || (r.tos == tos && r.metric >= metric)).unwrap_or(list.len())
+    list.iter()
+        .position(|r| r.tos < tos || (r.tos == tos && r.metric >= metric))
+        .unwrap_or(list.len())
 }
 
 impl KernelSemantics for Ipv4Addr {
@@ -55,7 +57,9 @@ impl KernelSemantics for Ipv4Addr {
                         None => Ok(vec![std::mem::replace(&mut list[first], route)]),
                     };
                 }
-                InsertMode::Append | InsertMode::Prepend if duplicate.is_some() => return Err(Errno::EEXIST.into()),
+                InsertMode::Append | InsertMode::Prepend if duplicate.is_some() => {
+                    return Err(Errno::EEXIST.into())
+                }
                 InsertMode::Append => list.insert(end, route),
                 _ => list.insert(first, route),
             }
@@ -68,7 +72,11 @@ impl KernelSemantics for Ipv4Addr {
         Ok(vec![])
     }
 
-    fn delete(list: &mut Vec<Route<Self>>, sel: &RouteSelector<Self>, nhs: &NhTable<Self>) -> Result<Vec<Route<Self>>, Errno> {
+    fn delete(
+        list: &mut Vec<Route<Self>>,
+        sel: &RouteSelector<Self>,
+        nhs: &NhTable<Self>,
+    ) -> Result<Vec<Route<Self>>, Errno> {
         let start = find_alias(list, sel.tos, sel.metric.unwrap_or(0));
         for i in start..list.len() {
             let r = &list[i];
@@ -76,7 +84,12 @@ impl KernelSemantics for Ipv4Addr {
                 break;
             }
             // Reject routes have one empty next hop in the kernel.
-            let null = [NextHop { gateway: None, dev: None, weight: 1, onlink: false }];
+            let null = [NextHop {
+                gateway: None,
+                dev: None,
+                weight: 1,
+                onlink: false,
+            }];
             let hops = match nhs.get(r.nh) {
                 [] => &null[..],
                 h => h,
@@ -85,13 +98,16 @@ impl KernelSemantics for Ipv4Addr {
             let nh_ok = if sel.dev.is_some() || sel.gateway.is_some() {
                 // `fib_nh_match`: a single-hop request compares with the first next hop.
                 sel.dev.is_none_or(|d| first.and_then(|h| h.dev) == Some(d))
-                    && sel.gateway.is_none_or(|g| first.and_then(|h| h.gateway) == Some(g))
+                    && sel
+                        .gateway
+                        .is_none_or(|g| first.and_then(|h| h.gateway) == Some(g))
             } else if !sel.hops.is_empty() {
                 // A multipath request matches a route whose every leg matches the request's leg
                 // in the same place; extra legs in the request are not looked at.
                 sel.hops.len() >= hops.len()
                     && sel.hops.iter().zip(hops).all(|(want, have)| {
-                        want.dev.is_none_or(|d| have.dev == Some(d)) && want.gateway.is_none_or(|g| have.gateway == Some(g))
+                        want.dev.is_none_or(|d| have.dev == Some(d))
+                            && want.gateway.is_none_or(|g| have.gateway == Some(g))
                     })
             } else {
                 true
@@ -109,7 +125,12 @@ impl KernelSemantics for Ipv4Addr {
         Err(Errno::ESRCH)
     }
 
-    fn select<'a>(list: &'a [Route<Self>], flow: &Flow<Self>, nhs: &NhTable<Self>, links: &dyn LinkState) -> TableLookup<'a, Self> {
+    fn select<'a>(
+        list: &'a [Route<Self>],
+        flow: &Flow<Self>,
+        nhs: &NhTable<Self>,
+        links: &dyn LinkState,
+    ) -> TableLookup<'a, Self> {
         let flow_tos = flow.tos & ROUTE_TOS_MASK;
         for route in list {
             if (route.tos != 0 && route.tos != flow_tos) || route.scope < flow.scope {

@@ -14,7 +14,12 @@ use std::net::Ipv6Addr;
 
 /// The only next hop of an IPv6 route (reject routes have none; the kernel gives them `lo`).
 fn hop(r: &Route<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>) -> NextHop<Ipv6Addr> {
-    nhs.get(r.nh).first().copied().unwrap_or(NextHop { gateway: None, dev: Some(LOOPBACK_IFINDEX), weight: 1, onlink: false })
+    nhs.get(r.nh).first().copied().unwrap_or(NextHop {
+        gateway: None,
+        dev: Some(LOOPBACK_IFINDEX),
+        weight: 1,
+        onlink: false,
+    })
 }
 
 /// `rt6_qualify_for_ecmp`: routes through a gateway may become siblings.
@@ -23,12 +28,18 @@ pub fn qualifies_for_ecmp(r: &Route<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>) -> bool 
 }
 
 /// The ECMP siblings of `list[i]` (itself included), in list order.
-pub fn siblings<'a>(list: &'a [Route<Ipv6Addr>], i: usize, nhs: &NhTable<Ipv6Addr>) -> Vec<&'a Route<Ipv6Addr>> {
+pub fn siblings<'a>(
+    list: &'a [Route<Ipv6Addr>],
+    i: usize,
+    nhs: &NhTable<Ipv6Addr>,
+) -> Vec<&'a Route<Ipv6Addr>> {
     let r = &list[i];
     if !qualifies_for_ecmp(r, nhs) {
         return vec![r];
     }
-    list.iter().filter(|o| o.metric == r.metric && qualifies_for_ecmp(o, nhs)).collect()
+    list.iter()
+        .filter(|o| o.metric == r.metric && qualifies_for_ecmp(o, nhs))
+        .collect()
 }
 
 fn insert_leg(
@@ -103,12 +114,21 @@ fn preferred_dev(flow: &Flow<Ipv6Addr>) -> Option<u32> {
 }
 
 /// `rt6_score_route` + `find_match`: `None` is unusable, higher is better.
-fn score(r: &Route<Ipv6Addr>, flow: &Flow<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>, links: &dyn LinkState) -> Option<i32> {
+fn score(
+    r: &Route<Ipv6Addr>,
+    flow: &Flow<Ipv6Addr>,
+    nhs: &NhTable<Ipv6Addr>,
+    links: &dyn LinkState,
+) -> Option<i32> {
     let dev = hop(r, nhs).dev.unwrap_or(LOOPBACK_IFINDEX);
     if !links.is_up(dev) {
         return None;
     }
-    let mut m = if preferred_dev(flow).is_none_or(|o| o == dev) { 2 } else { 0 };
+    let mut m = if preferred_dev(flow).is_none_or(|o| o == dev) {
+        2
+    } else {
+        0
+    };
     if m == 0 && flow.strict_oif {
         return None;
     }
@@ -116,7 +136,12 @@ fn score(r: &Route<Ipv6Addr>, flow: &Flow<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>, li
     Some(m)
 }
 
-fn best<'a>(routes: impl Iterator<Item = &'a Route<Ipv6Addr>>, flow: &Flow<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>, links: &dyn LinkState) -> Option<&'a Route<Ipv6Addr>> {
+fn best<'a>(
+    routes: impl Iterator<Item = &'a Route<Ipv6Addr>>,
+    flow: &Flow<Ipv6Addr>,
+    nhs: &NhTable<Ipv6Addr>,
+    links: &dyn LinkState,
+) -> Option<&'a Route<Ipv6Addr>> {
     let mut best: Option<(&Route<Ipv6Addr>, i32)> = None;
     for r in routes {
         if let Some(s) = score(r, flow, nhs, links) {
@@ -145,7 +170,10 @@ impl KernelSemantics for Ipv6Addr {
         let mut displaced = Vec::new();
         let mut legs = Vec::new();
         for (i, h) in hops.iter().enumerate() {
-            let leg = Route { nh: nhs.intern(std::slice::from_ref(h)), ..route.clone() };
+            let leg = Route {
+                nh: nhs.intern(std::slice::from_ref(h)),
+                ..route.clone()
+            };
             legs.push(leg.nh);
             let leg_mode = if i == 0 { mode } else { InsertMode::Append };
             match insert_leg(list, leg, leg_mode, nhs) {
@@ -164,8 +192,15 @@ impl KernelSemantics for Ipv6Addr {
         Ok(displaced)
     }
 
-    fn delete(list: &mut Vec<Route<Self>>, sel: &RouteSelector<Self>, nhs: &NhTable<Self>) -> Result<Vec<Route<Self>>, Errno> {
-        debug_assert!(sel.hops.is_empty(), "multipath deletes are split into legs by the router");
+    fn delete(
+        list: &mut Vec<Route<Self>>,
+        sel: &RouteSelector<Self>,
+        nhs: &NhTable<Self>,
+    ) -> Result<Vec<Route<Self>>, Errno> {
+        debug_assert!(
+            sel.hops.is_empty(),
+            "multipath deletes are split into legs by the router"
+        );
         let Some(i) = list.iter().position(|r| {
             let h = hop(r, nhs);
             sel.metric.is_none_or(|m| m == r.metric)
@@ -180,18 +215,27 @@ impl KernelSemantics for Ipv6Addr {
         }
         // Without a gateway the whole ECMP route goes, all siblings.
         let metric = list[i].metric;
-        let (gone, kept): (Vec<_>, Vec<_>) =
-            std::mem::take(list).into_iter().partition(|r| r.metric == metric && qualifies_for_ecmp(r, nhs));
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(list)
+            .into_iter()
+            .partition(|r| r.metric == metric && qualifies_for_ecmp(r, nhs));
         *list = kept;
         Ok(gone)
     }
 
-    fn select<'a>(list: &'a [Route<Self>], flow: &Flow<Self>, nhs: &NhTable<Self>, links: &dyn LinkState) -> TableLookup<'a, Self> {
-        let Some(first) = list.first() else { return TableLookup::None };
+    fn select<'a>(
+        list: &'a [Route<Self>],
+        flow: &Flow<Self>,
+        nhs: &NhTable<Self>,
+        links: &dyn LinkState,
+    ) -> TableLookup<'a, Self> {
+        let Some(first) = list.first() else {
+            return TableLookup::None;
+        };
         // Step 1: the routes of the best metric compete on score; step 2, if none is usable, all
         // the others do (find_rr_leaf's "cont" pass), still on score alone.
         let same = list.iter().take_while(|r| r.metric == first.metric).count();
-        let chosen = best(list[..same].iter(), flow, nhs, links).or_else(|| best(list[same..].iter(), flow, nhs, links));
+        let chosen = best(list[..same].iter(), flow, nhs, links)
+            .or_else(|| best(list[same..].iter(), flow, nhs, links));
         match chosen {
             None => TableLookup::None,
             Some(route) => match route.kind.reject_error() {

@@ -111,9 +111,18 @@ pub trait KernelSemantics: Address {
         nhs: &mut NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, ChangeError>;
     /// Removes what `route del` with `sel` removes. On error `list` is unchanged.
-    fn delete(list: &mut Vec<Route<Self>>, sel: &RouteSelector<Self>, nhs: &NhTable<Self>) -> Result<Vec<Route<Self>>, Errno>;
+    fn delete(
+        list: &mut Vec<Route<Self>>,
+        sel: &RouteSelector<Self>,
+        nhs: &NhTable<Self>,
+    ) -> Result<Vec<Route<Self>>, Errno>;
     /// The route of `list` a lookup for `flow` takes, if any.
-    fn select<'a>(list: &'a [Route<Self>], flow: &Flow<Self>, nhs: &NhTable<Self>, links: &dyn LinkState) -> TableLookup<'a, Self>;
+    fn select<'a>(
+        list: &'a [Route<Self>],
+        flow: &Flow<Self>,
+        nhs: &NhTable<Self>,
+        links: &dyn LinkState,
+    ) -> TableLookup<'a, Self>;
 }
 
 /// The routes of one destination prefix.
@@ -127,7 +136,10 @@ pub struct DstEntry<A: Address> {
 
 impl<A: Address> Default for DstEntry<A> {
     fn default() -> Self {
-        DstEntry { routes: Vec::new(), sources: None }
+        DstEntry {
+            routes: Vec::new(),
+            sources: None,
+        }
     }
 }
 
@@ -162,7 +174,11 @@ pub struct Rib<A: KernelSemantics> {
 
 impl<A: KernelSemantics> Rib<A> {
     pub fn new(id: TableId) -> Self {
-        Rib { id, trie: PrefixTrie::new(), routes: 0 }
+        Rib {
+            id,
+            trie: PrefixTrie::new(),
+            routes: 0,
+        }
     }
     /// Routes stored (IPv6 ECMP siblings count one each, as the kernel stores them).
     pub fn len(&self) -> usize {
@@ -186,7 +202,10 @@ impl<A: KernelSemantics> Rib<A> {
             .map(|(_, e)| {
                 e.routes.capacity() * std::mem::size_of::<Route<A>>()
                     + e.sources.as_ref().map_or(0, |s| {
-                        s.heap_bytes() + s.iter().map(|(_, l)| l.capacity() * std::mem::size_of::<Route<A>>()).sum::<usize>()
+                        s.heap_bytes()
+                            + s.iter()
+                                .map(|(_, l)| l.capacity() * std::mem::size_of::<Route<A>>())
+                                .sum::<usize>()
                     })
             })
             .sum();
@@ -195,7 +214,10 @@ impl<A: KernelSemantics> Rib<A> {
 
     /// The routes of exactly (`dst`, `src`), in kernel order.
     pub fn get(&self, dst: &Prefix<A>, src: &Prefix<A>) -> &[Route<A>] {
-        self.trie.get(dst).and_then(|e| e.list(src)).map_or(&[], |l| l.as_slice())
+        self.trie
+            .get(dst)
+            .and_then(|e| e.list(src))
+            .map_or(&[], |l| l.as_slice())
     }
 
     /// Runs `f` on the list of (`dst`, `src`), creating it if needed and dropping it if left empty;
@@ -211,10 +233,17 @@ impl<A: KernelSemantics> Rib<A> {
         let list = if src.is_default() {
             &mut entry.routes
         } else {
-            entry.sources.get_or_insert_with(Default::default).get_or_insert_with(src, Vec::new)
+            entry
+                .sources
+                .get_or_insert_with(Default::default)
+                .get_or_insert_with(src, Vec::new)
         };
         let before = list.len();
-        saved.push(SavedList { dst, src, routes: list.clone() });
+        saved.push(SavedList {
+            dst,
+            src,
+            routes: list.clone(),
+        });
         let r = f(list);
         let after = list.len();
         self.routes = self.routes + after - before;
@@ -264,7 +293,12 @@ impl<A: KernelSemantics> Rib<A> {
     }
 
     /// `ip route del`. Returns the removed routes (to release).
-    pub fn delete(&mut self, sel: &RouteSelector<A>, nhs: &NhTable<A>, saved: &mut Vec<SavedList<A>>) -> Result<Vec<Route<A>>, Errno> {
+    pub fn delete(
+        &mut self,
+        sel: &RouteSelector<A>,
+        nhs: &NhTable<A>,
+        saved: &mut Vec<SavedList<A>>,
+    ) -> Result<Vec<Route<A>>, Errno> {
         // fib6_locate: a source prefix is looked for only where a source subtree exists; a
         // destination without one answers with its source-less routes.
         let src = match self.trie.get(&sel.dst) {
@@ -278,7 +312,11 @@ impl<A: KernelSemantics> Rib<A> {
     }
 
     /// Removes every route for which `doomed` is true, in all lists; returns them.
-    pub fn remove_where(&mut self, mut doomed: impl FnMut(&Route<A>) -> bool, saved: &mut Vec<SavedList<A>>) -> Vec<Route<A>> {
+    pub fn remove_where(
+        &mut self,
+        mut doomed: impl FnMut(&Route<A>) -> bool,
+        saved: &mut Vec<SavedList<A>>,
+    ) -> Vec<Route<A>> {
         let mut keys = Vec::new();
         for r in self.iter() {
             if doomed(r) && keys.last() != Some(&(r.dst, r.src)) {
@@ -288,7 +326,8 @@ impl<A: KernelSemantics> Rib<A> {
         let mut out = Vec::new();
         for (dst, src) in keys {
             self.edit(dst, src, saved, |list| {
-                let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(list).into_iter().partition(|r| doomed(r));
+                let (gone, kept): (Vec<_>, Vec<_>) =
+                    std::mem::take(list).into_iter().partition(|r| doomed(r));
                 *list = kept;
                 out.extend(gone);
             });
@@ -307,7 +346,12 @@ impl<A: KernelSemantics> Rib<A> {
     /// `fib6_backtrack`): from there, each destination offers its matching source prefixes,
     /// longest first, then its source-less routes; the family's selection picks a route of the
     /// list, or the walk goes on to shorter destinations.
-    pub fn lookup<'a>(&'a self, flow: &Flow<A>, nhs: &NhTable<A>, links: &dyn LinkState) -> TableLookup<'a, A> {
+    pub fn lookup<'a>(
+        &'a self,
+        flow: &Flow<A>,
+        nhs: &NhTable<A>,
+        links: &dyn LinkState,
+    ) -> TableLookup<'a, A> {
         let src = flow.src.unwrap_or_else(A::unspecified);
         let select = |list: &'a [Route<A>]| match A::select(list, flow, nhs, links) {
             TableLookup::None => None,
@@ -339,7 +383,13 @@ impl<A: KernelSemantics> Rib<A> {
     /// IPv4's merged local+main trie (the kernel's fast path while no rule was ever changed):
     /// one longest-prefix walk over both tables, where at equal prefixes the routes of `first`
     /// (local, the higher table id) come before those of `second`.
-    pub fn lookup_merged<'a>(first: &'a Rib<A>, second: &'a Rib<A>, flow: &Flow<A>, nhs: &NhTable<A>, links: &dyn LinkState) -> TableLookup<'a, A> {
+    pub fn lookup_merged<'a>(
+        first: &'a Rib<A>,
+        second: &'a Rib<A>,
+        flow: &Flow<A>,
+        nhs: &NhTable<A>,
+        links: &dyn LinkState,
+    ) -> TableLookup<'a, A> {
         let collect = |rib: &'a Rib<A>| {
             let mut v: Vec<(u8, &'a DstEntry<A>)> = Vec::new();
             rib.trie.find_map_matches(flow.dst, |p, e| {
@@ -373,22 +423,34 @@ impl<A: KernelSemantics> Rib<A> {
     }
 
     fn entry_routes(e: &DstEntry<A>) -> impl Iterator<Item = &Route<A>> + '_ {
-        e.routes.iter().chain(e.sources.iter().flat_map(|s| s.iter().flat_map(|(_, l)| l.iter())))
+        e.routes.iter().chain(
+            e.sources
+                .iter()
+                .flat_map(|s| s.iter().flat_map(|(_, l)| l.iter())),
+        )
     }
 
     /// Routes from destination `start` on (GETNEXT-style walks: seek, then iterate).
     pub fn iter_from(&self, start: &Prefix<A>) -> impl Iterator<Item = &Route<A>> + '_ {
-        self.trie.range_from(start).flat_map(|(_, e)| Self::entry_routes(e))
+        self.trie
+            .range_from(start)
+            .flat_map(|(_, e)| Self::entry_routes(e))
     }
 
     /// Routes whose destination covers `p` (`ip route show match P`), shortest first.
     pub fn covering(&self, p: &Prefix<A>) -> Vec<&Route<A>> {
-        self.trie.covering(p).into_iter().flat_map(|(_, e)| Self::entry_routes(e)).collect()
+        self.trie
+            .covering(p)
+            .into_iter()
+            .flat_map(|(_, e)| Self::entry_routes(e))
+            .collect()
     }
 
     /// Routes whose destination lies inside `p` (`ip route show root P`), in order.
     pub fn covered(&self, p: &Prefix<A>) -> impl Iterator<Item = &Route<A>> + '_ {
-        self.trie.covered(p).flat_map(|(_, e)| Self::entry_routes(e))
+        self.trie
+            .covered(p)
+            .flat_map(|(_, e)| Self::entry_routes(e))
     }
 
     /// The next-hop ids of every stored route (for reference accounting in tests).

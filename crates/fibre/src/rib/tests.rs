@@ -15,30 +15,83 @@ impl LinkState for Links {
     }
 }
 
-const KINDS: [RouteType; 6] = [RouteType::Unicast, RouteType::Unicast, RouteType::Unicast, RouteType::Blackhole, RouteType::Unreachable, RouteType::Throw];
+const KINDS: [RouteType; 6] = [
+    RouteType::Unicast,
+    RouteType::Unicast,
+    RouteType::Unicast,
+    RouteType::Blackhole,
+    RouteType::Unreachable,
+    RouteType::Throw,
+];
 
 /// A route request: few distinct values so that keys collide and prefixes nest.
 fn arb_spec4() -> impl Strategy<Value = RouteSpec<Ipv4Addr>> {
-    (0u32..8, prop::sample::select(vec![0u8, 8, 16, 17, 24, 32]), prop::sample::select(vec![0u8, 0, 4, 16]), 0u32..3, 0usize..KINDS.len(), prop::collection::vec((2u32..6, any::<bool>()), 1..3))
+    (
+        0u32..8,
+        prop::sample::select(vec![0u8, 8, 16, 17, 24, 32]),
+        prop::sample::select(vec![0u8, 0, 4, 16]),
+        0u32..3,
+        0usize..KINDS.len(),
+        prop::collection::vec((2u32..6, any::<bool>()), 1..3),
+    )
         .prop_map(|(hi, len, tos, metric, k, hops)| {
             let dst = Prefix::new(Ipv4Addr::from((hi << 29) | (hi << 16) | 0x0101), len);
             let kind = KINDS[k];
             let hops = if kind.is_reject() {
                 vec![]
             } else {
-                hops.into_iter().map(|(dev, gw)| NextHop { gateway: gw.then(|| Ipv4Addr::new(10, 0, dev as u8, 9)), dev: Some(dev), weight: 1, onlink: false }).collect()
+                hops.into_iter()
+                    .map(|(dev, gw)| NextHop {
+                        gateway: gw.then(|| Ipv4Addr::new(10, 0, dev as u8, 9)),
+                        dev: Some(dev),
+                        weight: 1,
+                        onlink: false,
+                    })
+                    .collect()
             };
-            RouteSpec { tos, metric: metric * 10, kind, ..RouteSpec::new(dst, hops) }
+            RouteSpec {
+                tos,
+                metric: metric * 10,
+                kind,
+                ..RouteSpec::new(dst, hops)
+            }
         })
 }
 
 fn arb_spec6() -> impl Strategy<Value = RouteSpec<Ipv6Addr>> {
-    (0u128..8, prop::sample::select(vec![0u8, 16, 32, 48, 64, 128]), 0u32..3, 0usize..KINDS.len(), 2u32..6, any::<bool>(), prop::sample::select(vec![RouterPref::Low, RouterPref::Medium, RouterPref::Medium, RouterPref::High]))
+    (
+        0u128..8,
+        prop::sample::select(vec![0u8, 16, 32, 48, 64, 128]),
+        0u32..3,
+        0usize..KINDS.len(),
+        2u32..6,
+        any::<bool>(),
+        prop::sample::select(vec![
+            RouterPref::Low,
+            RouterPref::Medium,
+            RouterPref::Medium,
+            RouterPref::High,
+        ]),
+    )
         .prop_map(|(hi, len, metric, k, dev, gw, pref)| {
             let dst = Prefix::new(Ipv6Addr::from((hi << 125) | (hi << 80) | 1), len);
             let kind = KINDS[k];
-            let hops = if kind.is_reject() { vec![] } else { vec![NextHop { gateway: gw.then(|| Ipv6Addr::new(0x2001, 0xdb8, dev as u16, 0, 0, 0, 0, 9)), dev: Some(dev), weight: 1, onlink: false }] };
-            RouteSpec { metric: 1024 + metric, kind, pref, ..RouteSpec::new(dst, hops) }
+            let hops = if kind.is_reject() {
+                vec![]
+            } else {
+                vec![NextHop {
+                    gateway: gw.then(|| Ipv6Addr::new(0x2001, 0xdb8, dev as u16, 0, 0, 0, 0, 9)),
+                    dev: Some(dev),
+                    weight: 1,
+                    onlink: false,
+                }]
+            };
+            RouteSpec {
+                metric: 1024 + metric,
+                kind,
+                pref,
+                ..RouteSpec::new(dst, hops)
+            }
         })
 }
 
@@ -50,12 +103,21 @@ struct Model<A: Address> {
 
 impl<A: Address> Model<A> {
     fn new() -> Self {
-        Model { routes: Vec::new(), seq: 0 }
+        Model {
+            routes: Vec::new(),
+            seq: 0,
+        }
     }
     fn list(&self, dst: &Prefix<A>) -> Vec<&RouteSpec<A>> {
-        let mut l: Vec<&(u64, RouteSpec<A>)> = self.routes.iter().filter(|(_, r)| r.dst == *dst).collect();
+        let mut l: Vec<&(u64, RouteSpec<A>)> =
+            self.routes.iter().filter(|(_, r)| r.dst == *dst).collect();
         if A::FAMILY == crate::addr::Family::Inet {
-            l.sort_by(|(s1, a), (s2, b)| b.tos.cmp(&a.tos).then(a.metric.cmp(&b.metric)).then(s1.cmp(s2)));
+            l.sort_by(|(s1, a), (s2, b)| {
+                b.tos
+                    .cmp(&a.tos)
+                    .then(a.metric.cmp(&b.metric))
+                    .then(s1.cmp(s2))
+            });
         } else {
             l.sort_by(|(s1, a), (s2, b)| a.metric.cmp(&b.metric).then(s1.cmp(s2)));
         }
@@ -63,7 +125,11 @@ impl<A: Address> Model<A> {
     }
     /// `add` (IPv4: EEXIST on the same TOS and metric; IPv6: on the same metric).
     fn add(&mut self, r: RouteSpec<A>) -> Result<(), Errno> {
-        if self.routes.iter().any(|(_, o)| o.dst == r.dst && o.tos == r.tos && o.metric == r.metric) {
+        if self
+            .routes
+            .iter()
+            .any(|(_, o)| o.dst == r.dst && o.tos == r.tos && o.metric == r.metric)
+        {
             return Err(Errno::EEXIST);
         }
         self.seq += 1;
@@ -71,20 +137,34 @@ impl<A: Address> Model<A> {
         Ok(())
     }
     fn remove(&mut self, r: &RouteSpec<A>) {
-        let i = self.routes.iter().position(|(_, o)| o == r).expect("present");
+        let i = self
+            .routes
+            .iter()
+            .position(|(_, o)| o == r)
+            .expect("present");
         self.routes.remove(i);
     }
     /// All dsts containing `addr`, longest first.
     fn dsts(&self, addr: A) -> Vec<Prefix<A>> {
-        let mut d: Vec<Prefix<A>> = self.routes.iter().map(|(_, r)| r.dst).filter(|p| p.contains(addr)).collect();
-        d.sort_by(|a, b| b.len().cmp(&a.len()));
+        let mut d: Vec<Prefix<A>> = self
+            .routes
+            .iter()
+            .map(|(_, r)| r.dst)
+            .filter(|p| p.contains(addr))
+            .collect();
+        d.sort_by_key(|p| std::cmp::Reverse(p.len()));
         d.dedup();
         d
     }
 }
 
 /// IPv4 selection, as docs/semantics.md states it.
-fn model_lookup4<'m>(m: &'m Model<Ipv4Addr>, addr: Ipv4Addr, tos: u8, oif: Option<u32>) -> Option<(&'m RouteSpec<Ipv4Addr>, Option<Errno>)> {
+fn model_lookup4(
+    m: &Model<Ipv4Addr>,
+    addr: Ipv4Addr,
+    tos: u8,
+    oif: Option<u32>,
+) -> Option<(&RouteSpec<Ipv4Addr>, Option<Errno>)> {
     for d in m.dsts(addr) {
         for r in m.list(&d) {
             if r.tos != 0 && r.tos != tos & 0x1c {
@@ -93,7 +173,10 @@ fn model_lookup4<'m>(m: &'m Model<Ipv4Addr>, addr: Ipv4Addr, tos: u8, oif: Optio
             if let Some(e) = r.kind.reject_error() {
                 return Some((r, Some(e)));
             }
-            if r.hops.iter().any(|h| h.dev.is_some_and(|d| Links.is_up(d) && oif.is_none_or(|o| o == d))) {
+            if r.hops.iter().any(|h| {
+                h.dev
+                    .is_some_and(|d| Links.is_up(d) && oif.is_none_or(|o| o == d))
+            }) {
                 return Some((r, None));
             }
         }
@@ -103,7 +186,12 @@ fn model_lookup4<'m>(m: &'m Model<Ipv4Addr>, addr: Ipv4Addr, tos: u8, oif: Optio
 
 /// IPv6 selection: the best metric's routes by score (device match, preference), else all others
 /// by score; ties to the earlier route.
-fn model_lookup6<'m>(m: &'m Model<Ipv6Addr>, addr: Ipv6Addr, oif: Option<u32>, strict: bool) -> Option<(&'m RouteSpec<Ipv6Addr>, Option<Errno>)> {
+fn model_lookup6(
+    m: &Model<Ipv6Addr>,
+    addr: Ipv6Addr,
+    oif: Option<u32>,
+    strict: bool,
+) -> Option<(&RouteSpec<Ipv6Addr>, Option<Errno>)> {
     let score = |r: &RouteSpec<Ipv6Addr>| -> Option<i32> {
         let dev = r.hops.first().and_then(|h| h.dev).unwrap_or(1);
         if !Links.is_up(dev) {
@@ -118,7 +206,8 @@ fn model_lookup6<'m>(m: &'m Model<Ipv6Addr>, addr: Ipv6Addr, oif: Option<u32>, s
     for d in m.dsts(addr) {
         let list = m.list(&d);
         let first_metric = list[0].metric;
-        let (head, tail): (Vec<_>, Vec<_>) = list.into_iter().partition(|r| r.metric == first_metric);
+        let (head, tail): (Vec<_>, Vec<_>) =
+            list.into_iter().partition(|r| r.metric == first_metric);
         for group in [head, tail] {
             let mut best: Option<(&RouteSpec<Ipv6Addr>, i32)> = None;
             for r in group {
@@ -136,19 +225,31 @@ fn model_lookup6<'m>(m: &'m Model<Ipv6Addr>, addr: Ipv6Addr, oif: Option<u32>, s
     None
 }
 
-fn answer<'a, A: Address>(t: TableLookup<'a, A>, nhs: &NhTable<A>) -> Option<(RouteSpec<A>, Option<Errno>)> {
+fn answer<'a, A: Address>(
+    t: TableLookup<'a, A>,
+    nhs: &NhTable<A>,
+) -> Option<(RouteSpec<A>, Option<Errno>)> {
     match t {
         TableLookup::None => None,
         TableLookup::Match { route, .. } => Some((RouteSpec::of(route, nhs.get(route.nh)), None)),
-        TableLookup::Reject { route, errno } => Some((RouteSpec::of(route, nhs.get(route.nh)), Some(errno))),
+        TableLookup::Reject { route, errno } => {
+            Some((RouteSpec::of(route, nhs.get(route.nh)), Some(errno)))
+        }
     }
 }
 
 fn dump<A: KernelSemantics>(rib: &Rib<A>, nhs: &NhTable<A>) -> Vec<RouteSpec<A>> {
-    rib.iter().map(|r| RouteSpec::of(r, nhs.get(r.nh))).collect()
+    rib.iter()
+        .map(|r| RouteSpec::of(r, nhs.get(r.nh)))
+        .collect()
 }
 
-fn insert<A: KernelSemantics>(rib: &mut Rib<A>, nhs: &mut NhTable<A>, spec: &RouteSpec<A>, mode: InsertMode) -> Result<(), ChangeError> {
+fn insert<A: KernelSemantics>(
+    rib: &mut Rib<A>,
+    nhs: &mut NhTable<A>,
+    spec: &RouteSpec<A>,
+    mode: InsertMode,
+) -> Result<(), ChangeError> {
     let nh = nhs.intern(&spec.hops);
     match rib.insert(spec.with_nh(nh), mode, nhs, &mut Vec::new()) {
         Ok(displaced) => {
@@ -166,13 +267,21 @@ fn insert<A: KernelSemantics>(rib: &mut Rib<A>, nhs: &mut NhTable<A>, spec: &Rou
 
 fn exact<A: Address>(r: &RouteSpec<A>) -> RouteSelector<A> {
     // IPv6 deletes do not look at the type; reject routes are told apart by their device, lo.
-    let reject_dev = (A::FAMILY == crate::addr::Family::Inet6 && r.hops.is_empty()).then_some(crate::route::LOOPBACK_IFINDEX);
+    let reject_dev = (A::FAMILY == crate::addr::Family::Inet6 && r.hops.is_empty())
+        .then_some(crate::route::LOOPBACK_IFINDEX);
     RouteSelector {
         tos: r.tos,
         metric: Some(r.metric),
         kind: Some(r.kind),
-        hops: if r.hops.len() > 1 { r.hops.clone() } else { vec![] },
-        dev: (r.hops.len() == 1).then(|| r.hops[0].dev).flatten().or(reject_dev),
+        hops: if r.hops.len() > 1 {
+            r.hops.clone()
+        } else {
+            vec![]
+        },
+        dev: (r.hops.len() == 1)
+            .then(|| r.hops[0].dev)
+            .flatten()
+            .or(reject_dev),
         gateway: (r.hops.len() == 1).then(|| r.hops[0].gateway).flatten(),
         ..RouteSelector::prefix(r.dst)
     }
@@ -196,15 +305,27 @@ fn check_order<A: KernelSemantics>(rib: &Rib<A>, nhs: &NhTable<A>, model: &Model
     let mut dsts: Vec<Prefix<A>> = model.routes.iter().map(|(_, r)| r.dst).collect();
     dsts.sort();
     dsts.dedup();
-    let want: Vec<RouteSpec<A>> = dsts.iter().flat_map(|d| model.list(d).into_iter().cloned()).collect();
+    let want: Vec<RouteSpec<A>> = dsts
+        .iter()
+        .flat_map(|d| model.list(d).into_iter().cloned())
+        .collect();
     assert_eq!(got, want);
     assert_eq!(rib.len(), model.routes.len());
-    assert_eq!(nhs.len(), {
-        let mut groups: Vec<&Vec<NextHop<A>>> = model.routes.iter().map(|(_, r)| &r.hops).filter(|h| !h.is_empty()).collect();
-        groups.sort();
-        groups.dedup();
-        groups.len()
-    }, "one interned group per distinct next-hop set");
+    assert_eq!(
+        nhs.len(),
+        {
+            let mut groups: Vec<&Vec<NextHop<A>>> = model
+                .routes
+                .iter()
+                .map(|(_, r)| &r.hops)
+                .filter(|h| !h.is_empty())
+                .collect();
+            groups.sort();
+            groups.dedup();
+            groups.len()
+        },
+        "one interned group per distinct next-hop set"
+    );
 }
 
 proptest! {
@@ -327,28 +448,80 @@ fn ipv4_ordering_and_errors_follow_the_kernel() {
     let mut nhs = NhTable::new();
     let p: Prefix<Ipv4Addr> = "10.0.0.0/8".parse().unwrap();
     let via = |g: u8| vec![NextHop::via(Ipv4Addr::new(192, 0, 2, g), 2)];
-    let r = |g: u8, tos: u8, metric: u32| RouteSpec { tos, metric, ..RouteSpec::new(p, via(g)) };
+    let r = |g: u8, tos: u8, metric: u32| RouteSpec {
+        tos,
+        metric,
+        ..RouteSpec::new(p, via(g))
+    };
     insert(&mut rib, &mut nhs, &r(1, 0, 10), InsertMode::Add).unwrap();
-    assert_eq!(insert(&mut rib, &mut nhs, &r(2, 0, 10), InsertMode::Add).unwrap_err().errno, Errno::EEXIST);
+    assert_eq!(
+        insert(&mut rib, &mut nhs, &r(2, 0, 10), InsertMode::Add)
+            .unwrap_err()
+            .errno,
+        Errno::EEXIST
+    );
     insert(&mut rib, &mut nhs, &r(2, 0, 10), InsertMode::Append).unwrap();
     insert(&mut rib, &mut nhs, &r(3, 0, 10), InsertMode::Prepend).unwrap();
     insert(&mut rib, &mut nhs, &r(4, 0x10, 20), InsertMode::Add).unwrap();
     insert(&mut rib, &mut nhs, &r(5, 0, 5), InsertMode::Add).unwrap();
-    assert_eq!(insert(&mut rib, &mut nhs, &r(2, 0, 10), InsertMode::Append).unwrap_err().errno, Errno::EEXIST, "identical route");
-    let order: Vec<(u8, u32, u8)> = rib.get(&p, &Prefix::any()).iter().map(|x| (x.tos, x.metric, nhs.get(x.nh)[0].gateway.unwrap().octets()[3])).collect();
-    assert_eq!(order, [(0x10, 20, 4), (0, 5, 5), (0, 10, 3), (0, 10, 1), (0, 10, 2)]);
+    assert_eq!(
+        insert(&mut rib, &mut nhs, &r(2, 0, 10), InsertMode::Append)
+            .unwrap_err()
+            .errno,
+        Errno::EEXIST,
+        "identical route"
+    );
+    let order: Vec<(u8, u32, u8)> = rib
+        .get(&p, &Prefix::any())
+        .iter()
+        .map(|x| {
+            (
+                x.tos,
+                x.metric,
+                nhs.get(x.nh)[0].gateway.unwrap().octets()[3],
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [(0x10, 20, 4), (0, 5, 5), (0, 10, 3), (0, 10, 1), (0, 10, 2)]
+    );
     // replace swaps the first of the group; an identical route further down is EEXIST.
     insert(&mut rib, &mut nhs, &r(9, 0, 10), InsertMode::Replace).unwrap();
-    assert_eq!(insert(&mut rib, &mut nhs, &r(1, 0, 10), InsertMode::Replace).unwrap_err().errno, Errno::EEXIST);
+    assert_eq!(
+        insert(&mut rib, &mut nhs, &r(1, 0, 10), InsertMode::Replace)
+            .unwrap_err()
+            .errno,
+        Errno::EEXIST
+    );
     insert(&mut rib, &mut nhs, &r(9, 0, 10), InsertMode::Replace).unwrap();
-    assert_eq!(insert(&mut rib, &mut nhs, &r(7, 0, 99), InsertMode::Change).unwrap_err().errno, Errno::ENOENT);
-    let order: Vec<u8> = rib.get(&p, &Prefix::any()).iter().map(|x| nhs.get(x.nh)[0].gateway.unwrap().octets()[3]).collect();
+    assert_eq!(
+        insert(&mut rib, &mut nhs, &r(7, 0, 99), InsertMode::Change)
+            .unwrap_err()
+            .errno,
+        Errno::ENOENT
+    );
+    let order: Vec<u8> = rib
+        .get(&p, &Prefix::any())
+        .iter()
+        .map(|x| nhs.get(x.nh)[0].gateway.unwrap().octets()[3])
+        .collect();
     assert_eq!(order, [4, 5, 9, 1, 2]);
     // TOS selection: a flow with TOS 0x10 takes the TOS route, others skip it.
-    let flow = Flow { tos: 0x12, ..Flow::to(Ipv4Addr::new(10, 1, 1, 1)) };
-    assert!(matches!(rib.lookup(&flow, &nhs, &AllUp), TableLookup::Match { route, .. } if route.tos == 0x10));
-    let flow = Flow { tos: 0x08, ..Flow::to(Ipv4Addr::new(10, 1, 1, 1)) };
-    assert!(matches!(rib.lookup(&flow, &nhs, &AllUp), TableLookup::Match { route, .. } if route.metric == 5));
+    let flow = Flow {
+        tos: 0x12,
+        ..Flow::to(Ipv4Addr::new(10, 1, 1, 1))
+    };
+    assert!(
+        matches!(rib.lookup(&flow, &nhs, &AllUp), TableLookup::Match { route, .. } if route.tos == 0x10)
+    );
+    let flow = Flow {
+        tos: 0x08,
+        ..Flow::to(Ipv4Addr::new(10, 1, 1, 1))
+    };
+    assert!(
+        matches!(rib.lookup(&flow, &nhs, &AllUp), TableLookup::Match { route, .. } if route.metric == 5)
+    );
 }
 
 #[test]
@@ -357,27 +530,93 @@ fn ipv6_ecmp_siblings_and_source_routes() {
     let mut nhs = NhTable::new();
     let p: Prefix<Ipv6Addr> = "2001:db8::/32".parse().unwrap();
     let gw = |g: u16| Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, g);
-    let via = |g: u16, dev: u32| RouteSpec { metric: 1024, ..RouteSpec::new(p, vec![NextHop::via(gw(g), dev)]) };
+    let via = |g: u16, dev: u32| RouteSpec {
+        metric: 1024,
+        ..RouteSpec::new(p, vec![NextHop::via(gw(g), dev)])
+    };
     insert(&mut rib, &mut nhs, &via(1, 2), InsertMode::Add).unwrap();
-    assert_eq!(insert(&mut rib, &mut nhs, &via(2, 2), InsertMode::Add).unwrap_err().errno, Errno::EEXIST, "same metric");
-    insert(&mut rib, &mut nhs, &RouteSpec { metric: 1024, ..RouteSpec::new(p, vec![NextHop::dev(3)]) }, InsertMode::Append).unwrap();
+    assert_eq!(
+        insert(&mut rib, &mut nhs, &via(2, 2), InsertMode::Add)
+            .unwrap_err()
+            .errno,
+        Errno::EEXIST,
+        "same metric"
+    );
+    insert(
+        &mut rib,
+        &mut nhs,
+        &RouteSpec {
+            metric: 1024,
+            ..RouteSpec::new(p, vec![NextHop::dev(3)])
+        },
+        InsertMode::Append,
+    )
+    .unwrap();
     insert(&mut rib, &mut nhs, &via(2, 4), InsertMode::Prepend).unwrap();
-    assert_eq!(insert(&mut rib, &mut nhs, &via(2, 4), InsertMode::Append).unwrap_err().errno, Errno::EEXIST, "duplicate next hop");
+    assert_eq!(
+        insert(&mut rib, &mut nhs, &via(2, 4), InsertMode::Append)
+            .unwrap_err()
+            .errno,
+        Errno::EEXIST,
+        "duplicate next hop"
+    );
     let list = rib.get(&p, &Prefix::any());
     assert_eq!(list.len(), 3, "prepend goes to the end too");
     let sibs = ipv6::siblings(list, 0, &nhs);
-    assert_eq!(sibs.len(), 2, "gateway routes of one metric are siblings; the device route is not");
+    assert_eq!(
+        sibs.len(),
+        2,
+        "gateway routes of one metric are siblings; the device route is not"
+    );
     // Deleting without a gateway removes every sibling.
-    let gone = rib.delete(&RouteSelector { metric: Some(1024), dev: Some(2), ..RouteSelector::prefix(p) }, &nhs, &mut Vec::new()).unwrap();
+    let gone = rib
+        .delete(
+            &RouteSelector {
+                metric: Some(1024),
+                dev: Some(2),
+                ..RouteSelector::prefix(p)
+            },
+            &nhs,
+            &mut Vec::new(),
+        )
+        .unwrap();
     assert_eq!(gone.len(), 2);
     // Source-specific: a lookup with a matching source takes the `from` route; without one, the
     // destination with a source subtree and no match is passed over.
     let sp: Prefix<Ipv6Addr> = "2001:db8:1::/48".parse().unwrap();
     let src: Prefix<Ipv6Addr> = "2001:db8:ff::/48".parse().unwrap();
-    insert(&mut rib, &mut nhs, &RouteSpec { src, metric: 1024, ..RouteSpec::new(sp, vec![NextHop::dev(4)]) }, InsertMode::Add).unwrap();
-    insert(&mut rib, &mut nhs, &RouteSpec { metric: 1024, kind: RouteType::Blackhole, ..RouteSpec::new(sp, vec![]) }, InsertMode::Add).unwrap();
+    insert(
+        &mut rib,
+        &mut nhs,
+        &RouteSpec {
+            src,
+            metric: 1024,
+            ..RouteSpec::new(sp, vec![NextHop::dev(4)])
+        },
+        InsertMode::Add,
+    )
+    .unwrap();
+    insert(
+        &mut rib,
+        &mut nhs,
+        &RouteSpec {
+            metric: 1024,
+            kind: RouteType::Blackhole,
+            ..RouteSpec::new(sp, vec![])
+        },
+        InsertMode::Add,
+    )
+    .unwrap();
     let to = Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 1);
-    let with_src = Flow { src: Some(Ipv6Addr::new(0x2001, 0xdb8, 0xff, 0, 0, 0, 0, 7)), ..Flow::to(to) };
-    assert!(matches!(rib.lookup(&with_src, &nhs, &AllUp), TableLookup::Match { route, .. } if route.src == src));
-    assert!(matches!(rib.lookup(&Flow::to(to), &nhs, &AllUp), TableLookup::Match { route, .. } if route.dst == p), "the /48's source-less blackhole is skipped");
+    let with_src = Flow {
+        src: Some(Ipv6Addr::new(0x2001, 0xdb8, 0xff, 0, 0, 0, 0, 7)),
+        ..Flow::to(to)
+    };
+    assert!(
+        matches!(rib.lookup(&with_src, &nhs, &AllUp), TableLookup::Match { route, .. } if route.src == src)
+    );
+    assert!(
+        matches!(rib.lookup(&Flow::to(to), &nhs, &AllUp), TableLookup::Match { route, .. } if route.dst == p),
+        "the /48's source-less blackhole is skipped"
+    );
 }

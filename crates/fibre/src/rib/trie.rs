@@ -57,7 +57,12 @@ impl<A: Address, V> Default for PrefixTrie<A, V> {
 
 impl<A: Address, V> PrefixTrie<A, V> {
     pub fn new() -> Self {
-        PrefixTrie { nodes: Vec::new(), free: Vec::new(), root: NIL, len: 0 }
+        PrefixTrie {
+            nodes: Vec::new(),
+            free: Vec::new(),
+            root: NIL,
+            len: 0,
+        }
     }
     /// Number of prefixes holding a value.
     pub fn len(&self) -> usize {
@@ -72,7 +77,11 @@ impl<A: Address, V> PrefixTrie<A, V> {
     }
 
     fn alloc(&mut self, prefix: Prefix<A>) -> u32 {
-        let node = Node { prefix, value: None, child: [NIL, NIL] };
+        let node = Node {
+            prefix,
+            value: None,
+            child: [NIL, NIL],
+        };
         if let Some(i) = self.free.pop() {
             self.nodes[i as usize] = node;
             i
@@ -111,10 +120,12 @@ impl<A: Address, V> PrefixTrie<A, V> {
     }
 
     pub fn get(&self, p: &Prefix<A>) -> Option<&V> {
-        self.find(p).and_then(|i| self.nodes[i as usize].value.as_ref())
+        self.find(p)
+            .and_then(|i| self.nodes[i as usize].value.as_ref())
     }
     pub fn get_mut(&mut self, p: &Prefix<A>) -> Option<&mut V> {
-        self.find(p).and_then(|i| self.nodes[i as usize].value.as_mut())
+        self.find(p)
+            .and_then(|i| self.nodes[i as usize].value.as_mut())
     }
     pub fn contains_key(&self, p: &Prefix<A>) -> bool {
         self.get(p).is_some()
@@ -180,7 +191,8 @@ impl<A: Address, V> PrefixTrie<A, V> {
     /// Removes the value at `p`, and the nodes that no longer branch.
     pub fn remove(&mut self, p: &Prefix<A>) -> Option<V> {
         // Descend remembering the two nearest ancestors and the sides taken.
-        let (mut gp, mut gside, mut parent, mut side, mut n) = (NIL, 0usize, NIL, 0usize, self.root);
+        let (mut gp, mut gside, mut parent, mut side, mut n) =
+            (NIL, 0usize, NIL, 0usize, self.root);
         while n != NIL {
             let q = self.nodes[n as usize].prefix;
             if !q.covers(p) {
@@ -227,7 +239,11 @@ impl<A: Address, V> PrefixTrie<A, V> {
     /// This is the shape of every kernel lookup: find the longest match, and if its routes do not
     /// qualify, fall back to shorter prefixes.
     #[inline]
-    pub fn find_map_matches<'s, R>(&'s self, addr: A, mut f: impl FnMut(&'s Prefix<A>, &'s V) -> Option<R>) -> Option<R> {
+    pub fn find_map_matches<'s, R>(
+        &'s self,
+        addr: A,
+        mut f: impl FnMut(&'s Prefix<A>, &'s V) -> Option<R>,
+    ) -> Option<R> {
         // Step 1: descend, remembering the nodes whose prefix matches and holds a value.
         let mut path = [NIL; 129];
         let mut depth = 0;
@@ -260,7 +276,8 @@ impl<A: Address, V> PrefixTrie<A, V> {
     /// The longest stored prefix containing `addr`.
     pub fn longest_match(&self, addr: A) -> Option<(Prefix<A>, &V)> {
         let i = self.find_map_matches(addr, |p, _| Some(*p))?;
-        self.find(&i).map(|n| (i, self.nodes[n as usize].value.as_ref().expect("stored")))
+        self.find(&i)
+            .map(|n| (i, self.nodes[n as usize].value.as_ref().expect("stored")))
     }
 
     /// Stored prefixes covering `p` (its supernets and `p` itself), shortest first.
@@ -297,12 +314,22 @@ impl<A: Address, V> PrefixTrie<A, V> {
             }
             n = self.nodes[n as usize].child[p.bit(q.len()) as usize];
         }
-        Iter { trie: self, stack: if n == NIL { vec![] } else { vec![n] } }
+        Iter {
+            trie: self,
+            stack: if n == NIL { vec![] } else { vec![n] },
+        }
     }
 
     /// All stored prefixes in order.
     pub fn iter(&self) -> Iter<'_, A, V> {
-        Iter { trie: self, stack: if self.root == NIL { vec![] } else { vec![self.root] } }
+        Iter {
+            trie: self,
+            stack: if self.root == NIL {
+                vec![]
+            } else {
+                vec![self.root]
+            },
+        }
     }
 
     /// Stored prefixes from the first one `>= start` on, in order: SNMP GETNEXT is `range_from`
@@ -339,7 +366,11 @@ impl<A: Address, V> PrefixTrie<A, V> {
 
     /// Depth and node counts.
     pub fn stats(&self) -> TrieStats {
-        let mut s = TrieStats { prefixes: self.len, nodes: self.nodes.len() - self.free.len(), ..Default::default() };
+        let mut s = TrieStats {
+            prefixes: self.len,
+            nodes: self.nodes.len() - self.free.len(),
+            ..Default::default()
+        };
         let mut total = 0usize;
         let mut stack = Vec::new();
         if self.root != NIL {
@@ -380,7 +411,9 @@ impl<A: Address, V> PrefixTrie<A, V> {
 
     /// Visits every value mutably, in no particular order.
     pub fn values_mut(&mut self) -> impl Iterator<Item = (&Prefix<A>, &mut V)> {
-        self.nodes.iter_mut().filter_map(|n| n.value.as_mut().map(|v| (&n.prefix, v)))
+        self.nodes
+            .iter_mut()
+            .filter_map(|n| n.value.as_mut().map(|v| (&n.prefix, v)))
     }
 }
 
@@ -423,18 +456,48 @@ mod tests {
     #[test]
     fn insert_lookup_remove() {
         let mut t = PrefixTrie::new();
-        for (i, s) in ["10.0.0.0/8", "10.0.0.0/16", "10.128.0.0/9", "11.0.0.0/8", "0.0.0.0/0"].iter().enumerate() {
+        for (i, s) in [
+            "10.0.0.0/8",
+            "10.0.0.0/16",
+            "10.128.0.0/9",
+            "11.0.0.0/8",
+            "0.0.0.0/0",
+        ]
+        .iter()
+        .enumerate()
+        {
             assert!(t.insert(p4(s), i).is_none());
         }
         assert_eq!(t.len(), 5);
-        assert_eq!(t.longest_match(Ipv4Addr::new(10, 0, 1, 1)).unwrap().0, p4("10.0.0.0/16"));
-        assert_eq!(t.longest_match(Ipv4Addr::new(10, 200, 1, 1)).unwrap().0, p4("10.128.0.0/9"));
-        assert_eq!(t.longest_match(Ipv4Addr::new(12, 0, 0, 1)).unwrap().0, p4("0.0.0.0/0"));
+        assert_eq!(
+            t.longest_match(Ipv4Addr::new(10, 0, 1, 1)).unwrap().0,
+            p4("10.0.0.0/16")
+        );
+        assert_eq!(
+            t.longest_match(Ipv4Addr::new(10, 200, 1, 1)).unwrap().0,
+            p4("10.128.0.0/9")
+        );
+        assert_eq!(
+            t.longest_match(Ipv4Addr::new(12, 0, 0, 1)).unwrap().0,
+            p4("0.0.0.0/0")
+        );
         let order: Vec<_> = t.iter().map(|(p, _)| p.to_string()).collect();
-        assert_eq!(order, ["0.0.0.0/0", "10.0.0.0/8", "10.0.0.0/16", "10.128.0.0/9", "11.0.0.0/8"]);
+        assert_eq!(
+            order,
+            [
+                "0.0.0.0/0",
+                "10.0.0.0/8",
+                "10.0.0.0/16",
+                "10.128.0.0/9",
+                "11.0.0.0/8"
+            ]
+        );
         assert_eq!(t.remove(&p4("10.0.0.0/8")), Some(0));
         assert_eq!(t.remove(&p4("10.0.0.0/8")), None);
-        assert_eq!(t.longest_match(Ipv4Addr::new(10, 1, 1, 1)).unwrap().0, p4("0.0.0.0/0"));
+        assert_eq!(
+            t.longest_match(Ipv4Addr::new(10, 1, 1, 1)).unwrap().0,
+            p4("0.0.0.0/0")
+        );
         for s in ["10.0.0.0/16", "10.128.0.0/9", "11.0.0.0/8", "0.0.0.0/0"] {
             t.remove(&p4(s)).unwrap();
         }
@@ -443,14 +506,24 @@ mod tests {
     }
 
     /// The oracle: a sorted map scanned linearly.
-    fn check_against_model<A: Address>(trie: &PrefixTrie<A, u32>, model: &BTreeMap<Prefix<A>, u32>, probes: &[A]) {
+    fn check_against_model<A: Address>(
+        trie: &PrefixTrie<A, u32>,
+        model: &BTreeMap<Prefix<A>, u32>,
+        probes: &[A],
+    ) {
         assert_eq!(trie.len(), model.len());
         let all: Vec<_> = trie.iter().map(|(p, v)| (p, *v)).collect();
         let want: Vec<_> = model.iter().map(|(p, v)| (*p, *v)).collect();
         assert_eq!(all, want, "ordered iteration is sorted and complete");
         for &a in probes {
-            let best = model.iter().filter(|(p, _)| p.contains(a)).max_by_key(|(p, _)| p.len());
-            assert_eq!(trie.longest_match(a).map(|(p, v)| (p, *v)), best.map(|(p, v)| (*p, *v)));
+            let best = model
+                .iter()
+                .filter(|(p, _)| p.contains(a))
+                .max_by_key(|(p, _)| p.len());
+            assert_eq!(
+                trie.longest_match(a).map(|(p, v)| (p, *v)),
+                best.map(|(p, v)| (*p, *v))
+            );
             let host = Prefix::host(a);
             for len in [0, A::WIDTH / 4, A::WIDTH / 2, A::WIDTH - 3] {
                 let q = Prefix::new(a, len);
@@ -470,10 +543,12 @@ mod tests {
 
     fn arb_prefix4() -> impl Strategy<Value = Prefix<Ipv4Addr>> {
         // Few distinct high bits so that prefixes nest and collide often.
-        (0u32..16, 0u8..=32).prop_map(|(hi, len)| Prefix::new(Ipv4Addr::from(hi.rotate_right(4) | (hi << 8)), len))
+        (0u32..16, 0u8..=32)
+            .prop_map(|(hi, len)| Prefix::new(Ipv4Addr::from(hi.rotate_right(4) | (hi << 8)), len))
     }
     fn arb_prefix6() -> impl Strategy<Value = Prefix<Ipv6Addr>> {
-        (0u128..16, 0u8..=128).prop_map(|(hi, len)| Prefix::new(Ipv6Addr::from(hi.rotate_right(4) | (hi << 60)), len))
+        (0u128..16, 0u8..=128)
+            .prop_map(|(hi, len)| Prefix::new(Ipv6Addr::from(hi.rotate_right(4) | (hi << 60)), len))
     }
 
     proptest! {

@@ -11,7 +11,15 @@ fn zeronet(a: Ipv4Addr) -> bool {
     a.octets()[0] == 0
 }
 
-fn kernel_route(table: TableId, dst: Prefix<Ipv4Addr>, kind: RouteType, scope: Scope, prefsrc: Ipv4Addr, dev: IfIndex, metric: u32) -> RouteSpec<Ipv4Addr> {
+fn kernel_route(
+    table: TableId,
+    dst: Prefix<Ipv4Addr>,
+    kind: RouteType,
+    scope: Scope,
+    prefsrc: Ipv4Addr,
+    dev: IfIndex,
+    metric: u32,
+) -> RouteSpec<Ipv4Addr> {
     RouteSpec {
         table,
         kind,
@@ -39,38 +47,91 @@ impl RouterFamily for Ipv4Addr {
             }
         };
         for (i, a) in addrs.iter().enumerate() {
-            let Some(link) = links.by_index(a.dev) else { continue };
+            let Some(link) = links.by_index(a.dev) else {
+                continue;
+            };
             let subnet = a.subnet();
             // An address in a subnet that an earlier address of the device already has is
             // secondary: it gets its local route (with the primary as source) and nothing else.
-            let primary = addrs[..i].iter().find(|o| o.dev == a.dev && o.len == a.len && o.subnet() == subnet);
+            let primary = addrs[..i]
+                .iter()
+                .find(|o| o.dev == a.dev && o.len == a.len && o.subnet() == subnet);
             let prim = primary.map_or(a.addr, |p| p.addr);
             // The local route lives as long as the address, whatever the link does.
-            push(kernel_route(TABLE_LOCAL, Prefix::host(a.addr), RouteType::Local, SCOPE_HOST, prim, a.dev, 0));
+            push(kernel_route(
+                TABLE_LOCAL,
+                Prefix::host(a.addr),
+                RouteType::Local,
+                SCOPE_HOST,
+                prim,
+                a.dev,
+                0,
+            ));
             if !link.up {
                 continue;
             }
             if let Some(b) = a.broadcast.filter(|b| !b.is_broadcast()) {
-                push(kernel_route(TABLE_LOCAL, Prefix::host(b), RouteType::Broadcast, SCOPE_LINK, prim, a.dev, 0));
+                push(kernel_route(
+                    TABLE_LOCAL,
+                    Prefix::host(b),
+                    RouteType::Broadcast,
+                    SCOPE_LINK,
+                    prim,
+                    a.dev,
+                    0,
+                ));
             }
-            if primary.is_none() && !zeronet(subnet.addr()) && (subnet.addr() != a.addr || a.len < 32) {
+            if primary.is_none()
+                && !zeronet(subnet.addr())
+                && (subnet.addr() != a.addr || a.len < 32)
+            {
                 if !a.noprefixroute {
                     let spec = if link.kind == LinkKind::Loopback {
-                        kernel_route(TABLE_LOCAL, subnet, RouteType::Local, SCOPE_HOST, a.addr, a.dev, 0)
+                        kernel_route(
+                            TABLE_LOCAL,
+                            subnet,
+                            RouteType::Local,
+                            SCOPE_HOST,
+                            a.addr,
+                            a.dev,
+                            0,
+                        )
                     } else {
-                        kernel_route(TABLE_MAIN, subnet, RouteType::Unicast, SCOPE_LINK, a.addr, a.dev, a.metric.unwrap_or(0))
+                        kernel_route(
+                            TABLE_MAIN,
+                            subnet,
+                            RouteType::Unicast,
+                            SCOPE_LINK,
+                            a.addr,
+                            a.dev,
+                            a.metric.unwrap_or(0),
+                        )
                     };
                     push(spec);
                 }
                 if a.len < 31 {
-                    push(kernel_route(TABLE_LOCAL, Prefix::host(subnet.last()), RouteType::Broadcast, SCOPE_LINK, a.addr, a.dev, 0));
+                    push(kernel_route(
+                        TABLE_LOCAL,
+                        Prefix::host(subnet.last()),
+                        RouteType::Broadcast,
+                        SCOPE_LINK,
+                        a.addr,
+                        a.dev,
+                        0,
+                    ));
                 }
             }
         }
         out
     }
 
-    fn policy_lookup<'a>(st: &'a FamilyState<Self>, flow: &Flow<Self>, iif: Option<&str>, oif: Option<&str>, links: &dyn LinkState) -> Result<Matched<'a, Self>, Errno> {
+    fn policy_lookup<'a>(
+        st: &'a FamilyState<Self>,
+        flow: &Flow<Self>,
+        iif: Option<&str>,
+        oif: Option<&str>,
+        links: &dyn LinkState,
+    ) -> Result<Matched<'a, Self>, Errno> {
         if st.rules.customised {
             return st.walk_rules(flow, &FlowNames { iif, oif }, links);
         }
@@ -78,9 +139,14 @@ impl RouterFamily for Ipv4Addr {
         // nothing (or throws), the default table, if it exists.
         let (local, main) = (&st.tables[&TABLE_LOCAL], &st.tables[&TABLE_MAIN]);
         let (table, result) = match Rib::lookup_merged(local, main, flow, &st.nhs, links) {
-            TableLookup::None | TableLookup::Reject { errno: Errno::EAGAIN, .. } if st.tables.contains_key(&TABLE_DEFAULT) => {
-                (TABLE_DEFAULT, st.tables[&TABLE_DEFAULT].lookup(flow, &st.nhs, links))
-            }
+            TableLookup::None
+            | TableLookup::Reject {
+                errno: Errno::EAGAIN,
+                ..
+            } if st.tables.contains_key(&TABLE_DEFAULT) => (
+                TABLE_DEFAULT,
+                st.tables[&TABLE_DEFAULT].lookup(flow, &st.nhs, links),
+            ),
             other => (TABLE_MAIN, other),
         };
         match result {
@@ -90,7 +156,12 @@ impl RouterFamily for Ipv4Addr {
         }
     }
 
-    fn route_get(r: &Router, q: &RouteQuery, dst: Self, src: Option<Self>) -> Result<RouteAnswer<Self>, Errno> {
+    fn route_get(
+        r: &Router,
+        q: &RouteQuery,
+        dst: Self,
+        src: Option<Self>,
+    ) -> Result<RouteAnswer<Self>, Errno> {
         let st = &r.v4;
         let dissect_ports = |p: Option<u8>| matches!(p, Some(6) | Some(17));
         if let Some(iif) = q.iif {
@@ -125,7 +196,12 @@ impl RouterFamily for Ipv4Addr {
                 RouteType::Unicast => {
                     // The check depends on the leg the flow hash picks (S-class): fibre accepts
                     // the packet if some usable leg passes.
-                    let legs = st.nhs.get(m.route.nh).iter().filter_map(|h| h.dev).filter(|d| r.links.is_up(*d));
+                    let legs = st
+                        .nhs
+                        .get(m.route.nh)
+                        .iter()
+                        .filter_map(|h| h.dev)
+                        .filter(|d| r.links.is_up(*d));
                     let verdicts: Vec<_> = legs.map(|d| validate_source(r, &flow, d)).collect();
                     if !verdicts.iter().any(Result::is_ok) {
                         return Err(Errno::EINVAL);
@@ -160,7 +236,11 @@ impl RouterFamily for Ipv4Addr {
             }
             let local_multicast = dst.octets()[..3] == [224, 0, 0];
             if local_multicast || dst.is_broadcast() {
-                return if q.fibmatch { Err(Errno::EHOSTUNREACH) } else { Ok(on_link(oif)) };
+                return if q.fibmatch {
+                    Err(Errno::EHOSTUNREACH)
+                } else {
+                    Ok(on_link(oif))
+                };
             }
         }
         let flow = Flow {
@@ -181,7 +261,10 @@ impl RouterFamily for Ipv4Addr {
         match Self::policy_lookup(st, &flow, iif_name, oif_name, &r.links) {
             Ok(m) => {
                 let a = r.answer(&m, dst, src, None);
-                if loopback_src && m.route.kind != RouteType::Local && a.dev != Some(LOOPBACK_IFINDEX) {
+                if loopback_src
+                    && m.route.kind != RouteType::Local
+                    && a.dev != Some(LOOPBACK_IFINDEX)
+                {
                     return Err(Errno::EINVAL);
                 }
                 Ok(a)
@@ -202,10 +285,16 @@ impl RouterFamily for Ipv4Addr {
 
     fn prepare(r: &Router, spec: &mut RouteSpec<Self>) -> Result<(), ChangeError> {
         if spec.tos & 0x03 != 0 {
-            return Err(ChangeError::with(Errno::EINVAL, "Invalid dsfield (tos): ECN bits must be 0"));
+            return Err(ChangeError::with(
+                Errno::EINVAL,
+                "Invalid dsfield (tos): ECN bits must be 0",
+            ));
         }
         if !spec.src.is_default() {
-            return Err(ChangeError::with(Errno::EINVAL, "source prefixes are not supported for IPv4 routes"));
+            return Err(ChangeError::with(
+                Errno::EINVAL,
+                "source prefixes are not supported for IPv4 routes",
+            ));
         }
         if let Some(p) = spec.prefsrc {
             let own = spec.kind == RouteType::Local && spec.dst == Prefix::host(p);
@@ -215,7 +304,10 @@ impl RouterFamily for Ipv4Addr {
         }
         if spec.kind.is_reject() {
             if !spec.hops.is_empty() {
-                return Err(ChangeError::with(Errno::EINVAL, "Gateway, device and multipath can not be specified for this route type"));
+                return Err(ChangeError::with(
+                    Errno::EINVAL,
+                    "Gateway, device and multipath can not be specified for this route type",
+                ));
             }
             return Ok(());
         }
@@ -226,10 +318,15 @@ impl RouterFamily for Ipv4Addr {
         for hop in spec.hops.iter_mut() {
             if let Some(gw) = hop.gateway {
                 if spec.scope >= SCOPE_LINK {
-                    return Err(ChangeError::with(Errno::EINVAL, "Nexthop has invalid scope"));
+                    return Err(ChangeError::with(
+                        Errno::EINVAL,
+                        "Nexthop has invalid scope",
+                    ));
                 }
                 if hop.onlink {
-                    let dev = hop.dev.ok_or_else(|| ChangeError::with(Errno::EINVAL, "Nexthop device required for onlink"))?;
+                    let dev = hop.dev.ok_or_else(|| {
+                        ChangeError::with(Errno::EINVAL, "Nexthop device required for onlink")
+                    })?;
                     r.links.by_index(dev).ok_or(Errno::ENODEV)?;
                 } else {
                     // fib_check_nh_v4_gw: the gateway must be reachable by a route of at least
@@ -244,26 +341,44 @@ impl RouterFamily for Ipv4Addr {
                         .then(|| st.tables.get(&spec.table))
                         .flatten()
                         .and_then(|t| match t.lookup(&flow, &st.nhs, &AllUpLinks) {
-                            TableLookup::Match { route, hop } => Some(Matched { table: spec.table, route, hop }),
+                            TableLookup::Match { route, hop } => Some(Matched {
+                                table: spec.table,
+                                route,
+                                hop,
+                            }),
                             _ => None,
                         });
                     let (names_iif, names_oif) = r.names(flow.iif, flow.oif);
                     let found = match in_table {
                         Some(m) => m,
                         None => Self::policy_lookup(st, &flow, names_iif, names_oif, &AllUpLinks)
-                            .map_err(|_| ChangeError::with(Errno::EINVAL, "Nexthop has invalid gateway"))?,
+                            .map_err(|_| {
+                            ChangeError::with(Errno::EINVAL, "Nexthop has invalid gateway")
+                        })?,
                     };
                     if !matches!(found.route.kind, RouteType::Unicast | RouteType::Local) {
-                        return Err(ChangeError::with(Errno::EINVAL, "Nexthop has invalid gateway"));
+                        return Err(ChangeError::with(
+                            Errno::EINVAL,
+                            "Nexthop has invalid gateway",
+                        ));
                     }
-                    let dev = st.nhs.get(found.route.nh).get(found.hop).and_then(|h| h.dev);
+                    let dev = st
+                        .nhs
+                        .get(found.route.nh)
+                        .get(found.hop)
+                        .and_then(|h| h.dev);
                     hop.dev = hop.dev.or(dev);
                 }
             }
-            let dev = hop.dev.ok_or_else(|| ChangeError::with(Errno::EINVAL, "Nexthop device required"))?;
+            let dev = hop
+                .dev
+                .ok_or_else(|| ChangeError::with(Errno::EINVAL, "Nexthop device required"))?;
             let link = r.links.by_index(dev).ok_or(Errno::ENODEV)?;
             if !link.up {
-                return Err(ChangeError::with(Errno::ENETDOWN, "Nexthop device is not up"));
+                return Err(ChangeError::with(
+                    Errno::ENETDOWN,
+                    "Nexthop device is not up",
+                ));
             }
         }
         Ok(())
@@ -289,12 +404,23 @@ fn validate_source(r: &Router, flow: &Flow<Ipv4Addr>, out_dev: IfIndex) -> Resul
     let s = flow.src.unwrap_or(Ipv4Addr::UNSPECIFIED);
     // Packets leaving by the device they came in on take the full check (send_redirects is on).
     if flow.iif != Some(out_dev) && !st.rules.customised && !st.custom_local_routes {
-        return if r.is_local_address(s) { Err(Errno::EINVAL) } else { Ok(()) };
+        return if r.is_local_address(s) {
+            Err(Errno::EINVAL)
+        } else {
+            Ok(())
+        };
     }
-    let needs_ports = st.rules.iter().any(|r| r.ipproto.is_some() || r.sport.is_some() || r.dport.is_some());
+    let needs_ports = st
+        .rules
+        .iter()
+        .any(|r| r.ipproto.is_some() || r.sport.is_some() || r.dport.is_some());
     let reverse = Flow {
         src: Some(flow.dst),
-        iif: Some(if out_dev != 0 { out_dev } else { LOOPBACK_IFINDEX }),
+        iif: Some(if out_dev != 0 {
+            out_dev
+        } else {
+            LOOPBACK_IFINDEX
+        }),
         tos: flow.tos,
         ipproto: if needs_ports { flow.ipproto } else { 0 },
         sport: if needs_ports { flow.dport } else { 0 },

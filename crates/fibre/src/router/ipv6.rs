@@ -3,8 +3,20 @@
 use super::*;
 use crate::rib::ipv6::siblings;
 
-fn kernel_route(table: TableId, dst: Prefix<Ipv6Addr>, kind: RouteType, dev: IfIndex, metric: u32) -> RouteSpec<Ipv6Addr> {
-    RouteSpec { table, kind, metric, protocol: PROTO_KERNEL, ..RouteSpec::new(dst, vec![NextHop::dev(dev)]) }
+fn kernel_route(
+    table: TableId,
+    dst: Prefix<Ipv6Addr>,
+    kind: RouteType,
+    dev: IfIndex,
+    metric: u32,
+) -> RouteSpec<Ipv6Addr> {
+    RouteSpec {
+        table,
+        kind,
+        metric,
+        protocol: PROTO_KERNEL,
+        ..RouteSpec::new(dst, vec![NextHop::dev(dev)])
+    }
 }
 
 fn is_link_local(a: &Ipv6Addr) -> bool {
@@ -30,28 +42,66 @@ impl RouterFamily for Ipv6Addr {
             if links.by_index(a.dev).is_none() {
                 continue;
             }
-            push(kernel_route(TABLE_LOCAL, Prefix::host(a.addr), RouteType::Local, a.dev, 0));
+            push(kernel_route(
+                TABLE_LOCAL,
+                Prefix::host(a.addr),
+                RouteType::Local,
+                a.dev,
+                0,
+            ));
             if a.len < 127 {
                 // Subnet-router anycast (the router forwards).
-                push(kernel_route(TABLE_LOCAL, Prefix::host(a.subnet().addr()), RouteType::Anycast, a.dev, 0));
+                push(kernel_route(
+                    TABLE_LOCAL,
+                    Prefix::host(a.subnet().addr()),
+                    RouteType::Anycast,
+                    a.dev,
+                    0,
+                ));
             }
             if links.is_up(a.dev) && a.dev != LOOPBACK_IFINDEX && !a.noprefixroute {
-                push(kernel_route(TABLE_MAIN, a.subnet(), RouteType::Unicast, a.dev, a.metric.unwrap_or(256)));
+                push(kernel_route(
+                    TABLE_MAIN,
+                    a.subnet(),
+                    RouteType::Unicast,
+                    a.dev,
+                    a.metric.unwrap_or(256),
+                ));
             }
         }
-        for link in links.iter().filter(|l| l.v6_configured && l.kind != LinkKind::Loopback) {
+        for link in links
+            .iter()
+            .filter(|l| l.v6_configured && l.kind != LinkKind::Loopback)
+        {
             let ff00 = Prefix::new(Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8);
-            push(kernel_route(TABLE_LOCAL, ff00, RouteType::Multicast, link.index, 256));
+            push(kernel_route(
+                TABLE_LOCAL,
+                ff00,
+                RouteType::Multicast,
+                link.index,
+                256,
+            ));
         }
         out
     }
 
-    fn policy_lookup<'a>(st: &'a FamilyState<Self>, flow: &Flow<Self>, iif: Option<&str>, oif: Option<&str>, links: &dyn LinkState) -> Result<Matched<'a, Self>, Errno> {
+    fn policy_lookup<'a>(
+        st: &'a FamilyState<Self>,
+        flow: &Flow<Self>,
+        iif: Option<&str>,
+        oif: Option<&str>,
+        links: &dyn LinkState,
+    ) -> Result<Matched<'a, Self>, Errno> {
         // IPv6's fast path (local, then main) answers exactly as the default rules do.
         st.walk_rules(flow, &FlowNames { iif, oif }, links)
     }
 
-    fn route_get(r: &Router, q: &RouteQuery, dst: Self, src: Option<Self>) -> Result<RouteAnswer<Self>, Errno> {
+    fn route_get(
+        r: &Router,
+        q: &RouteQuery,
+        dst: Self,
+        src: Option<Self>,
+    ) -> Result<RouteAnswer<Self>, Errno> {
         let src = src.filter(|s| !s.is_unspecified());
         let strict_dst = is_link_local(&dst) || dst.is_multicast();
         let flow = if let Some(iif) = q.iif {
@@ -91,7 +141,10 @@ impl RouterFamily for Ipv6Addr {
 
     fn prepare(r: &Router, spec: &mut RouteSpec<Self>) -> Result<(), ChangeError> {
         if spec.tos != 0 {
-            return Err(ChangeError::with(Errno::EINVAL, "Invalid dsfield (tos): option not available for IPv6"));
+            return Err(ChangeError::with(
+                Errno::EINVAL,
+                "Invalid dsfield (tos): option not available for IPv6",
+            ));
         }
         if let Some(p) = spec.prefsrc {
             if !r.is_local_address(p) {
@@ -100,7 +153,10 @@ impl RouterFamily for Ipv6Addr {
         }
         if spec.kind.is_reject() {
             if spec.hops.iter().any(|h| h.gateway.is_some()) {
-                return Err(ChangeError::with(Errno::EINVAL, "Gateway can not be specified for this route type"));
+                return Err(ChangeError::with(
+                    Errno::EINVAL,
+                    "Gateway can not be specified for this route type",
+                ));
             }
             spec.hops.clear();
             return Ok(());
@@ -112,25 +168,42 @@ impl RouterFamily for Ipv6Addr {
         for hop in spec.hops.iter_mut() {
             if let Some(gw) = hop.gateway {
                 if r.is_local_address(gw) {
-                    return Err(ChangeError::with(Errno::EINVAL, "Gateway can not be a local address"));
+                    return Err(ChangeError::with(
+                        Errno::EINVAL,
+                        "Gateway can not be a local address",
+                    ));
                 }
                 if !is_link_local(&gw) && !hop.onlink {
                     // ip6_route_check_nh: the gateway must resolve to a route without gateway,
                     // in the route's table first, then by a full lookup.
-                    let flow = Flow { oif: hop.dev, iif: Some(LOOPBACK_IFINDEX), strict_oif: true, ..Flow::to(gw) };
+                    let flow = Flow {
+                        oif: hop.dev,
+                        iif: Some(LOOPBACK_IFINDEX),
+                        strict_oif: true,
+                        ..Flow::to(gw)
+                    };
                     let direct = |m: &Matched<'_, Self>| {
                         let h = st.nhs.get(m.route.nh).first().copied();
-                        (!m.route.kind.is_reject() && h.is_some_and(|h| h.gateway.is_none())).then(|| h.and_then(|h| h.dev)).flatten()
+                        (!m.route.kind.is_reject() && h.is_some_and(|h| h.gateway.is_none()))
+                            .then(|| h.and_then(|h| h.dev))
+                            .flatten()
                     };
-                    let in_table = st.tables.get(&spec.table).and_then(|t| match t.lookup(&flow, &st.nhs, &r.links) {
-                        TableLookup::Match { route, hop } => direct(&Matched { table: spec.table, route, hop }),
-                        _ => None,
+                    let in_table = st.tables.get(&spec.table).and_then(|t| {
+                        match t.lookup(&flow, &st.nhs, &r.links) {
+                            TableLookup::Match { route, hop } => direct(&Matched {
+                                table: spec.table,
+                                route,
+                                hop,
+                            }),
+                            _ => None,
+                        }
                     });
                     let dev = match in_table {
                         Some(d) => d,
                         None => {
                             let (i, o) = r.names(flow.iif, flow.oif);
-                            let m = Self::policy_lookup(st, &flow, i, o, &r.links).map_err(|_| Errno::EHOSTUNREACH)?;
+                            let m = Self::policy_lookup(st, &flow, i, o, &r.links)
+                                .map_err(|_| Errno::EHOSTUNREACH)?;
                             direct(&m).ok_or(Errno::EHOSTUNREACH)?
                         }
                     };
@@ -140,10 +213,15 @@ impl RouterFamily for Ipv6Addr {
                     hop.dev = Some(dev);
                 }
             }
-            let dev = hop.dev.ok_or_else(|| ChangeError::with(Errno::EINVAL, "Egress device not specified"))?;
+            let dev = hop
+                .dev
+                .ok_or_else(|| ChangeError::with(Errno::EINVAL, "Egress device not specified"))?;
             let link = r.links.by_index(dev).ok_or(Errno::ENODEV)?;
             if !link.up {
-                return Err(ChangeError::with(Errno::ENETDOWN, "Nexthop device is not up"));
+                return Err(ChangeError::with(
+                    Errno::ENETDOWN,
+                    "Nexthop device is not up",
+                ));
             }
         }
         Ok(())
@@ -155,8 +233,13 @@ impl RouterFamily for Ipv6Addr {
             return st.nhs.get(m.route.nh).to_vec();
         };
         let mut sibs = siblings(list, i, &st.nhs);
-        let at = sibs.iter().position(|r| std::ptr::eq(*r, m.route)).unwrap_or(0);
+        let at = sibs
+            .iter()
+            .position(|r| std::ptr::eq(*r, m.route))
+            .unwrap_or(0);
         sibs.rotate_left(at);
-        sibs.iter().flat_map(|r| st.nhs.get(r.nh).iter().copied()).collect()
+        sibs.iter()
+            .flat_map(|r| st.nhs.get(r.nh).iter().copied())
+            .collect()
     }
 }

@@ -11,7 +11,9 @@ use crate::flow::Flow;
 use crate::link::{loopback_v4, loopback_v6, IfAddr, LinkKind, Links};
 use crate::nexthop::{NextHop, NhTable};
 use crate::prefix::Prefix;
-use crate::rib::{InsertMode, KernelSemantics, LinkState, Rib, RouteSelector, SavedList, TableLookup};
+use crate::rib::{
+    InsertMode, KernelSemantics, LinkState, Rib, RouteSelector, SavedList, TableLookup,
+};
 use crate::route::*;
 use crate::rules::{Rule, RuleAction, RuleSelector, RuleSet};
 use std::collections::BTreeMap;
@@ -71,8 +73,13 @@ impl<A: RouterFamily> FamilyState<A> {
         let nh = self.nhs.intern(&spec.hops);
         let route = spec.with_nh(nh);
         let mut saved = Vec::new();
-        let r = self.tables.entry(spec.table).or_insert_with(|| Rib::new(spec.table)).insert(route, mode, &mut self.nhs, &mut saved);
-        self.journal.extend(saved.into_iter().map(|s| (spec.table, s)));
+        let r = self
+            .tables
+            .entry(spec.table)
+            .or_insert_with(|| Rib::new(spec.table))
+            .insert(route, mode, &mut self.nhs, &mut saved);
+        self.journal
+            .extend(saved.into_iter().map(|s| (spec.table, s)));
         match r {
             Ok(displaced) => {
                 for d in displaced {
@@ -88,7 +95,9 @@ impl<A: RouterFamily> FamilyState<A> {
     }
 
     fn delete(&mut self, table: TableId, sel: &RouteSelector<A>) -> Result<(), Errno> {
-        let Some(rib) = self.tables.get_mut(&table) else { return Err(Errno::ESRCH) };
+        let Some(rib) = self.tables.get_mut(&table) else {
+            return Err(Errno::ESRCH);
+        };
         let mut saved = Vec::new();
         let r = rib.delete(sel, &self.nhs, &mut saved);
         self.journal.extend(saved.into_iter().map(|s| (table, s)));
@@ -128,12 +137,24 @@ impl<A: RouterFamily> FamilyState<A> {
     }
 
     /// One table's answer, for the rule walk.
-    fn lookup_table<'a>(&'a self, id: TableId, flow: &Flow<A>, links: &dyn LinkState) -> TableLookup<'a, A> {
-        self.tables.get(&id).map_or(TableLookup::None, |t| t.lookup(flow, &self.nhs, links))
+    fn lookup_table<'a>(
+        &'a self,
+        id: TableId,
+        flow: &Flow<A>,
+        links: &dyn LinkState,
+    ) -> TableLookup<'a, A> {
+        self.tables
+            .get(&id)
+            .map_or(TableLookup::None, |t| t.lookup(flow, &self.nhs, links))
     }
 
     /// `fib_rules_lookup`: the first rule that matches and decides.
-    fn walk_rules<'a>(&'a self, flow: &Flow<A>, names: &FlowNames<'_>, links: &dyn LinkState) -> Result<Matched<'a, A>, Errno> {
+    fn walk_rules<'a>(
+        &'a self,
+        flow: &Flow<A>,
+        names: &FlowNames<'_>,
+        links: &dyn LinkState,
+    ) -> Result<Matched<'a, A>, Errno> {
         let rules = self.rules.as_slice();
         let mut i = 0;
         while i < rules.len() {
@@ -150,13 +171,20 @@ impl<A: RouterFamily> FamilyState<A> {
                 RuleAction::Nop => i += 1,
                 RuleAction::Lookup(table) => match self.lookup_table(table, flow, links) {
                     TableLookup::Match { route, hop } => {
-                        if rule.suppress_prefixlength.is_some_and(|n| route.dst.len() <= n) {
+                        if rule
+                            .suppress_prefixlength
+                            .is_some_and(|n| route.dst.len() <= n)
+                        {
                             i += 1;
                         } else {
                             return Ok(Matched { table, route, hop });
                         }
                     }
-                    TableLookup::Reject { errno: Errno::EAGAIN, .. } | TableLookup::None => i += 1,
+                    TableLookup::Reject {
+                        errno: Errno::EAGAIN,
+                        ..
+                    }
+                    | TableLookup::None => i += 1,
                     TableLookup::Reject { errno, .. } => return Err(errno),
                 },
                 reject => return Err(reject.reject_error().expect("reject action")),
@@ -236,9 +264,20 @@ pub trait RouterFamily: KernelSemantics {
     /// The routes the kernel derives from addresses and link state.
     fn derive(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<RouteSpec<Self>>;
     /// Policy lookup with the kernel's fast path when rules were never touched.
-    fn policy_lookup<'a>(st: &'a FamilyState<Self>, flow: &Flow<Self>, iif: Option<&str>, oif: Option<&str>, links: &dyn LinkState) -> Result<Matched<'a, Self>, Errno>;
+    fn policy_lookup<'a>(
+        st: &'a FamilyState<Self>,
+        flow: &Flow<Self>,
+        iif: Option<&str>,
+        oif: Option<&str>,
+        links: &dyn LinkState,
+    ) -> Result<Matched<'a, Self>, Errno>;
     /// The whole `ip route get` for this family.
-    fn route_get(r: &Router, q: &RouteQuery, dst: Self, src: Option<Self>) -> Result<RouteAnswer<Self>, Errno>;
+    fn route_get(
+        r: &Router,
+        q: &RouteQuery,
+        dst: Self,
+        src: Option<Self>,
+    ) -> Result<RouteAnswer<Self>, Errno>;
     /// Checks and completes a route before insert (gateway reachability, device state).
     fn prepare(r: &Router, spec: &mut RouteSpec<Self>) -> Result<(), ChangeError>;
     /// The next hops a match reports: IPv4 the route's group; IPv6 the ECMP siblings, the
@@ -257,11 +296,19 @@ impl LinkState for Links {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
     /// `link add NAME type veth peer name PEER`
-    LinkAddVeth { name: String, peer: String },
+    LinkAddVeth {
+        name: String,
+        peer: String,
+    },
     /// `link set NAME up|down`
-    LinkSet { dev: IfIndex, up: bool },
+    LinkSet {
+        dev: IfIndex,
+        up: bool,
+    },
     /// `link del NAME`
-    LinkDel { dev: IfIndex },
+    LinkDel {
+        dev: IfIndex,
+    },
     AddrAdd4(IfAddr<Ipv4Addr>),
     AddrDel4(IfAddr<Ipv4Addr>),
     AddrAdd6(IfAddr<Ipv6Addr>),
@@ -276,11 +323,46 @@ pub enum Change {
     RuleDel6(RuleSelector<Ipv6Addr>),
 }
 
+/// The small parts of a family, copied when a change set opens.
+#[derive(Clone, Debug)]
+struct FamilySnapshot<A: RouterFamily> {
+    rules: RuleSet<A>,
+    addrs: Vec<IfAddr<A>>,
+    derived: Vec<RouteSpec<A>>,
+    custom_local_routes: bool,
+    tables: Vec<TableId>,
+}
+
+impl<A: RouterFamily> FamilySnapshot<A> {
+    fn take(s: &FamilyState<A>) -> Self {
+        FamilySnapshot {
+            rules: s.rules.clone(),
+            addrs: s.addrs.clone(),
+            derived: s.derived.clone(),
+            custom_local_routes: s.custom_local_routes,
+            tables: s.tables.keys().copied().collect(),
+        }
+    }
+
+    /// Undoes the journal (route lists), then puts the small parts back.
+    fn restore(self, s: &mut FamilyState<A>) {
+        for (table, saved) in std::mem::take(&mut s.journal).into_iter().rev() {
+            s.table_mut(table).restore(saved);
+        }
+        s.tables.retain(|id, _| self.tables.contains(id));
+        s.nhs.rollback();
+        s.rules = self.rules;
+        s.addrs = self.addrs;
+        s.derived = self.derived;
+        s.custom_local_routes = self.custom_local_routes;
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Snapshot {
     links: Links,
-    v4: (RuleSet<Ipv4Addr>, Vec<IfAddr<Ipv4Addr>>, Vec<RouteSpec<Ipv4Addr>>, bool, Vec<TableId>),
-    v6: (RuleSet<Ipv6Addr>, Vec<IfAddr<Ipv6Addr>>, Vec<RouteSpec<Ipv6Addr>>, bool, Vec<TableId>),
+    v4: FamilySnapshot<Ipv4Addr>,
+    v6: FamilySnapshot<Ipv6Addr>,
 }
 
 /// A network namespace's routing state.
@@ -292,22 +374,6 @@ pub struct Router {
     snapshot: Option<Box<Snapshot>>,
 }
 
-fn snap<A: RouterFamily>(s: &FamilyState<A>) -> (RuleSet<A>, Vec<IfAddr<A>>, Vec<RouteSpec<A>>, bool, Vec<TableId>) {
-    (s.rules.clone(), s.addrs.clone(), s.derived.clone(), s.custom_local_routes, s.tables.keys().copied().collect())
-}
-
-fn unsnap<A: RouterFamily>(s: &mut FamilyState<A>, (rules, addrs, derived, local, tables): (RuleSet<A>, Vec<IfAddr<A>>, Vec<RouteSpec<A>>, bool, Vec<TableId>)) {
-    for (table, saved) in std::mem::take(&mut s.journal).into_iter().rev() {
-        s.table_mut(table).restore(saved);
-    }
-    s.tables.retain(|id, _| tables.contains(id));
-    s.nhs.rollback();
-    s.rules = rules;
-    s.addrs = addrs;
-    s.derived = derived;
-    s.custom_local_routes = local;
-}
-
 impl Router {
     pub fn new() -> Self {
         Self::default()
@@ -316,7 +382,11 @@ impl Router {
     /// Opens a change set.
     pub fn begin(&mut self) {
         assert!(self.snapshot.is_none(), "change sets do not nest");
-        self.snapshot = Some(Box::new(Snapshot { links: self.links.clone(), v4: snap(&self.v4), v6: snap(&self.v6) }));
+        self.snapshot = Some(Box::new(Snapshot {
+            links: self.links.clone(),
+            v4: FamilySnapshot::take(&self.v4),
+            v6: FamilySnapshot::take(&self.v6),
+        }));
         self.v4.nhs.begin();
         self.v6.nhs.begin();
     }
@@ -334,8 +404,8 @@ impl Router {
         if let Some(s) = self.snapshot.take() {
             let s = *s;
             self.links = s.links;
-            unsnap(&mut self.v4, s.v4);
-            unsnap(&mut self.v6, s.v6);
+            s.v4.restore(&mut self.v4);
+            s.v6.restore(&mut self.v6);
         }
     }
 
@@ -366,7 +436,10 @@ impl Router {
         }
         match c {
             Change::LinkAddVeth { name, peer } => {
-                if name == peer || self.links.by_name(name).is_some() || self.links.by_name(peer).is_some() {
+                if name == peer
+                    || self.links.by_name(name).is_some()
+                    || self.links.by_name(peer).is_some()
+                {
                     return Err(Errno::EEXIST.into());
                 }
                 self.links.add_veth(name, peer);
@@ -399,14 +472,23 @@ impl Router {
                 let mut last = None;
                 let mut any = false;
                 for h in &sel.hops {
-                    let leg = RouteSelector { hops: vec![], dev: h.dev, gateway: h.gateway, leg: true, ..sel.clone() };
+                    let leg = RouteSelector {
+                        hops: vec![],
+                        dev: h.dev,
+                        gateway: h.gateway,
+                        leg: true,
+                        ..sel.clone()
+                    };
                     match self.v6.delete(*t, &leg) {
                         Ok(()) => any = true,
                         Err(e) => last = Some(e),
                     }
                 }
                 if let Some(e) = last {
-                    return Err(ChangeError { partial: any, ..ChangeError::new(e) });
+                    return Err(ChangeError {
+                        partial: any,
+                        ..ChangeError::new(e)
+                    });
                 }
             }
             Change::RuleAdd4(r) => self.v4.rules.add(r.clone())?,
@@ -430,8 +512,13 @@ impl Router {
     /// host-scope routes (local addresses) survive a down device (`fib_sync_down_dev` without
     /// force), not its removal.
     fn flush_dev(&mut self, dev: IfIndex, removed: bool) {
-        self.v4.remove_where(|r, hops| !hops.is_empty() && hops.iter().all(|h| h.dev == Some(dev)) && (removed || r.scope < SCOPE_HOST));
-        self.v6.remove_where(|_, hops| !hops.is_empty() && hops.iter().all(|h| h.dev == Some(dev)));
+        self.v4.remove_where(|r, hops| {
+            !hops.is_empty()
+                && hops.iter().all(|h| h.dev == Some(dev))
+                && (removed || r.scope < SCOPE_HOST)
+        });
+        self.v6
+            .remove_where(|_, hops| !hops.is_empty() && hops.iter().all(|h| h.dev == Some(dev)));
     }
 
     fn set_link(&mut self, dev: IfIndex, up: bool) -> Result<(), ChangeError> {
@@ -484,7 +571,11 @@ impl Router {
         Ok(())
     }
 
-    fn route_change<A: RouterFamily>(&mut self, mut spec: RouteSpec<A>, mode: InsertMode) -> Result<(), ChangeError> {
+    fn route_change<A: RouterFamily>(
+        &mut self,
+        mut spec: RouteSpec<A>,
+        mode: InsertMode,
+    ) -> Result<(), ChangeError> {
         A::prepare(self, &mut spec)?;
         let st = A::state_mut(self);
         st.insert(&spec, mode)?;
@@ -530,27 +621,61 @@ impl Router {
             .map(|a| a.addr)
     }
 
-    fn names(&self, flow_iif: Option<IfIndex>, flow_oif: Option<IfIndex>) -> (Option<&str>, Option<&str>) {
-        (flow_iif.and_then(|i| self.links.name_of(i)), flow_oif.and_then(|i| self.links.name_of(i)))
+    fn names(
+        &self,
+        flow_iif: Option<IfIndex>,
+        flow_oif: Option<IfIndex>,
+    ) -> (Option<&str>, Option<&str>) {
+        (
+            flow_iif.and_then(|i| self.links.name_of(i)),
+            flow_oif.and_then(|i| self.links.name_of(i)),
+        )
     }
 
     /// The answer for a matched route: spelled-out route (with IPv6 siblings) and the path.
-    fn answer<A: RouterFamily>(&self, m: &Matched<'_, A>, dst: A, src: Option<A>, iif: Option<IfIndex>) -> RouteAnswer<A> {
+    fn answer<A: RouterFamily>(
+        &self,
+        m: &Matched<'_, A>,
+        dst: A,
+        src: Option<A>,
+        iif: Option<IfIndex>,
+    ) -> RouteAnswer<A> {
         let st = A::state(self);
         let hops = A::matched_hops(st, m);
-        let hop = hops.get(if A::FAMILY == Family::Inet6 { 0 } else { m.hop }).copied();
+        let hop = hops
+            .get(if A::FAMILY == Family::Inet6 { 0 } else { m.hop })
+            .copied();
         // The table a lookup reports is the one it searched: IPv4's merged local+main is main.
-        let spec = RouteSpec { table: m.table, ..RouteSpec::of(m.route, &hops) };
+        let spec = RouteSpec {
+            table: m.table,
+            ..RouteSpec::of(m.route, &hops)
+        };
         let dev = hop.and_then(|h| h.dev);
         let gateway = hop.and_then(|h| h.gateway);
-        let prefsrc = m.route.prefsrc.or_else(|| if m.route.kind.is_reject() { None } else { self.select_source(dev, gateway.unwrap_or(dst)) });
-        RouteAnswer { route: Some(spec), dst, src, gateway, dev, prefsrc, iif }
+        let prefsrc = m.route.prefsrc.or_else(|| {
+            if m.route.kind.is_reject() {
+                None
+            } else {
+                self.select_source(dev, gateway.unwrap_or(dst))
+            }
+        });
+        RouteAnswer {
+            route: Some(spec),
+            dst,
+            src,
+            gateway,
+            dev,
+            prefsrc,
+            iif,
+        }
     }
 
     /// Every route of every table of a family, in table order.
     pub fn routes<A: RouterFamily>(&self) -> impl Iterator<Item = RouteSpec<A>> + '_ {
         let st = A::state(self);
-        st.tables.values().flat_map(move |t| t.iter().map(move |r| RouteSpec::of(r, st.nhs.get(r.nh))))
+        st.tables
+            .values()
+            .flat_map(move |t| t.iter().map(move |r| RouteSpec::of(r, st.nhs.get(r.nh))))
     }
 }
 
@@ -564,12 +689,19 @@ fn check_ipproto(q: &RouteQuery, icmp: u8) -> Result<(), Errno> {
 }
 
 fn addr_del<A: RouterFamily>(st: &mut FamilyState<A>, a: &IfAddr<A>) -> Result<(), ChangeError> {
-    let i = st.addrs.iter().position(|o| o.addr == a.addr && o.len == a.len && o.dev == a.dev).ok_or(Errno::EADDRNOTAVAIL)?;
+    let i = st
+        .addrs
+        .iter()
+        .position(|o| o.addr == a.addr && o.len == a.len && o.dev == a.dev)
+        .ok_or(Errno::EADDRNOTAVAIL)?;
     let gone = st.addrs.remove(i);
     // Removing a primary IPv4 address removes its secondaries too (promote_secondaries is off).
-    let primary = !st.addrs[..i].iter().any(|o| o.dev == gone.dev && o.len == gone.len && o.subnet() == gone.subnet());
+    let primary = !st.addrs[..i]
+        .iter()
+        .any(|o| o.dev == gone.dev && o.len == gone.len && o.subnet() == gone.subnet());
     if A::FAMILY == Family::Inet && primary {
-        st.addrs.retain(|o| !(o.dev == gone.dev && o.len == gone.len && o.subnet() == gone.subnet()));
+        st.addrs
+            .retain(|o| !(o.dev == gone.dev && o.len == gone.len && o.subnet() == gone.subnet()));
     }
     Ok(())
 }

@@ -57,7 +57,13 @@ pub fn setup() -> Setup {
         local_v6.push(format!("2001:db8:{i}::1").parse().unwrap());
     }
     // A secondary address, a /30, a /16, a /32, and an address without prefix route.
-    for (a, d) in [("10.0.4.2/24", "veth4"), ("192.168.100.1/30", "veth5"), ("172.16.0.1/16", "veth2"), ("198.18.7.7/32", "veth3"), ("100.127.0.1/24 noprefixroute", "veth1")] {
+    for (a, d) in [
+        ("10.0.4.2/24", "veth4"),
+        ("192.168.100.1/30", "veth5"),
+        ("172.16.0.1/16", "veth2"),
+        ("198.18.7.7/32", "veth3"),
+        ("100.127.0.1/24 noprefixroute", "veth1"),
+    ] {
         let _ = writeln!(t, "addr add {a} dev {d}");
         local_v4.push(a.split('/').next().unwrap().parse().unwrap());
     }
@@ -65,7 +71,11 @@ pub fn setup() -> Setup {
         let _ = writeln!(t, "addr add {a} dev {d} nodad");
         local_v6.push(a.split('/').next().unwrap().parse().unwrap());
     }
-    Setup { text: t, local_v4, local_v6 }
+    Setup {
+        text: t,
+        local_v4,
+        local_v6,
+    }
 }
 
 /// A gateway on device `i` (never one of our own addresses).
@@ -163,7 +173,13 @@ pub struct Config {
 
 pub fn config(p: &Profile) -> Config {
     let mut rng = SmallRng::seed_from_u64(p.seed);
-    let mut c = Config { v4: String::new(), v6: String::new(), prefixes_v4: vec![], prefixes_v6: vec![], sources_v6: vec![] };
+    let mut c = Config {
+        v4: String::new(),
+        v6: String::new(),
+        prefixes_v4: vec![],
+        prefixes_v6: vec![],
+        sources_v6: vec![],
+    };
     let mut lines_v4: Vec<String> = Vec::new();
     for _ in 0..p.routes_v4 {
         let churn = rng.gen_bool(p.churn_share) && !lines_v4.is_empty();
@@ -184,7 +200,19 @@ pub fn config(p: &Profile) -> Config {
             let _ = writeln!(c.v4, "route del {}", words.join(" "));
             continue;
         }
-        let verb = if churn { *pick(&mut rng, &["replace", "replace", "change", "append", "prepend"]) } else { *pick(&mut rng, &["add", "add", "add", "add", "add", "add", "append", "prepend"]) };
+        let verb = if churn {
+            *pick(
+                &mut rng,
+                &["replace", "replace", "change", "append", "prepend"],
+            )
+        } else {
+            *pick(
+                &mut rng,
+                &[
+                    "add", "add", "add", "add", "add", "add", "append", "prepend",
+                ],
+            )
+        };
         let (a, len) = random_v4_prefix(&mut rng);
         c.prefixes_v4.push((a, len));
         let mut l = String::new();
@@ -199,12 +227,28 @@ pub fn config(p: &Profile) -> Config {
             96 => "multicast ",
             _ => "",
         };
-        let _ = write!(l, "{kind}{}", if len == 0 { "default".to_string() } else { format!("{a}/{len}") });
+        let _ = write!(
+            l,
+            "{kind}{}",
+            if len == 0 {
+                "default".to_string()
+            } else {
+                format!("{a}/{len}")
+            }
+        );
         if rng.gen_bool(p.tos_share) {
-            let _ = write!(l, " tos {}", pick(&mut rng, &["0x04", "0x08", "0x10", "0x1c", "0x20", "0x0c"]));
+            let _ = write!(
+                l,
+                " tos {}",
+                pick(&mut rng, &["0x04", "0x08", "0x10", "0x1c", "0x20", "0x0c"])
+            );
         }
         let table = *pick(&mut rng, &V4_TABLES);
-        let table = if rng.gen_ratio(1, 50) { "default" } else { table };
+        let table = if rng.gen_ratio(1, 50) {
+            "default"
+        } else {
+            table
+        };
         if table != "main" {
             let _ = write!(l, " table {table}");
         }
@@ -216,7 +260,12 @@ pub fn config(p: &Profile) -> Config {
             "" if rng.gen_bool(p.ecmp_share) => {
                 for _ in 0..rng.gen_range(2..=4) {
                     let d = rng.gen_range(0..DEVS.len());
-                    let _ = write!(l, " nexthop via {} weight {}", gw4(&mut rng, d), rng.gen_range(1..=4));
+                    let _ = write!(
+                        l,
+                        " nexthop via {} weight {}",
+                        gw4(&mut rng, d),
+                        rng.gen_range(1..=4)
+                    );
                     if rng.gen_bool(0.3) {
                         let _ = write!(l, " dev {}", DEVS[d]);
                     }
@@ -233,7 +282,12 @@ pub fn config(p: &Profile) -> Config {
                     }
                     7 => {
                         // A gateway on the wrong device: the kernel refuses it.
-                        let _ = write!(l, " via {} dev {}", gw4(&mut rng, d), DEVS[(d + 1) % DEVS.len()]);
+                        let _ = write!(
+                            l,
+                            " via {} dev {}",
+                            gw4(&mut rng, d),
+                            DEVS[(d + 1) % DEVS.len()]
+                        );
                     }
                     _ => {
                         let _ = write!(l, " dev {}", DEVS[d]);
@@ -243,7 +297,11 @@ pub fn config(p: &Profile) -> Config {
                     let _ = write!(l, " src 10.0.{d}.1");
                 }
                 if rng.gen_bool(0.05) {
-                    let _ = write!(l, " proto {}", pick(&mut rng, &["static", "bird", "bgp", "babel"]));
+                    let _ = write!(
+                        l,
+                        " proto {}",
+                        pick(&mut rng, &["static", "bird", "bgp", "babel"])
+                    );
                 }
             }
             "local " | "broadcast " | "multicast " => {
@@ -272,7 +330,17 @@ pub fn config(p: &Profile) -> Config {
             let _ = writeln!(c.v6, "route del {}", words.join(" "));
             continue;
         }
-        let verb = if churn { *pick(&mut rng, &["replace", "replace", "change", "append", "prepend"]) } else { *pick(&mut rng, &["add", "add", "add", "add", "append", "append", "prepend"]) };
+        let verb = if churn {
+            *pick(
+                &mut rng,
+                &["replace", "replace", "change", "append", "prepend"],
+            )
+        } else {
+            *pick(
+                &mut rng,
+                &["add", "add", "add", "add", "append", "append", "prepend"],
+            )
+        };
         // Re-use an earlier destination now and then, so that same-metric ECMP siblings form;
         // now and then the default route, the root of the kernel's tree.
         let (a, len) = if rng.gen_ratio(1, 100) {
@@ -292,11 +360,23 @@ pub fn config(p: &Profile) -> Config {
             89..=95 => "throw ",
             _ => "",
         };
-        let _ = write!(l, "{kind}{}", if len == 0 { "default".to_string() } else { format!("{a}/{len}") });
+        let _ = write!(
+            l,
+            "{kind}{}",
+            if len == 0 {
+                "default".to_string()
+            } else {
+                format!("{a}/{len}")
+            }
+        );
         // Not for `change`: a failed `change` of a source route can leave the kernel's source
         // subtree unreachable to lookups (a kernel bug, docs/semantics.md).
         if verb != "change" && rng.gen_bool(p.source_share) {
-            let s = if !c.sources_v6.is_empty() && rng.gen_bool(0.4) { *pick(&mut rng, &c.sources_v6) } else { random_v6_source(&mut rng) };
+            let s = if !c.sources_v6.is_empty() && rng.gen_bool(0.4) {
+                *pick(&mut rng, &c.sources_v6)
+            } else {
+                random_v6_source(&mut rng)
+            };
             c.sources_v6.push(s);
             let _ = write!(l, " from {}/{}", s.0, s.1);
         }
@@ -304,14 +384,23 @@ pub fn config(p: &Profile) -> Config {
         if table != "main" {
             let _ = write!(l, " table {table}");
         }
-        if let Some(m) = *pick(&mut rng, &[None, None, Some(1024u32), Some(256), Some(100), Some(2048)]) {
+        if let Some(m) = *pick(
+            &mut rng,
+            &[None, None, Some(1024u32), Some(256), Some(100), Some(2048)],
+        ) {
             let _ = write!(l, " metric {m}");
         }
         if kind.is_empty() {
             if rng.gen_bool(p.ecmp_share) {
                 for _ in 0..rng.gen_range(2..=3) {
                     let d = rng.gen_range(0..DEVS.len());
-                    let _ = write!(l, " nexthop via {} dev {} weight {}", gw6(&mut rng, d), DEVS[d], rng.gen_range(1..=4));
+                    let _ = write!(
+                        l,
+                        " nexthop via {} dev {} weight {}",
+                        gw6(&mut rng, d),
+                        DEVS[d],
+                        rng.gen_range(1..=4)
+                    );
                 }
             } else {
                 let d = rng.gen_range(0..DEVS.len());
@@ -349,30 +438,54 @@ fn rules(rng: &mut SmallRng, n: usize, v6: bool) -> String {
         }
         if rng.gen_bool(0.3) {
             if v6 {
-                let (a, len) = if rng.gen_bool(0.5) { random_v6_source(rng) } else { random_v6_prefix(rng) };
+                let (a, len) = if rng.gen_bool(0.5) {
+                    random_v6_source(rng)
+                } else {
+                    random_v6_prefix(rng)
+                };
                 let _ = write!(l, " from {a}/{}", len.min(64));
             } else {
                 let (a, len) = random_v4_prefix(rng);
                 let len = len.min(24);
-                let _ = write!(l, " from {}/{len}", Ipv4Addr::from(u32::from(a) & mask32(len)));
+                let _ = write!(
+                    l,
+                    " from {}/{len}",
+                    Ipv4Addr::from(u32::from(a) & mask32(len))
+                );
             }
         }
         if rng.gen_bool(0.3) {
             if v6 {
                 let (a, len) = random_v6_prefix(rng);
                 let len = len.min(48);
-                let _ = write!(l, " to {}/{len}", Ipv6Addr::from(u128::from(a) & mask128(len)));
+                let _ = write!(
+                    l,
+                    " to {}/{len}",
+                    Ipv6Addr::from(u128::from(a) & mask128(len))
+                );
             } else {
                 let (a, len) = random_v4_prefix(rng);
                 let len = len.min(16);
-                let _ = write!(l, " to {}/{len}", Ipv4Addr::from(u32::from(a) & mask32(len)));
+                let _ = write!(
+                    l,
+                    " to {}/{len}",
+                    Ipv4Addr::from(u32::from(a) & mask32(len))
+                );
             }
         }
         if rng.gen_bool(0.15) {
-            let _ = write!(l, " fwmark {}", pick(rng, &["0x1", "0x10/0xf0", "0x11", "7/0x7"]));
+            let _ = write!(
+                l,
+                " fwmark {}",
+                pick(rng, &["0x1", "0x10/0xf0", "0x11", "7/0x7"])
+            );
         }
         if rng.gen_bool(0.15) {
-            let _ = write!(l, " iif {}", pick(rng, &["lo", "veth0", "veth1", "veth3", "nosuchdev"]));
+            let _ = write!(
+                l,
+                " iif {}",
+                pick(rng, &["lo", "veth0", "veth1", "veth3", "nosuchdev"])
+            );
         }
         if rng.gen_bool(0.1) {
             let _ = write!(l, " oif {}", pick(rng, &["veth0", "veth2"]));
@@ -390,7 +503,11 @@ fn rules(rng: &mut SmallRng, n: usize, v6: bool) -> String {
             let _ = write!(l, " dport {}", pick(rng, &["80", "443", "1-1024"]));
         }
         if rng.gen_bool(0.1) {
-            let _ = write!(l, " uidrange {}", pick(rng, &["0-0", "1000-2000", "1-65535"]));
+            let _ = write!(
+                l,
+                " uidrange {}",
+                pick(rng, &["0-0", "1000-2000", "1-65535"])
+            );
         }
         match rng.gen_range(0..20) {
             0 if k + 1 < prefs.len() => {
@@ -403,7 +520,11 @@ fn rules(rng: &mut SmallRng, n: usize, v6: bool) -> String {
             5 => l.push_str(" lookup main suppress_prefixlength 0"),
             6 => l.push_str(" lookup 250"), // a table that does not exist
             _ => {
-                let _ = write!(l, " lookup {}", pick(rng, &["100", "101", "200", "main", "local", "default"]));
+                let _ = write!(
+                    l,
+                    " lookup {}",
+                    pick(rng, &["100", "101", "200", "main", "local", "default"])
+                );
                 if rng.gen_bool(0.1) {
                     let _ = write!(l, " suppress_prefixlength {}", rng.gen_range(0..=24));
                 }
@@ -439,7 +560,9 @@ pub fn probe_dst(rng: &mut SmallRng, c: &Config, v6: bool) -> IpAddr {
                     inside_v6(rng, q)
                 }
                 6 => {
-                    let net: Ipv6Addr = format!("2001:db8:{}::", rng.gen_range(0..6)).parse().unwrap();
+                    let net: Ipv6Addr = format!("2001:db8:{}::", rng.gen_range(0..6))
+                        .parse()
+                        .unwrap();
                     inside_v6(rng, (net, 64))
                 }
                 _ => {
@@ -449,14 +572,21 @@ pub fn probe_dst(rng: &mut SmallRng, c: &Config, v6: bool) -> IpAddr {
             };
             // Multicast and link-local destinations take other paths in the kernel.
             let top = a.segments()[0];
-            if top & 0xff00 != 0xff00 && top & 0xffc0 != 0xfe80 && !a.is_unspecified() && !a.is_loopback() {
+            if top & 0xff00 != 0xff00
+                && top & 0xffc0 != 0xfe80
+                && !a.is_unspecified()
+                && !a.is_loopback()
+            {
                 return IpAddr::V6(a);
             }
         }
     } else {
         loop {
             let a = match rng.gen_range(0..10) {
-                0..=5 if !c.prefixes_v4.is_empty() => { let q = *pick(rng, &c.prefixes_v4); inside_v4(rng, q) },
+                0..=5 if !c.prefixes_v4.is_empty() => {
+                    let q = *pick(rng, &c.prefixes_v4);
+                    inside_v4(rng, q)
+                }
                 6 => Ipv4Addr::new(10, 0, rng.gen_range(0..6), rng.gen()),
                 _ => Ipv4Addr::from(rng.gen::<u32>()),
             };

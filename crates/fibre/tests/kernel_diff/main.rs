@@ -53,7 +53,10 @@ fn norm_kernel(a: &Answer, names: &BTreeMap<u32, String>) -> Norm {
             vec![]
         }
     } else {
-        r.nexthops.iter().map(|h| (h.gateway, name(h.oif), h.weight)).collect()
+        r.nexthops
+            .iter()
+            .map(|h| (h.gateway, name(h.oif), h.weight))
+            .collect()
     };
     let v6 = r.dst.is_ipv6();
     if v6 {
@@ -63,7 +66,13 @@ fn norm_kernel(a: &Answer, names: &BTreeMap<u32, String>) -> Norm {
         table: r.table,
         kind: r.kind,
         dst: format!("{}/{}", r.dst, r.dst_len),
-        src: (r.src_len > 0).then(|| format!("{}/{}", r.src.unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED)), r.src_len)),
+        src: (r.src_len > 0).then(|| {
+            format!(
+                "{}/{}",
+                r.src.unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED)),
+                r.src_len
+            )
+        }),
         tos: r.tos,
         protocol: r.protocol,
         scope: r.scope,
@@ -75,19 +84,42 @@ fn norm_kernel(a: &Answer, names: &BTreeMap<u32, String>) -> Norm {
     }
 }
 
-fn norm_fibre<A: fibre::Address>(r: &Result<fibre::RouteAnswer<A>, fibre::Errno>, router: &Router) -> Norm {
+fn norm_fibre<A: fibre::Address>(
+    r: &Result<fibre::RouteAnswer<A>, fibre::Errno>,
+    router: &Router,
+) -> Norm {
     let a = match r {
         Err(e) => return Norm::Error(e.code()),
         Ok(a) => a,
     };
-    let Some(spec) = &a.route else { return Norm::Error(-1) };
+    let Some(spec) = &a.route else {
+        return Norm::Error(-1);
+    };
     norm_spec(spec, router)
 }
 
 fn norm_spec<A: fibre::Address>(spec: &RouteSpec<A>, router: &Router) -> Norm {
     let v6 = A::FAMILY == Family::Inet6;
-    let name = |d: Option<u32>| d.map(|d| router.links.name_of(d).map(str::to_string).unwrap_or_else(|| format!("if{d}")));
-    let mut hops: Vec<_> = spec.hops.iter().map(|h| (h.gateway.map(Into::into), name(h.dev), if spec.hops.len() > 1 { h.weight } else { 1 })).collect();
+    let name = |d: Option<u32>| {
+        d.map(|d| {
+            router
+                .links
+                .name_of(d)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("if{d}"))
+        })
+    };
+    let mut hops: Vec<_> = spec
+        .hops
+        .iter()
+        .map(|h| {
+            (
+                h.gateway.map(Into::into),
+                name(h.dev),
+                if spec.hops.len() > 1 { h.weight } else { 1 },
+            )
+        })
+        .collect();
     if v6 {
         if spec.kind.is_reject() && hops.is_empty() {
             hops.push((None, Some("lo".into()), 1));
@@ -102,9 +134,13 @@ fn norm_spec<A: fibre::Address>(spec: &RouteSpec<A>, router: &Router) -> Norm {
         tos: spec.tos,
         protocol: spec.protocol,
         scope: spec.scope,
-        metric: if v6 || spec.metric != 0 { Some(spec.metric) } else { None },
+        metric: if v6 || spec.metric != 0 {
+            Some(spec.metric)
+        } else {
+            None
+        },
         prefsrc: spec.prefsrc.map(Into::into),
-        pref: v6.then(|| match spec.pref {
+        pref: v6.then_some(match spec.pref {
             fibre::route::RouterPref::Medium => 0,
             fibre::route::RouterPref::High => 1,
             fibre::route::RouterPref::Low => 3,
@@ -119,7 +155,11 @@ fn ip_failures(stderr: &str) -> BTreeMap<usize, String> {
     let mut msg = String::new();
     for l in stderr.lines() {
         if let Some(rest) = l.strip_prefix("Command failed ") {
-            let n = rest.rsplit(':').next().and_then(|n| n.parse().ok()).expect("line number");
+            let n = rest
+                .rsplit(':')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .expect("line number");
             out.insert(n, std::mem::take(&mut msg));
         } else {
             msg = l.to_string();
@@ -141,25 +181,48 @@ fn pick<'a, T>(rng: &mut SmallRng, xs: &'a [T]) -> &'a T {
 
 /// Probes of every kind: plain, with a local source, with marks/TOS/ports/uid, with an output
 /// device, and forwarded (input device and a foreign source).
-fn probes(rng: &mut SmallRng, c: &gen::Config, s: &gen::Setup, ifindex: &BTreeMap<String, u32>, n: usize, v6: bool) -> Vec<Probe> {
+fn probes(
+    rng: &mut SmallRng,
+    c: &gen::Config,
+    s: &gen::Setup,
+    ifindex: &BTreeMap<String, u32>,
+    n: usize,
+    v6: bool,
+) -> Vec<Probe> {
     let mut out = Vec::with_capacity(n);
     let veths: Vec<u32> = gen::DEVS.iter().map(|d| ifindex[*d]).collect();
     for _ in 0..n {
         let dst = gen::probe_dst(rng, c, v6);
-        let mut p = Probe { fibmatch: rng.gen_ratio(9, 10), ..Probe::to(dst) };
+        let mut p = Probe {
+            fibmatch: rng.gen_ratio(9, 10),
+            ..Probe::to(dst)
+        };
         let mode = rng.gen_range(0..100);
         let extras = |p: &mut Probe, rng: &mut SmallRng| {
             if rng.gen_bool(0.4) {
-                p.mark = Some({ let r = rng.gen(); *pick(rng, &[0u32, 1, 0x10, 0x11, 0x17, 7, r]) });
+                p.mark = Some({
+                    let r = rng.gen();
+                    *pick(rng, &[0u32, 1, 0x10, 0x11, 0x17, 7, r])
+                });
             }
             if rng.gen_bool(0.3) {
                 p.tos = *pick(rng, &[0u8, 0x04, 0x08, 0x10, 0x14, 0x1c, 0x20, 0x30]);
             }
             if rng.gen_bool(0.3) {
-                p.ipproto = Some(if rng.gen_bool(0.1) { 47 } else { *pick(rng, &[6u8, 17, if v6 { 58 } else { 1 }]) });
+                p.ipproto = Some(if rng.gen_bool(0.1) {
+                    47
+                } else {
+                    *pick(rng, &[6u8, 17, if v6 { 58 } else { 1 }])
+                });
                 if rng.gen_bool(0.7) {
-                    p.sport = Some({ let r = rng.gen(); *pick(rng, &[53u16, 1000, 1500, 2001, r]) });
-                    p.dport = Some({ let r = rng.gen(); *pick(rng, &[80u16, 443, 1024, 8080, r]) });
+                    p.sport = Some({
+                        let r = rng.gen();
+                        *pick(rng, &[53u16, 1000, 1500, 2001, r])
+                    });
+                    p.dport = Some({
+                        let r = rng.gen();
+                        *pick(rng, &[80u16, 443, 1024, 8080, r])
+                    });
                 }
             }
             if rng.gen_bool(0.2) {
@@ -171,7 +234,10 @@ fn probes(rng: &mut SmallRng, c: &gen::Config, s: &gen::Setup, ifindex: &BTreeMa
             25..=39 => {
                 p.src = Some(if v6 {
                     match rng.gen_range(0..3) {
-                        0 if !c.sources_v6.is_empty() => IpAddr::V6({ let q = *pick(rng, &c.sources_v6); gen::inside_v6(rng, q) }),
+                        0 if !c.sources_v6.is_empty() => IpAddr::V6({
+                            let q = *pick(rng, &c.sources_v6);
+                            gen::inside_v6(rng, q)
+                        }),
                         _ => IpAddr::V6(*pick(rng, &s.local_v6)),
                     }
                 } else {
@@ -183,7 +249,11 @@ fn probes(rng: &mut SmallRng, c: &gen::Config, s: &gen::Setup, ifindex: &BTreeMa
             60..=69 => {
                 p.oif = Some(*pick(rng, &veths));
                 if rng.gen_bool(0.3) {
-                    p.src = Some(if v6 { IpAddr::V6(*pick(rng, &s.local_v6)) } else { IpAddr::V4(*pick(rng, &s.local_v4)) });
+                    p.src = Some(if v6 {
+                        IpAddr::V6(*pick(rng, &s.local_v6))
+                    } else {
+                        IpAddr::V4(*pick(rng, &s.local_v4))
+                    });
                 }
                 extras(&mut p, rng);
             }
@@ -191,7 +261,10 @@ fn probes(rng: &mut SmallRng, c: &gen::Config, s: &gen::Setup, ifindex: &BTreeMa
                 p.iif = Some(*pick(rng, &veths));
                 p.src = Some(if v6 {
                     match rng.gen_range(0..3) {
-                        0 if !c.sources_v6.is_empty() => IpAddr::V6({ let q = *pick(rng, &c.sources_v6); gen::inside_v6(rng, q) }),
+                        0 if !c.sources_v6.is_empty() => IpAddr::V6({
+                            let q = *pick(rng, &c.sources_v6);
+                            gen::inside_v6(rng, q)
+                        }),
                         _ => gen::probe_dst(rng, c, true),
                     }
                 } else {
@@ -295,8 +368,17 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     for (name, text, kernel, fibre_out) in [("v4", &cfg.v4, &k4, &f4), ("v6", &cfg.v6, &k6, &f6)] {
         let kf = ip_failures(&kernel.stderr);
         let ff: BTreeMap<usize, String> = {
-            let msgs: Vec<&str> = fibre_out.stderr.lines().filter(|l| !l.starts_with("Command failed")).collect();
-            fibre_out.failed.iter().copied().zip(msgs.into_iter().map(str::to_string)).collect()
+            let msgs: Vec<&str> = fibre_out
+                .stderr
+                .lines()
+                .filter(|l| !l.starts_with("Command failed"))
+                .collect();
+            fibre_out
+                .failed
+                .iter()
+                .copied()
+                .zip(msgs.into_iter().map(str::to_string))
+                .collect()
         };
         failed_lines += kf.len();
         let all: BTreeSet<usize> = kf.keys().chain(ff.keys()).copied().collect();
@@ -317,7 +399,11 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     let ifindex: BTreeMap<String, u32> = links.iter().cloned().collect();
     let names: BTreeMap<u32, String> = links.iter().map(|(n, i)| (*i, n.clone())).collect();
     for (n, i) in &ifindex {
-        assert_eq!(router.links.by_name(n).map(|l| l.index), Some(*i), "fibre numbers devices as the kernel does ({n})");
+        assert_eq!(
+            router.links.by_name(n).map(|l| l.index),
+            Some(*i),
+            "fibre numbers devices as the kernel does ({n})"
+        );
     }
 
     let mut oracle = Oracle::open(&ns).expect("netlink socket");
@@ -329,7 +415,11 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
         let answers = oracle.query(&ps).expect("kernel answers");
         for (probe, kernel) in ps.iter().zip(&answers) {
             let q = query_of(probe);
-            let ours = if v6 { norm_fibre(&router.route_get_v6(&q), &router) } else { norm_fibre(&router.route_get_v4(&q), &router) };
+            let ours = if v6 {
+                norm_fibre(&router.route_get_v6(&q), &router)
+            } else {
+                norm_fibre(&router.route_get_v4(&q), &router)
+            };
             let theirs = norm_kernel(kernel, &names);
             // Without fibmatch the kernel answers a resolved (cloned) route: compare the verdict.
             let same = if probe.fibmatch {
@@ -342,12 +432,21 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
                 }
             };
             if !same {
-                disagreements.push(format!("seed {} {}:\n    kernel {theirs:?}\n    fibre  {ours:?}", p.seed, describe(probe)));
+                disagreements.push(format!(
+                    "seed {} {}:\n    kernel {theirs:?}\n    fibre  {ours:?}",
+                    p.seed,
+                    describe(probe)
+                ));
             }
         }
         total += ps.len();
     }
-    Outcome { probes: total, disagreements, line_disagreements, failed_lines }
+    Outcome {
+        probes: total,
+        disagreements,
+        line_disagreements,
+        failed_lines,
+    }
 }
 
 /// Field-by-field equality, less the S-class parts: the router preference an IPv6 ECMP match
@@ -356,14 +455,25 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
 /// passes).
 fn same_route(ours: &Norm, theirs: &Norm, probe: &Probe, v6: bool) -> bool {
     match (ours, theirs) {
-        (Norm::Route { pref: p1, hops: h1, .. }, Norm::Route { pref: p2, hops: h2, .. }) if v6 && h1.len() > 1 && p1 != p2 => {
+        (
+            Norm::Route {
+                pref: p1, hops: h1, ..
+            },
+            Norm::Route {
+                pref: p2, hops: h2, ..
+            },
+        ) if v6 && h1.len() > 1 && p1 != p2 => {
             let mut a = ours.clone();
             if let Norm::Route { pref, .. } = &mut a {
                 *pref = *p2;
             }
             a == *theirs && h1 == h2
         }
-        (Norm::Route { hops, .. }, Norm::Error(22)) if !v6 && probe.iif.is_some() && hops.len() > 1 => true,
+        (Norm::Route { hops, .. }, Norm::Error(22))
+            if !v6 && probe.iif.is_some() && hops.len() > 1 =>
+        {
+            true
+        }
         _ => ours == theirs,
     }
 }
@@ -383,7 +493,11 @@ fn check(profiles: &[Profile], probes_per_family: usize) {
         let mut seen = BTreeMap::new();
         for d in o.disagreements {
             let lines: Vec<&str> = d.lines().collect();
-            let shape = format!("{} / {}", &lines[1][..lines[1].len().min(30)], &lines[2][..lines[2].len().min(30)]);
+            let shape = format!(
+                "{} / {}",
+                &lines[1][..lines[1].len().min(30)],
+                &lines[2][..lines[2].len().min(30)]
+            );
             let n = seen.entry(shape).or_insert(0);
             *n += 1;
             if *n <= 3 {
@@ -394,11 +508,26 @@ fn check(profiles: &[Profile], probes_per_family: usize) {
             eprintln!("  {n:>6} x {shape}");
         }
     }
-    assert!(bad.is_empty(), "{} E-class disagreements over {total} probes, first ones:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} E-class disagreements over {total} probes, first ones:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 fn base(seed: u64) -> Profile {
-    Profile { seed, routes_v4: 6000, routes_v6: 6000, rules: 0, tos_share: 0.05, ecmp_share: 0.1, source_share: 0.1, churn_share: 0.05, local_routes: false }
+    Profile {
+        seed,
+        routes_v4: 6000,
+        routes_v6: 6000,
+        rules: 0,
+        tos_share: 0.05,
+        ecmp_share: 0.1,
+        source_share: 0.1,
+        churn_share: 0.05,
+        local_routes: false,
+    }
 }
 
 #[test]
@@ -406,7 +535,14 @@ fn default_rules_fast_path() {
     if skip_or_fail("default_rules_fast_path") {
         return;
     }
-    check(&[Profile { routes_v4: 20000, routes_v6: 10000, ..base(1) }], 50_000);
+    check(
+        &[Profile {
+            routes_v4: 20000,
+            routes_v6: 10000,
+            ..base(1)
+        }],
+        50_000,
+    );
 }
 
 #[test]
@@ -414,7 +550,20 @@ fn policy_rules_every_selector() {
     if skip_or_fail("policy_rules_every_selector") {
         return;
     }
-    check(&[Profile { rules: 25, ..base(2) }, Profile { rules: 40, local_routes: true, ..base(3) }], 50_000);
+    check(
+        &[
+            Profile {
+                rules: 25,
+                ..base(2)
+            },
+            Profile {
+                rules: 40,
+                local_routes: true,
+                ..base(3)
+            },
+        ],
+        50_000,
+    );
 }
 
 #[test]
@@ -422,7 +571,15 @@ fn tos_metrics_and_churn() {
     if skip_or_fail("tos_metrics_and_churn") {
         return;
     }
-    check(&[Profile { tos_share: 0.4, churn_share: 0.3, rules: 10, ..base(4) }], 50_000);
+    check(
+        &[Profile {
+            tos_share: 0.4,
+            churn_share: 0.3,
+            rules: 10,
+            ..base(4)
+        }],
+        50_000,
+    );
 }
 
 #[test]
@@ -430,7 +587,16 @@ fn ecmp_and_ipv6_source_routes() {
     if skip_or_fail("ecmp_and_ipv6_source_routes") {
         return;
     }
-    check(&[Profile { ecmp_share: 0.5, source_share: 0.5, routes_v4: 5000, routes_v6: 15000, ..base(5) }], 50_000);
+    check(
+        &[Profile {
+            ecmp_share: 0.5,
+            source_share: 0.5,
+            routes_v4: 5000,
+            routes_v6: 15000,
+            ..base(5)
+        }],
+        50_000,
+    );
 }
 
 #[test]
@@ -438,7 +604,20 @@ fn mixed_large() {
     if skip_or_fail("mixed_large") {
         return;
     }
-    check(&[Profile { routes_v4: 20000, routes_v6: 20000, rules: 20, tos_share: 0.1, ecmp_share: 0.2, source_share: 0.2, churn_share: 0.1, local_routes: true, ..base(6) }], 50_000);
+    check(
+        &[Profile {
+            routes_v4: 20000,
+            routes_v6: 20000,
+            rules: 20,
+            tos_share: 0.1,
+            ecmp_share: 0.2,
+            source_share: 0.2,
+            churn_share: 0.1,
+            local_routes: true,
+            ..base(6)
+        }],
+        50_000,
+    );
 }
 
 #[allow(dead_code)]

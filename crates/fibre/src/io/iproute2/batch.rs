@@ -49,13 +49,23 @@ pub struct LineError {
 
 impl From<ParseError> for LineError {
     fn from(e: ParseError) -> Self {
-        let message = if e.errno == Errno::ENODEV { e.message } else { format!("Error: {}.", e.message.trim_end_matches('.')) };
-        LineError { errno: e.errno, message }
+        let message = if e.errno == Errno::ENODEV {
+            e.message
+        } else {
+            format!("Error: {}.", e.message.trim_end_matches('.'))
+        };
+        LineError {
+            errno: e.errno,
+            message,
+        }
     }
 }
 impl From<ChangeError> for LineError {
     fn from(e: ChangeError) -> Self {
-        LineError { errno: e.errno, message: e.to_string() }
+        LineError {
+            errno: e.errno,
+            message: e.to_string(),
+        }
     }
 }
 impl From<Errno> for LineError {
@@ -78,13 +88,21 @@ pub struct Batch {
 
 impl Batch {
     pub fn new(router: Router) -> Self {
-        Batch { router, family: None, json: false, mode: BatchMode::StopOnError, name: "-".into() }
+        Batch {
+            router,
+            family: None,
+            json: false,
+            mode: BatchMode::StopOnError,
+            name: "-".into(),
+        }
     }
 
     /// Runs every line of `text`, collecting what it prints.
     pub fn run_text(&mut self, text: &str) -> BatchOutput {
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let summary = self.run(text.as_bytes(), &mut out, &mut err).expect("in-memory input and output do not fail");
+        let summary = self
+            .run(text.as_bytes(), &mut out, &mut err)
+            .expect("in-memory input and output do not fail");
         BatchOutput {
             stdout: String::from_utf8(out).expect("utf-8"),
             stderr: String::from_utf8(err).expect("utf-8"),
@@ -96,7 +114,12 @@ impl Batch {
     /// Runs the lines of `input` as they come, printing each one's output before reading the
     /// next (so that ip's interleaving of results and errors is kept and input of any size
     /// streams). Only I/O errors are errors here; failed lines are in the summary.
-    pub fn run(&mut self, input: impl std::io::BufRead, stdout: &mut dyn std::io::Write, stderr: &mut dyn std::io::Write) -> std::io::Result<BatchOutput> {
+    pub fn run(
+        &mut self,
+        input: impl std::io::BufRead,
+        stdout: &mut dyn std::io::Write,
+        stderr: &mut dyn std::io::Write,
+    ) -> std::io::Result<BatchOutput> {
         let mut summary = BatchOutput::default();
         let atomic = self.mode == BatchMode::Atomic;
         if atomic {
@@ -111,7 +134,11 @@ impl Batch {
             stdout.write_all(printed.as_bytes())?;
             if let Err(e) = r {
                 summary.failed.push(lineno);
-                writeln!(stderr, "{}\nCommand failed {}:{lineno}", e.message, self.name)?;
+                writeln!(
+                    stderr,
+                    "{}\nCommand failed {}:{lineno}",
+                    e.message, self.name
+                )?;
                 if self.json {
                     let v = json!({"error": e.errno.name(), "errno": e.errno.code(), "line": lineno, "command": line.trim(), "message": e.message});
                     writeln!(stdout, "{v}")?;
@@ -165,15 +192,27 @@ impl Batch {
             Command::RouteFlush(f) => {
                 let mut changes = Vec::new();
                 if f.family != Some(Family::Inet6) {
-                    changes.extend(self.selected::<Ipv4Addr>(&f).into_iter().map(|r| Change::RouteDel4(r.table, exact(&r))));
+                    changes.extend(
+                        self.selected::<Ipv4Addr>(&f)
+                            .into_iter()
+                            .map(|r| Change::RouteDel4(r.table, exact(&r))),
+                    );
                 }
                 if f.family != Some(Family::Inet) {
-                    changes.extend(self.selected::<Ipv6Addr>(&f).into_iter().map(|r| Change::RouteDel6(r.table, exact(&r))));
+                    changes.extend(
+                        self.selected::<Ipv6Addr>(&f)
+                            .into_iter()
+                            .map(|r| Change::RouteDel6(r.table, exact(&r))),
+                    );
                 }
                 for c in changes {
                     // A route removed with an earlier one (IPv6 siblings) is already gone.
                     match self.router.change(&c) {
-                        Ok(()) | Err(ChangeError { errno: Errno::ESRCH, .. }) => {}
+                        Ok(())
+                        | Err(ChangeError {
+                            errno: Errno::ESRCH,
+                            ..
+                        }) => {}
                         Err(e) => return Err(e.into()),
                     }
                 }
@@ -181,8 +220,20 @@ impl Batch {
             }
             Command::RuleShow(fam) => {
                 let lines = match fam {
-                    Family::Inet => self.router.v4.rules.iter().map(|r| (rule_text(r), rule_json(r))).collect(),
-                    Family::Inet6 => self.router.v6.rules.iter().map(|r| (rule_text(r), rule_json(r))).collect(),
+                    Family::Inet => self
+                        .router
+                        .v4
+                        .rules
+                        .iter()
+                        .map(|r| (rule_text(r), rule_json(r)))
+                        .collect(),
+                    Family::Inet6 => self
+                        .router
+                        .v6
+                        .rules
+                        .iter()
+                        .map(|r| (rule_text(r), rule_json(r)))
+                        .collect(),
                 };
                 self.emit(lines, stdout);
                 Ok(())
@@ -194,8 +245,16 @@ impl Batch {
                     .iter()
                     .map(|l| {
                         let state = if l.up { "UP" } else { "DOWN" };
-                        let text = format!("{}: {}: <{}> state {state}", l.index, l.name, if l.up { "UP" } else { "" });
-                        (text, json!({"ifindex": l.index, "ifname": l.name, "operstate": state}))
+                        let text = format!(
+                            "{}: {}: <{}> state {state}",
+                            l.index,
+                            l.name,
+                            if l.up { "UP" } else { "" }
+                        );
+                        (
+                            text,
+                            json!({"ifindex": l.index, "ifname": l.name, "operstate": state}),
+                        )
                     })
                     .collect();
                 self.emit(lines, stdout);
@@ -234,13 +293,24 @@ impl Batch {
         }
     }
 
-    fn print_answer<A: RouterFamily>(&self, a: &RouteAnswer<A>, q: &RouteQuery, stdout: &mut String) {
+    fn print_answer<A: RouterFamily>(
+        &self,
+        a: &RouteAnswer<A>,
+        q: &RouteQuery,
+        stdout: &mut String,
+    ) {
         let links = &self.router.links;
         let line = match (&a.route, q.fibmatch) {
-            (Some(r), true) => (route_text(r, links, true), Value::Object(route_json(r, links, true))),
+            (Some(r), true) => (
+                route_text(r, links, true),
+                Value::Object(route_json(r, links, true)),
+            ),
             _ => {
                 let uid = q.uid.unwrap_or(0);
-                (answer_text(a, links, uid), Value::Object(answer_json(a, links, uid)))
+                (
+                    answer_text(a, links, uid),
+                    Value::Object(answer_json(a, links, uid)),
+                )
             }
         };
         self.emit(vec![line], stdout);
@@ -249,12 +319,23 @@ impl Batch {
     fn selected<A: RouterFamily>(&self, f: &ShowFilter) -> Vec<RouteSpec<A>> {
         let narrow = |p: &Option<IpPrefix>| -> Option<Option<Prefix<A>>> {
             p.map(|p| match p {
-                IpPrefix::V4(p) => (A::FAMILY == Family::Inet).then(|| Prefix::from_bits(A::from_ip(p.addr().into()).unwrap().to_bits(), p.len())).flatten(),
-                IpPrefix::V6(p) => (A::FAMILY == Family::Inet6).then(|| Prefix::from_bits(A::from_ip(p.addr().into()).unwrap().to_bits(), p.len())).flatten(),
+                IpPrefix::V4(p) => (A::FAMILY == Family::Inet)
+                    .then(|| {
+                        Prefix::from_bits(A::from_ip(p.addr().into()).unwrap().to_bits(), p.len())
+                    })
+                    .flatten(),
+                IpPrefix::V6(p) => (A::FAMILY == Family::Inet6)
+                    .then(|| {
+                        Prefix::from_bits(A::from_ip(p.addr().into()).unwrap().to_bits(), p.len())
+                    })
+                    .flatten(),
             })
         };
         let (root, matching, exact_p) = (narrow(&f.root), narrow(&f.matching), narrow(&f.exact));
-        if [root, matching, exact_p].iter().any(|p| matches!(p, Some(None))) {
+        if [root, matching, exact_p]
+            .iter()
+            .any(|p| matches!(p, Some(None)))
+        {
             return Vec::new(); // a filter of the other family selects nothing here
         }
         self.router
@@ -268,7 +349,10 @@ impl Batch {
             .filter(|r| exact_p.flatten().is_none_or(|p| r.dst == p))
             .filter(|r| f.kind.is_none_or(|k| k == r.kind))
             .filter(|r| f.protocol.is_none_or(|p| p == r.protocol))
-            .filter(|r| f.dev.is_none_or(|d| r.hops.iter().any(|h| h.dev == Some(d))))
+            .filter(|r| {
+                f.dev
+                    .is_none_or(|d| r.hops.iter().any(|h| h.dev == Some(d)))
+            })
             .collect()
     }
 
@@ -280,7 +364,15 @@ impl Batch {
         if A::FAMILY == Family::Inet6 {
             routes = merge_siblings(routes);
         }
-        routes.iter().map(|r| (route_text(r, links, show_table), Value::Object(route_json(r, links, show_table)))).collect()
+        routes
+            .iter()
+            .map(|r| {
+                (
+                    route_text(r, links, show_table),
+                    Value::Object(route_json(r, links, show_table)),
+                )
+            })
+            .collect()
     }
 }
 
@@ -291,7 +383,11 @@ fn merge_siblings<A: Address>(routes: Vec<RouteSpec<A>>) -> Vec<RouteSpec<A>> {
         let ecmp = r.hops.len() == 1 && r.hops[0].gateway.is_some();
         if ecmp {
             if let Some(prev) = out.iter_mut().find(|p| {
-                p.table == r.table && p.dst == r.dst && p.src == r.src && p.metric == r.metric && p.hops.first().is_some_and(|h| h.gateway.is_some())
+                p.table == r.table
+                    && p.dst == r.dst
+                    && p.src == r.src
+                    && p.metric == r.metric
+                    && p.hops.first().is_some_and(|h| h.gateway.is_some())
             }) {
                 prev.hops.extend(r.hops);
                 continue;

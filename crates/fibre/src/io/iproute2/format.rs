@@ -21,11 +21,20 @@ pub fn prefix_text<A: Address>(p: &crate::prefix::Prefix<A>) -> String {
 
 /// `rtnl_dsfield_n2a`: a name from rt_dsfield, else hex.
 pub fn tos_text(tos: u8) -> String {
-    DSFIELD_NAMES.iter().find(|(v, _)| *v == tos).map(|(_, n)| n.to_string()).unwrap_or_else(|| format!("0x{tos:x}"))
+    DSFIELD_NAMES
+        .iter()
+        .find(|(v, _)| *v == tos)
+        .map(|(_, n)| n.to_string())
+        .unwrap_or_else(|| format!("0x{tos:x}"))
 }
 
 fn dev_name(links: &Links, dev: Option<IfIndex>) -> Option<String> {
-    dev.map(|d| links.name_of(d).map(str::to_string).unwrap_or_else(|| format!("if{d}")))
+    dev.map(|d| {
+        links
+            .name_of(d)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("if{d}"))
+    })
 }
 
 /// The device a route shows: IPv6 reject routes sit on `lo`.
@@ -133,7 +142,11 @@ pub fn route_text<A: Address>(r: &RouteSpec<A>, links: &Links, show_table: bool)
 }
 
 /// One route as an `ip -j route show` object.
-pub fn route_json<A: Address>(r: &RouteSpec<A>, links: &Links, show_table: bool) -> Map<String, Value> {
+pub fn route_json<A: Address>(
+    r: &RouteSpec<A>,
+    links: &Links,
+    show_table: bool,
+) -> Map<String, Value> {
     let mut m = Map::new();
     if r.kind != RouteType::Unicast {
         m.insert("type".into(), json!(r.kind.name()));
@@ -208,14 +221,21 @@ pub fn answer_json<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> M
     m.insert("dst".into(), json!(a.dst.to_string()));
     // IPv6 always names the source; IPv4 when the query gave one (and then shows no prefsrc).
     if A::FAMILY == Family::Inet6 || a.src.is_some() {
-        m.insert("from".into(), json!(a.src.unwrap_or_else(A::unspecified).to_string()));
+        m.insert(
+            "from".into(),
+            json!(a.src.unwrap_or_else(A::unspecified).to_string()),
+        );
     }
     if let Some(gw) = a.gateway {
         m.insert("gateway".into(), json!(gw.to_string()));
     }
     let local = kind == RouteType::Local;
     // Packets to our own addresses are delivered through lo.
-    let dev = if local { Some("lo".to_string()) } else { dev_name(links, a.dev) };
+    let dev = if local {
+        Some("lo".to_string())
+    } else {
+        dev_name(links, a.dev)
+    };
     if let Some(d) = dev {
         m.insert("dev".into(), json!(d));
     }
@@ -227,7 +247,10 @@ pub fn answer_json<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> M
             m.insert("protocol".into(), json!(protocol_name(r.protocol)));
         }
     }
-    if let Some(p) = a.prefsrc.filter(|_| A::FAMILY == Family::Inet6 || a.src.is_none()) {
+    if let Some(p) = a
+        .prefsrc
+        .filter(|_| A::FAMILY == Family::Inet6 || a.src.is_none())
+    {
         m.insert("prefsrc".into(), json!(p.to_string()));
     }
     if A::FAMILY == Family::Inet6 {
@@ -247,7 +270,10 @@ pub fn answer_json<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> M
         if iif.is_none() {
             m.insert("uid".into(), json!(uid));
         }
-        m.insert("cache".into(), json!(if local { vec!["local"] } else { vec![] }));
+        m.insert(
+            "cache".into(),
+            json!(if local { vec!["local"] } else { vec![] }),
+        );
         if let Some(i) = iif {
             m.insert("iif".into(), i);
         }
@@ -265,12 +291,25 @@ pub fn answer_text<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> S
     }
     // IPv4 prints the input device after the cache line.
     let iif_inline = A::FAMILY == Family::Inet6;
-    for (key, word) in [("dst", ""), ("from", "from"), ("gateway", "via"), ("dev", "dev"), ("table", "table"), ("protocol", "proto"), ("prefsrc", "src"), ("metric", "metric"), ("iif", "iif")] {
+    for (key, word) in [
+        ("dst", ""),
+        ("from", "from"),
+        ("gateway", "via"),
+        ("dev", "dev"),
+        ("table", "table"),
+        ("protocol", "proto"),
+        ("prefsrc", "src"),
+        ("metric", "metric"),
+        ("iif", "iif"),
+    ] {
         if key == "iif" && !iif_inline {
             continue;
         }
         if let Some(v) = m.get(key) {
-            let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+            let v = v
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string());
             if word.is_empty() {
                 let _ = write!(s, "{v} ");
             } else {
@@ -320,7 +359,11 @@ pub fn rule_text<A: Address>(r: &Rule<A>) -> String {
     if r.invert {
         s.push_str("not ");
     }
-    let _ = write!(s, "from {}", r.src.as_ref().map_or("all".to_string(), prefix_text));
+    let _ = write!(
+        s,
+        "from {}",
+        r.src.as_ref().map_or("all".to_string(), prefix_text)
+    );
     if let Some(d) = &r.dst {
         let _ = write!(s, " to {}", prefix_text(d));
     }

@@ -24,13 +24,25 @@ pub struct ParseError {
 
 impl ParseError {
     fn new(token: &str, message: impl Into<String>) -> Self {
-        ParseError { errno: Errno::EINVAL, token: Some(token.to_string()), message: message.into() }
+        ParseError {
+            errno: Errno::EINVAL,
+            token: Some(token.to_string()),
+            message: message.into(),
+        }
     }
     fn bare(message: impl Into<String>) -> Self {
-        ParseError { errno: Errno::EINVAL, token: None, message: message.into() }
+        ParseError {
+            errno: Errno::EINVAL,
+            token: None,
+            message: message.into(),
+        }
     }
     fn device(name: &str) -> Self {
-        ParseError { errno: Errno::ENODEV, token: Some(name.to_string()), message: format!("Cannot find device \"{name}\"") }
+        ParseError {
+            errno: Errno::ENODEV,
+            token: Some(name.to_string()),
+            message: format!("Cannot find device \"{name}\""),
+        }
     }
 }
 impl fmt::Display for ParseError {
@@ -152,7 +164,8 @@ impl<'a> Args<'a> {
     }
     /// The argument of keyword `kw`.
     fn value(&mut self, kw: &str) -> Result<&'a str> {
-        self.next().ok_or_else(|| ParseError::new(kw, format!("argument is missing for \"{kw}\"")))
+        self.next()
+            .ok_or_else(|| ParseError::new(kw, format!("argument is missing for \"{kw}\"")))
     }
 }
 
@@ -161,7 +174,9 @@ fn bad_arg(what: &str, tok: &str) -> ParseError {
 }
 
 fn num<T: TryFrom<u32>>(what: &str, tok: &str) -> Result<T> {
-    parse_u32(tok).and_then(|v| T::try_from(v).ok()).ok_or_else(|| bad_arg(&format!("invalid {what}"), tok))
+    parse_u32(tok)
+        .and_then(|v| T::try_from(v).ok())
+        .ok_or_else(|| bad_arg(&format!("invalid {what}"), tok))
 }
 
 /// An address of either family. IPv4 accepts ip's short forms (`10`, `10.1`).
@@ -170,7 +185,11 @@ fn parse_ip(tok: &str) -> Option<IpAddr> {
         return Some(a);
     }
     let parts: Vec<&str> = tok.split('.').collect();
-    if parts.len() < 4 && parts.iter().all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit())) {
+    if parts.len() < 4
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
+    {
         let mut o = [0u8; 4];
         for (i, p) in parts.iter().enumerate() {
             o[i] = p.parse().ok()?;
@@ -181,7 +200,12 @@ fn parse_ip(tok: &str) -> Option<IpAddr> {
 }
 
 fn addr_of<A: Address>(tok: &str) -> Result<A> {
-    parse_ip(tok).and_then(A::from_ip).ok_or_else(|| ParseError::new(tok, format!("invalid {} address \"{tok}\"", A::FAMILY.name())))
+    parse_ip(tok).and_then(A::from_ip).ok_or_else(|| {
+        ParseError::new(
+            tok,
+            format!("invalid {} address \"{tok}\"", A::FAMILY.name()),
+        )
+    })
 }
 
 /// `default`, `all`, `ADDR` or `ADDR/LEN`, in a family or deciding it.
@@ -196,7 +220,12 @@ fn parse_any_prefix(tok: &str) -> Result<AnyPrefix> {
     if tok == "default" || tok == "all" || tok == "any" {
         return Ok(AnyPrefix::Default);
     }
-    let bad = || ParseError::new(tok, format!("any valid prefix is expected rather than \"{tok}\""));
+    let bad = || {
+        ParseError::new(
+            tok,
+            format!("any valid prefix is expected rather than \"{tok}\""),
+        )
+    };
     let (a, l) = match tok.split_once('/') {
         Some((a, l)) => (a, Some(l)),
         None => (tok, None),
@@ -206,7 +235,9 @@ fn parse_any_prefix(tok: &str) -> Result<AnyPrefix> {
     let len = match l {
         None => width,
         Some(l) => {
-            let n = parse_u32(l).filter(|n| *n <= width as u32).ok_or_else(bad)?;
+            let n = parse_u32(l)
+                .filter(|n| *n <= width as u32)
+                .ok_or_else(bad)?;
             n as u8
         }
     };
@@ -231,9 +262,15 @@ impl AnyPrefix {
             AnyPrefix::V4(a, l) => (a.into(), l),
             AnyPrefix::V6(a, l) => (a.into(), l),
         };
-        let a = A::from_ip(ip).ok_or_else(|| ParseError::new(tok, format!("\"{tok}\" is not an {} prefix", A::FAMILY.name())))?;
+        let a = A::from_ip(ip).ok_or_else(|| {
+            ParseError::new(
+                tok,
+                format!("\"{tok}\" is not an {} prefix", A::FAMILY.name()),
+            )
+        })?;
         if strict {
-            Prefix::new_strict(a, len).ok_or_else(|| ParseError::new(tok, "Invalid prefix for given prefix length"))
+            Prefix::new_strict(a, len)
+                .ok_or_else(|| ParseError::new(tok, "Invalid prefix for given prefix length"))
         } else {
             Ok(Prefix::new(a, len))
         }
@@ -241,7 +278,11 @@ impl AnyPrefix {
 }
 
 fn dev_index(router: &Router, name: &str) -> Result<IfIndex> {
-    router.links.by_name(name).map(|l| l.index).ok_or_else(|| ParseError::device(name))
+    router
+        .links
+        .by_name(name)
+        .map(|l| l.index)
+        .ok_or_else(|| ParseError::device(name))
 }
 
 /// DS field values by name, as in iproute2's `rt_dsfield`.
@@ -269,7 +310,10 @@ pub const DSFIELD_NAMES: &[(u8, &str)] = &[
 ];
 
 fn parse_tos(tok: &str) -> Result<u8> {
-    if let Some((v, _)) = DSFIELD_NAMES.iter().find(|(_, n)| n.eq_ignore_ascii_case(tok)) {
+    if let Some((v, _)) = DSFIELD_NAMES
+        .iter()
+        .find(|(_, n)| n.eq_ignore_ascii_case(tok))
+    {
         return Ok(*v);
     }
     // rtnl_dsfield_a2n reads hex whatever the prefix.
@@ -314,7 +358,9 @@ pub fn parse_line(line: &str, family: Option<Family>, router: &Router) -> Result
         }
         args.next();
     }
-    let Some(object) = args.next() else { return Ok(Command::Nothing) };
+    let Some(object) = args.next() else {
+        return Ok(Command::Nothing);
+    };
     let verb = args.next().unwrap_or("show");
     if matches(object, "link") {
         parse_link(verb, &mut args, router)
@@ -325,7 +371,10 @@ pub fn parse_line(line: &str, family: Option<Family>, router: &Router) -> Result
     } else if matches(object, "rule") {
         parse_rule(verb, &mut args, family, router)
     } else {
-        Err(ParseError::new(object, format!("Object \"{object}\" is unknown, try \"ip help\"")))
+        Err(ParseError::new(
+            object,
+            format!("Object \"{object}\" is unknown, try \"ip help\""),
+        ))
     }
 }
 
@@ -340,7 +389,10 @@ fn parse_link(verb: &str, args: &mut Args<'_>, router: &Router) -> Result<Comman
                 "type" => {
                     let k = args.value(t)?;
                     if k != "veth" {
-                        return Err(ParseError::new(k, format!("link type \"{k}\" is not supported (this kernel has veth)")));
+                        return Err(ParseError::new(
+                            k,
+                            format!("link type \"{k}\" is not supported (this kernel has veth)"),
+                        ));
                     }
                     kind = Some(k);
                     // Type arguments: `peer [name] NAME`.
@@ -352,7 +404,12 @@ fn parse_link(verb: &str, args: &mut Args<'_>, router: &Router) -> Result<Comman
                                 args.value(p)?;
                             }
                             other if peer.is_none() => peer = Some(other.to_string()),
-                            other => return Err(ParseError::new(other, format!("unknown veth argument \"{other}\""))),
+                            other => {
+                                return Err(ParseError::new(
+                                    other,
+                                    format!("unknown veth argument \"{other}\""),
+                                ))
+                            }
                         }
                     }
                 }
@@ -366,7 +423,9 @@ fn parse_link(verb: &str, args: &mut Args<'_>, router: &Router) -> Result<Comman
         }
         let name = name.ok_or_else(|| ParseError::bare("link add needs a name"))?;
         if kind.is_none() {
-            return Err(ParseError::bare("Not enough information: \"type\" argument is required"));
+            return Err(ParseError::bare(
+                "Not enough information: \"type\" argument is required",
+            ));
         }
         let peer = peer.ok_or_else(|| ParseError::bare("veth needs \"peer name NAME\""))?;
         check_ifname(&name)?;
@@ -382,10 +441,17 @@ fn parse_link(verb: &str, args: &mut Args<'_>, router: &Router) -> Result<Comman
                 "down" => up = Some(false),
                 "dev" => dev = Some(args.value(t)?),
                 other if dev.is_none() => dev = Some(other),
-                other => return Err(ParseError::new(other, format!("\"{other}\" is not supported by fibre's link set"))),
+                other => {
+                    return Err(ParseError::new(
+                        other,
+                        format!("\"{other}\" is not supported by fibre's link set"),
+                    ))
+                }
             }
         }
-        let dev = dev.ok_or_else(|| ParseError::bare("Not enough of information: \"dev\" argument is required"))?;
+        let dev = dev.ok_or_else(|| {
+            ParseError::bare("Not enough of information: \"dev\" argument is required")
+        })?;
         let dev = dev_index(router, dev)?;
         let up = up.ok_or_else(|| ParseError::bare("link set needs up or down"))?;
         return Ok(Command::Apply(Change::LinkSet { dev, up }));
@@ -401,29 +467,53 @@ fn parse_link(verb: &str, args: &mut Args<'_>, router: &Router) -> Result<Comman
                 other => dev = Some(other),
             }
         }
-        let dev = dev.ok_or_else(|| ParseError::bare("Not enough information: \"dev\" argument is required"))?;
-        return Ok(Command::Apply(Change::LinkDel { dev: dev_index(router, dev)? }));
+        let dev = dev.ok_or_else(|| {
+            ParseError::bare("Not enough information: \"dev\" argument is required")
+        })?;
+        return Ok(Command::Apply(Change::LinkDel {
+            dev: dev_index(router, dev)?,
+        }));
     }
     if matches(verb, "show") || matches(verb, "list") {
         return Ok(Command::LinkShow);
     }
-    Err(ParseError::new(verb, format!("Command \"{verb}\" is unknown, try \"ip link help\"")))
+    Err(ParseError::new(
+        verb,
+        format!("Command \"{verb}\" is unknown, try \"ip link help\""),
+    ))
 }
 
 fn check_ifname(name: &str) -> Result<()> {
-    if name.is_empty() || name.len() >= 16 || name.contains('/') || name.chars().any(char::is_whitespace) || name == "." || name == ".." {
-        return Err(ParseError::new(name, format!("\"{name}\" is not a valid ifname")));
+    if name.is_empty()
+        || name.len() >= 16
+        || name.contains('/')
+        || name.chars().any(char::is_whitespace)
+        || name == "."
+        || name == ".."
+    {
+        return Err(ParseError::new(
+            name,
+            format!("\"{name}\" is not a valid ifname"),
+        ));
     }
     Ok(())
 }
 
-fn parse_addr(verb: &str, args: &mut Args<'_>, family: Option<Family>, router: &Router) -> Result<Command> {
+fn parse_addr(
+    verb: &str,
+    args: &mut Args<'_>,
+    family: Option<Family>,
+    router: &Router,
+) -> Result<Command> {
     if matches(verb, "show") || matches(verb, "list") {
         return Ok(Command::AddrShow(family));
     }
     let add = matches(verb, "add") || verb == "replace" || verb == "change";
     if !add && !matches(verb, "delete") {
-        return Err(ParseError::new(verb, format!("Command \"{verb}\" is unknown, try \"ip addr help\"")));
+        return Err(ParseError::new(
+            verb,
+            format!("Command \"{verb}\" is unknown, try \"ip addr help\""),
+        ));
     }
     let mut local: Option<(AnyPrefix, &str)> = None;
     let mut dev = None;
@@ -432,7 +522,12 @@ fn parse_addr(verb: &str, args: &mut Args<'_>, family: Option<Family>, router: &
     let mut noprefixroute = false;
     while let Some(t) = args.next() {
         match t {
-            "peer" | "remote" => return Err(ParseError::new(t, "peer addresses are not supported by fibre")),
+            "peer" | "remote" => {
+                return Err(ParseError::new(
+                    t,
+                    "peer addresses are not supported by fibre",
+                ))
+            }
             "broadcast" | "brd" => brd = Some(args.value(t)?),
             "anycast" | "label" | "scope" | "valid_lft" | "preferred_lft" | "proto" => {
                 args.value(t)?;
@@ -446,11 +541,18 @@ fn parse_addr(verb: &str, args: &mut Args<'_>, family: Option<Family>, router: &
                 local = Some((parse_any_prefix(v)?, v));
             }
             other if local.is_none() => local = Some((parse_any_prefix(other)?, other)),
-            other => return Err(ParseError::new(other, format!("\"{other}\" is unknown or duplicate"))),
+            other => {
+                return Err(ParseError::new(
+                    other,
+                    format!("\"{other}\" is unknown or duplicate"),
+                ))
+            }
         }
     }
-    let (p, tok) = local.ok_or_else(|| ParseError::bare("Not enough information: \"local\" address is required"))?;
-    let dev_name = dev.ok_or_else(|| ParseError::bare("Not enough information: \"dev\" argument is required"))?;
+    let (p, tok) = local
+        .ok_or_else(|| ParseError::bare("Not enough information: \"local\" address is required"))?;
+    let dev_name = dev
+        .ok_or_else(|| ParseError::bare("Not enough information: \"dev\" argument is required"))?;
     let dev = dev_index(router, dev_name)?;
     match p {
         AnyPrefix::V4(a, len) => {
@@ -463,15 +565,37 @@ fn parse_addr(verb: &str, args: &mut Args<'_>, family: Option<Family>, router: &
                 Some("+") => (len < 31).then(|| subnet.last()),
                 Some(b) => Some(addr_of::<Ipv4Addr>(b)?),
             };
-            let ifa = IfAddr { addr: a, len, dev, broadcast, noprefixroute, metric };
-            Ok(Command::Apply(if add { Change::AddrAdd4(ifa) } else { Change::AddrDel4(ifa) }))
+            let ifa = IfAddr {
+                addr: a,
+                len,
+                dev,
+                broadcast,
+                noprefixroute,
+                metric,
+            };
+            Ok(Command::Apply(if add {
+                Change::AddrAdd4(ifa)
+            } else {
+                Change::AddrDel4(ifa)
+            }))
         }
         AnyPrefix::V6(a, len) => {
             if family == Some(Family::Inet) {
                 return Err(ParseError::new(tok, "address family mismatch"));
             }
-            let ifa = IfAddr { addr: a, len, dev, broadcast: None, noprefixroute, metric };
-            Ok(Command::Apply(if add { Change::AddrAdd6(ifa) } else { Change::AddrDel6(ifa) }))
+            let ifa = IfAddr {
+                addr: a,
+                len,
+                dev,
+                broadcast: None,
+                noprefixroute,
+                metric,
+            };
+            Ok(Command::Apply(if add {
+                Change::AddrAdd6(ifa)
+            } else {
+                Change::AddrDel6(ifa)
+            }))
         }
         AnyPrefix::Default => Err(ParseError::new(tok, "an address is expected")),
     }
@@ -511,18 +635,29 @@ impl RawHop<'_> {
 }
 
 fn parse_route_args<'a>(args: &mut Args<'a>, deleting: bool) -> Result<RouteArgs<'a>> {
-    let mut r = RouteArgs { hops: vec![RawHop::default()], ..Default::default() };
+    let mut r = RouteArgs {
+        hops: vec![RawHop::default()],
+        ..Default::default()
+    };
     let mut cur = 0usize;
     while let Some(t) = args.next() {
         if t == "src" {
             let v = args.value(t)?;
-            r.prefsrc = Some((parse_ip(v).ok_or_else(|| ParseError::new(v, format!("invalid source address \"{v}\"")))?, v));
+            r.prefsrc = Some((
+                parse_ip(v)
+                    .ok_or_else(|| ParseError::new(v, format!("invalid source address \"{v}\"")))?,
+                v,
+            ));
         } else if matches(t, "via") {
             let mut v = args.value(t)?;
             if v == "inet" || v == "inet6" {
                 v = args.value(t)?;
             }
-            r.hops[cur].via = Some((parse_ip(v).ok_or_else(|| ParseError::new(v, format!("invalid gateway \"{v}\"")))?, v));
+            r.hops[cur].via = Some((
+                parse_ip(v)
+                    .ok_or_else(|| ParseError::new(v, format!("invalid gateway \"{v}\"")))?,
+                v,
+            ));
         } else if t == "from" {
             let v = args.value(t)?;
             r.from = Some((parse_any_prefix(v)?, v));
@@ -539,7 +674,10 @@ fn parse_route_args<'a>(args: &mut Args<'a>, deleting: bool) -> Result<RouteArgs
         } else if matches(t, "nexthop") {
             if !r.multipath {
                 if !r.hops[0].is_empty() {
-                    return Err(ParseError::new(t, "a single next hop cannot be combined with \"nexthop\""));
+                    return Err(ParseError::new(
+                        t,
+                        "a single next hop cannot be combined with \"nexthop\"",
+                    ));
                 }
                 r.hops.clear();
                 r.multipath = true;
@@ -548,7 +686,10 @@ fn parse_route_args<'a>(args: &mut Args<'a>, deleting: bool) -> Result<RouteArgs
             cur = r.hops.len() - 1;
         } else if t == "weight" {
             if !r.multipath {
-                return Err(ParseError::new(t, "\"weight\" is only valid inside \"nexthop\""));
+                return Err(ParseError::new(
+                    t,
+                    "\"weight\" is only valid inside \"nexthop\"",
+                ));
             }
             let w: u16 = num("weight", args.value(t)?)?;
             if !(1..=256).contains(&w) {
@@ -557,24 +698,60 @@ fn parse_route_args<'a>(args: &mut Args<'a>, deleting: bool) -> Result<RouteArgs
             r.hops[cur].weight = Some(w);
         } else if matches(t, "protocol") {
             let v = args.value(t)?;
-            r.protocol = Some(protocol_from_name(v).ok_or_else(|| bad_arg("\"protocol\" value is invalid", v))?);
+            r.protocol = Some(
+                protocol_from_name(v).ok_or_else(|| bad_arg("\"protocol\" value is invalid", v))?,
+            );
         } else if matches(t, "table") {
             let v = args.value(t)?;
-            r.table = Some(table_from_name(v).ok_or_else(|| bad_arg("\"table\" value is invalid", v))?);
+            r.table =
+                Some(table_from_name(v).ok_or_else(|| bad_arg("\"table\" value is invalid", v))?);
         } else if t == "dev" || t == "oif" {
             r.hops[cur].dev = Some(args.value(t)?);
         } else if t == "pref" {
             let v = args.value(t)?;
-            r.pref = Some(RouterPref::from_name(v).ok_or_else(|| bad_arg("\"pref\" value is invalid", v))?);
+            r.pref = Some(
+                RouterPref::from_name(v).ok_or_else(|| bad_arg("\"pref\" value is invalid", v))?,
+            );
         } else if t == "onlink" {
             r.hops[cur].onlink = true;
         } else if matches(t, "scope") {
             let v = args.value(t)?;
-            r.scope = Some(scope_from_name(v).ok_or_else(|| bad_arg("invalid \"scope\" value", v))?);
-        } else if matches(t, "expires") || t == "nhid" || t == "vrf" || matches(t, "realms") || t == "encap" || t == "as" {
-            return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")));
-        } else if ["advmss", "hoplimit", "initcwnd", "initrwnd", "rtt", "rttvar", "reordering", "window", "cwnd", "ssthresh", "features", "quickack", "congctl", "fastopen_no_cookie", "rto_min"].contains(&t) {
-            return Err(ParseError::new(t, format!("route metric \"{t}\" is not supported by fibre")));
+            r.scope =
+                Some(scope_from_name(v).ok_or_else(|| bad_arg("invalid \"scope\" value", v))?);
+        } else if matches(t, "expires")
+            || t == "nhid"
+            || t == "vrf"
+            || matches(t, "realms")
+            || t == "encap"
+            || t == "as"
+        {
+            return Err(ParseError::new(
+                t,
+                format!("\"{t}\" is not supported by fibre"),
+            ));
+        } else if [
+            "advmss",
+            "hoplimit",
+            "initcwnd",
+            "initrwnd",
+            "rtt",
+            "rttvar",
+            "reordering",
+            "window",
+            "cwnd",
+            "ssthresh",
+            "features",
+            "quickack",
+            "congctl",
+            "fastopen_no_cookie",
+            "rto_min",
+        ]
+        .contains(&t)
+        {
+            return Err(ParseError::new(
+                t,
+                format!("route metric \"{t}\" is not supported by fibre"),
+            ));
         } else {
             // [to] [TYPE] PREFIX
             let mut v = t;
@@ -588,7 +765,10 @@ fn parse_route_args<'a>(args: &mut Args<'a>, deleting: bool) -> Result<RouteArgs
                 }
             }
             if r.dst.is_some() {
-                return Err(ParseError::new(v, format!("either \"to\" is duplicate, or \"{v}\" is a garbage")));
+                return Err(ParseError::new(
+                    v,
+                    format!("either \"to\" is duplicate, or \"{v}\" is a garbage"),
+                ));
             }
             r.dst = Some((parse_any_prefix(v)?, v));
         }
@@ -603,7 +783,13 @@ impl<'a> RouteArgs<'a> {
     /// The family: the global or line flag, else the first address given, else IPv4.
     fn family(&self, flag: Option<Family>) -> Result<Family> {
         let mut seen: Vec<(Family, &str)> = Vec::new();
-        let ipfam = |a: &IpAddr| if a.is_ipv4() { Family::Inet } else { Family::Inet6 };
+        let ipfam = |a: &IpAddr| {
+            if a.is_ipv4() {
+                Family::Inet
+            } else {
+                Family::Inet6
+            }
+        };
         if let Some((p, t)) = &self.dst {
             if let Some(f) = p.family() {
                 seen.push((f, t));
@@ -622,15 +808,24 @@ impl<'a> RouteArgs<'a> {
         if let Some((a, t)) = &self.prefsrc {
             seen.push((ipfam(a), t));
         }
-        let family = flag.or_else(|| seen.first().map(|s| s.0)).unwrap_or(Family::Inet);
+        let family = flag
+            .or_else(|| seen.first().map(|s| s.0))
+            .unwrap_or(Family::Inet);
         if let Some((_, t)) = seen.iter().find(|(f, _)| *f != family) {
             // IPv4 routes via an IPv6 gateway (RTA_VIA) are not modelled.
-            return Err(ParseError::new(t, format!("\"{t}\": address family mismatch")));
+            return Err(ParseError::new(
+                t,
+                format!("\"{t}\": address family mismatch"),
+            ));
         }
         Ok(family)
     }
 
-    fn spec<A: Address>(&self, router: &Router, deleting: bool) -> Result<(RouteSpec<A>, Vec<NextHop<A>>, bool)> {
+    fn spec<A: Address>(
+        &self,
+        router: &Router,
+        deleting: bool,
+    ) -> Result<(RouteSpec<A>, Vec<NextHop<A>>, bool)> {
         let dst = match &self.dst {
             Some((p, t)) => p.get::<A>(t, A::FAMILY == Family::Inet)?,
             None => Prefix::any(),
@@ -645,18 +840,27 @@ impl<'a> RouteArgs<'a> {
                 continue;
             }
             let gateway = match &h.via {
-                Some((a, t)) => Some(A::from_ip(*a).ok_or_else(|| ParseError::new(t, "address family mismatch"))?),
+                Some((a, t)) => Some(
+                    A::from_ip(*a).ok_or_else(|| ParseError::new(t, "address family mismatch"))?,
+                ),
                 None => None,
             };
             let dev = match h.dev {
                 Some(d) => Some(dev_index(router, d)?),
                 None => None,
             };
-            hops.push(NextHop { gateway, dev, weight: h.weight.unwrap_or(1), onlink: h.onlink });
+            hops.push(NextHop {
+                gateway,
+                dev,
+                weight: h.weight.unwrap_or(1),
+                onlink: h.onlink,
+            });
         }
         let kind = self.kind.unwrap_or(RouteType::Unicast);
         let table = self.table.unwrap_or(match kind {
-            RouteType::Local | RouteType::Broadcast | RouteType::Nat | RouteType::Anycast => TABLE_LOCAL,
+            RouteType::Local | RouteType::Broadcast | RouteType::Nat | RouteType::Anycast => {
+                TABLE_LOCAL
+            }
             _ => TABLE_MAIN,
         });
         let has_gw = hops.iter().any(|h| h.gateway.is_some());
@@ -672,7 +876,9 @@ impl<'a> RouteArgs<'a> {
             }
         });
         let prefsrc = match &self.prefsrc {
-            Some((a, t)) => Some(A::from_ip(*a).ok_or_else(|| ParseError::new(t, "address family mismatch"))?),
+            Some((a, t)) => {
+                Some(A::from_ip(*a).ok_or_else(|| ParseError::new(t, "address family mismatch"))?)
+            }
             None => None,
         };
         let mut metric = self.metric.unwrap_or(0);
@@ -719,7 +925,12 @@ impl<'a> RouteArgs<'a> {
     }
 }
 
-fn parse_route(verb: &str, args: &mut Args<'_>, family: Option<Family>, router: &Router) -> Result<Command> {
+fn parse_route(
+    verb: &str,
+    args: &mut Args<'_>,
+    family: Option<Family>,
+    router: &Router,
+) -> Result<Command> {
     // In ip's order, so that abbreviations resolve as ip resolves them ("a" is add).
     let mode = if matches(verb, "add") {
         Some(InsertMode::Add)
@@ -761,13 +972,31 @@ fn parse_route(verb: &str, args: &mut Args<'_>, family: Option<Family>, router: 
         return Ok(Command::RouteShow(parse_show_filter(args, family, router)?));
     }
     if matches(verb, "flush") {
-        return Ok(Command::RouteFlush(parse_show_filter(args, family, router)?));
+        return Ok(Command::RouteFlush(parse_show_filter(
+            args, family, router,
+        )?));
     }
-    Err(ParseError::new(verb, format!("Command \"{verb}\" is unknown, try \"ip route help\"")))
+    Err(ParseError::new(
+        verb,
+        format!("Command \"{verb}\" is unknown, try \"ip route help\""),
+    ))
 }
 
-fn parse_show_filter(args: &mut Args<'_>, family: Option<Family>, router: &Router) -> Result<ShowFilter> {
-    let mut f = ShowFilter { family, table: TableFilter::Id(TABLE_MAIN), root: None, matching: None, exact: None, kind: None, dev: None, protocol: None };
+fn parse_show_filter(
+    args: &mut Args<'_>,
+    family: Option<Family>,
+    router: &Router,
+) -> Result<ShowFilter> {
+    let mut f = ShowFilter {
+        family,
+        table: TableFilter::Id(TABLE_MAIN),
+        root: None,
+        matching: None,
+        exact: None,
+        kind: None,
+        dev: None,
+        protocol: None,
+    };
     let mut table_all = false;
     let to_ip = |p: AnyPrefix, fam: Option<Family>| -> IpPrefix {
         match p {
@@ -786,13 +1015,16 @@ fn parse_show_filter(args: &mut Args<'_>, family: Option<Family>, router: &Route
             } else if v == "cache" {
                 return Err(ParseError::new(v, "the route cache is not modelled"));
             } else {
-                f.table = TableFilter::Id(table_from_name(v).ok_or_else(|| bad_arg("table id value is invalid", v))?);
+                f.table = TableFilter::Id(
+                    table_from_name(v).ok_or_else(|| bad_arg("table id value is invalid", v))?,
+                );
             }
         } else if t == "dev" || t == "oif" {
             f.dev = Some(dev_index(router, args.value(t)?)?);
         } else if matches(t, "protocol") {
             let v = args.value(t)?;
-            f.protocol = Some(protocol_from_name(v).ok_or_else(|| bad_arg("invalid \"protocol\"", v))?);
+            f.protocol =
+                Some(protocol_from_name(v).ok_or_else(|| bad_arg("invalid \"protocol\"", v))?);
         } else if t == "type" {
             let v = args.value(t)?;
             f.kind = Some(RouteType::from_name(v).ok_or_else(|| bad_arg("invalid \"type\"", v))?);
@@ -811,17 +1043,25 @@ fn parse_show_filter(args: &mut Args<'_>, family: Option<Family>, router: &Route
             f.exact = Some(to_ip(parse_any_prefix(t)?, f.family));
         }
     }
-    let pfam = [f.root, f.matching, f.exact].into_iter().flatten().next().map(|p| match p {
-        IpPrefix::V4(_) => Family::Inet,
-        IpPrefix::V6(_) => Family::Inet6,
-    });
+    let pfam = [f.root, f.matching, f.exact]
+        .into_iter()
+        .flatten()
+        .next()
+        .map(|p| match p {
+            IpPrefix::V4(_) => Family::Inet,
+            IpPrefix::V6(_) => Family::Inet6,
+        });
     if f.family.is_none() {
         f.family = pfam.or(if table_all { None } else { Some(Family::Inet) });
     }
     Ok(f)
 }
 
-fn parse_route_get(args: &mut Args<'_>, family: Option<Family>, router: &Router) -> Result<Command> {
+fn parse_route_get(
+    args: &mut Args<'_>,
+    family: Option<Family>,
+    router: &Router,
+) -> Result<Command> {
     let mut q = RouteQuery::default();
     let mut dst_tok = None;
     while let Some(t) = args.next() {
@@ -835,10 +1075,16 @@ fn parse_route_get(args: &mut Args<'_>, family: Option<Family>, router: &Router)
             q.oif = Some(dev_index(router, args.value(t)?)?);
         } else if matches(t, "notify") || matches(t, "connected") {
             if t.starts_with('c') {
-                return Err(ParseError::new(t, "\"connected\" is not supported by fibre"));
+                return Err(ParseError::new(
+                    t,
+                    "\"connected\" is not supported by fibre",
+                ));
             }
         } else if matches(t, "vrf") {
-            return Err(ParseError::new(t, "VRFs are not supported (this kernel has no VRF devices)"));
+            return Err(ParseError::new(
+                t,
+                "VRFs are not supported (this kernel has no VRF devices)",
+            ));
         } else if matches(t, "uid") {
             q.uid = Some(num("uid", args.value(t)?)?);
         } else if matches(t, "fibmatch") {
@@ -865,7 +1111,10 @@ fn parse_route_get(args: &mut Args<'_>, family: Option<Family>, router: &Router)
                 v = args.value(t)?;
             }
             if dst_tok.is_some() {
-                return Err(ParseError::new(v, format!("either \"to\" is duplicate, or \"{v}\" is a garbage")));
+                return Err(ParseError::new(
+                    v,
+                    format!("either \"to\" is duplicate, or \"{v}\" is a garbage"),
+                ));
             }
             q.dst = Some(match parse_any_prefix(v)? {
                 AnyPrefix::V4(a, _) => IpAddr::V4(a),
@@ -875,18 +1124,30 @@ fn parse_route_get(args: &mut Args<'_>, family: Option<Family>, router: &Router)
             dst_tok = Some(v);
         }
     }
-    let dst = q.dst.ok_or_else(|| ParseError::bare("need at least a destination address"))?;
+    let dst = q
+        .dst
+        .ok_or_else(|| ParseError::bare("need at least a destination address"))?;
     let fam = Family::of(&dst);
     if family.is_some_and(|f| f != fam) {
-        return Err(ParseError::new(dst_tok.unwrap_or(""), "address family mismatch"));
+        return Err(ParseError::new(
+            dst_tok.unwrap_or(""),
+            "address family mismatch",
+        ));
     }
     if q.src.is_some_and(|s| Family::of(&s) != fam) {
-        return Err(ParseError::bare("source and destination are of different families"));
+        return Err(ParseError::bare(
+            "source and destination are of different families",
+        ));
     }
     Ok(Command::RouteGet(q))
 }
 
-fn parse_rule(verb: &str, args: &mut Args<'_>, family: Option<Family>, router: &Router) -> Result<Command> {
+fn parse_rule(
+    verb: &str,
+    args: &mut Args<'_>,
+    family: Option<Family>,
+    router: &Router,
+) -> Result<Command> {
     let _ = router;
     let family = family.unwrap_or(Family::Inet);
     if matches(verb, "show") || matches(verb, "list") {
@@ -894,7 +1155,10 @@ fn parse_rule(verb: &str, args: &mut Args<'_>, family: Option<Family>, router: &
     }
     let add = matches(verb, "add");
     if !add && !matches(verb, "delete") {
-        return Err(ParseError::new(verb, format!("Command \"{verb}\" is unknown, try \"ip rule help\"")));
+        return Err(ParseError::new(
+            verb,
+            format!("Command \"{verb}\" is unknown, try \"ip rule help\""),
+        ));
     }
     match family {
         Family::Inet => {
@@ -904,7 +1168,11 @@ fn parse_rule(verb: &str, args: &mut Args<'_>, family: Option<Family>, router: &
                 rule.priority = prio.unwrap_or_else(|| router.v4.rules.default_priority());
                 Change::RuleAdd4(rule)
             } else {
-                Change::RuleDel4(RuleSelector { priority: prio, rule: Some(rule), given })
+                Change::RuleDel4(RuleSelector {
+                    priority: prio,
+                    rule: Some(rule),
+                    given,
+                })
             }))
         }
         Family::Inet6 => {
@@ -914,7 +1182,11 @@ fn parse_rule(verb: &str, args: &mut Args<'_>, family: Option<Family>, router: &
                 rule.priority = prio.unwrap_or_else(|| router.v6.rules.default_priority());
                 Change::RuleAdd6(rule)
             } else {
-                Change::RuleDel6(RuleSelector { priority: prio, rule: Some(rule), given })
+                Change::RuleDel6(RuleSelector {
+                    priority: prio,
+                    rule: Some(rule),
+                    given,
+                })
             }))
         }
     }
@@ -946,7 +1218,11 @@ fn parse_rule_args<A: Address>(args: &mut Args<'_>) -> Result<(Rule<A>, Option<u
             let v = args.value(t)?;
             rule.tos = parse_tos(v)?;
             if A::FAMILY == Family::Inet && rule.tos & !0x1e != 0 {
-                return Err(ParseError { errno: Errno::EINVAL, token: Some(v.into()), message: "Invalid tos".into() });
+                return Err(ParseError {
+                    errno: Errno::EINVAL,
+                    token: Some(v.into()),
+                    message: "Invalid tos".into(),
+                });
             }
             g.tos = true;
         } else if t == "fwmark" {
@@ -957,14 +1233,26 @@ fn parse_rule_args<A: Address>(args: &mut Args<'_>) -> Result<(Rule<A>, Option<u
             };
             rule.fwmark = Some((m, mask));
             g.fwmark = true;
-        } else if matches(t, "realms") || matches(t, "suppress_ifgroup") || t == "l3mdev" || matches(t, "tun_id") || t == "dscp" || t == "flowlabel" {
-            return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")));
+        } else if matches(t, "realms")
+            || matches(t, "suppress_ifgroup")
+            || t == "l3mdev"
+            || matches(t, "tun_id")
+            || t == "dscp"
+            || t == "flowlabel"
+        {
+            return Err(ParseError::new(
+                t,
+                format!("\"{t}\" is not supported by fibre"),
+            ));
         } else if t == "protocol" {
             let v = args.value(t)?;
-            rule.protocol = protocol_from_name(v).ok_or_else(|| bad_arg("invalid \"protocol\"", v))?;
+            rule.protocol =
+                protocol_from_name(v).ok_or_else(|| bad_arg("invalid \"protocol\"", v))?;
         } else if matches(t, "table") || matches(t, "lookup") {
             let v = args.value(t)?;
-            rule.action = RuleAction::Lookup(table_from_name(v).ok_or_else(|| bad_arg("invalid table ID", v))?);
+            rule.action = RuleAction::Lookup(
+                table_from_name(v).ok_or_else(|| bad_arg("invalid table ID", v))?,
+            );
             g.action = true;
         } else if matches(t, "suppress_prefixlength") {
             let v = args.value(t)?;
@@ -977,7 +1265,9 @@ fn parse_rule_args<A: Address>(args: &mut Args<'_>) -> Result<(Rule<A>, Option<u
             g.oif = true;
         } else if t == "uidrange" {
             let v = args.value(t)?;
-            let (a, b) = v.split_once('-').ok_or_else(|| bad_arg("invalid UID range", v))?;
+            let (a, b) = v
+                .split_once('-')
+                .ok_or_else(|| bad_arg("invalid UID range", v))?;
             rule.uidrange = Some((num("uid", a)?, num("uid", b)?));
             g.uidrange = true;
         } else if matches(t, "goto") {
@@ -1001,7 +1291,12 @@ fn parse_rule_args<A: Address>(args: &mut Args<'_>) -> Result<(Rule<A>, Option<u
                 Some(RouteType::Unreachable) => RuleAction::Unreachable,
                 Some(RouteType::Prohibit) => RuleAction::Prohibit,
                 Some(RouteType::Unicast) => rule.action,
-                _ => return Err(ParseError::new(t, format!("Failed to parse rule type \"{t}\""))),
+                _ => {
+                    return Err(ParseError::new(
+                        t,
+                        format!("Failed to parse rule type \"{t}\""),
+                    ))
+                }
             };
             rule.action = action;
             g.action = true;
@@ -1016,13 +1311,20 @@ mod tests {
 
     fn router() -> Router {
         let mut r = Router::new();
-        r.apply(&[Change::LinkAddVeth { name: "veth0".into(), peer: "veth1".into() }]).unwrap();
+        r.apply(&[Change::LinkAddVeth {
+            name: "veth0".into(),
+            peer: "veth1".into(),
+        }])
+        .unwrap();
         r
     }
 
     #[test]
     fn tokenizer_handles_comments_and_quotes() {
-        assert_eq!(tokenize("route add 10.0.0.0/8 dev \"veth0\" # note").unwrap(), ["route", "add", "10.0.0.0/8", "dev", "veth0"]);
+        assert_eq!(
+            tokenize("route add 10.0.0.0/8 dev \"veth0\" # note").unwrap(),
+            ["route", "add", "10.0.0.0/8", "dev", "veth0"]
+        );
         assert!(tokenize("  # only a comment").unwrap().is_empty());
         assert!(tokenize("x \"open").is_err());
     }
@@ -1031,13 +1333,19 @@ mod tests {
     fn route_lines_decide_their_family() {
         let r = router();
         let c = parse_line("route add 2001:db8::/32 dev veth0", None, &r).unwrap();
-        assert!(matches!(c, Command::Apply(Change::Route6(ref s, InsertMode::Add)) if s.metric == 1024));
+        assert!(
+            matches!(c, Command::Apply(Change::Route6(ref s, InsertMode::Add)) if s.metric == 1024)
+        );
         let c = parse_line("route add default via 192.0.2.1", None, &r).unwrap();
         assert!(matches!(c, Command::Apply(Change::Route4(..))));
         let c = parse_line("-6 route add blackhole default", None, &r).unwrap();
-        assert!(matches!(c, Command::Apply(Change::Route6(ref s, _)) if s.kind == RouteType::Blackhole));
+        assert!(
+            matches!(c, Command::Apply(Change::Route6(ref s, _)) if s.kind == RouteType::Blackhole)
+        );
         let c = parse_line("r a local 10.1.2.3 dev veth0", None, &r).unwrap();
-        assert!(matches!(c, Command::Apply(Change::Route4(ref s, _)) if s.table == TABLE_LOCAL && s.scope == SCOPE_HOST));
+        assert!(
+            matches!(c, Command::Apply(Change::Route4(ref s, _)) if s.table == TABLE_LOCAL && s.scope == SCOPE_HOST)
+        );
     }
 
     #[test]
@@ -1062,17 +1370,24 @@ mod tests {
     fn rules_and_gets() {
         let r = router();
         let c = parse_line("rule add not from 10.0.0.0/8 fwmark 0x10/0xff iif veth0 sport 1000-2000 ipproto tcp pref 100 table 7", None, &r).unwrap();
-        let Command::Apply(Change::RuleAdd4(rule)) = c else { panic!() };
+        let Command::Apply(Change::RuleAdd4(rule)) = c else {
+            panic!()
+        };
         assert!(rule.invert);
         assert_eq!(rule.fwmark, Some((0x10, 0xff)));
         assert_eq!(rule.sport, Some((1000, 2000)));
         assert_eq!(rule.priority, 100);
         assert_eq!(rule.action, RuleAction::Lookup(7));
         let c = parse_line("rule add from all lookup 5", None, &r).unwrap();
-        let Command::Apply(Change::RuleAdd4(rule)) = c else { panic!() };
+        let Command::Apply(Change::RuleAdd4(rule)) = c else {
+            panic!()
+        };
         assert_eq!(rule.priority, 32765, "one below the second rule");
         let c = parse_line("route get 10.1.1.1 from 10.0.0.1 iif veth0 mark 7 tos 0x10 ipproto udp sport 5 dport 6 uid 9 fibmatch", None, &r).unwrap();
         let Command::RouteGet(q) = c else { panic!() };
-        assert_eq!((q.mark, q.tos, q.ipproto, q.sport, q.dport, q.uid, q.fibmatch), (7, 0x10, Some(17), Some(5), Some(6), Some(9), true));
+        assert_eq!(
+            (q.mark, q.tos, q.ipproto, q.sport, q.dport, q.uid, q.fibmatch),
+            (7, 0x10, Some(17), Some(5), Some(6), Some(9), true)
+        );
     }
 }
