@@ -16,6 +16,7 @@ run:
 ## FIBRE_KERNEL_TESTS=required, as .ci/run sets it).
 test: deps lint
 	$(CARGO) test --workspace --all-targets
+	$(CARGO) test --workspace --doc
 
 lint:
 	$(CARGO) fmt --all --check
@@ -28,7 +29,7 @@ deps:
 
 ## Fuzz the parsers for a minute each (needs cargo-fuzz and a nightly toolchain).
 fuzz:
-	cd fuzz && for t in prefix batch_line; do $(CARGO) +nightly fuzz run $$t -- -max_total_time=60 || exit 1; done
+	cd fuzz && for t in prefix batch_line; do mkdir -p corpus/$$t && $(CARGO) +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=60 || exit 1; done
 
 clean:
 	$(CARGO) clean

@@ -17,6 +17,7 @@
 //! let mut batch = Batch::new(fibre::Router::new());
 //! let out = batch.run_text("link add veth0 type veth peer name veth1\n\
 //!     link set veth0 up\n\
+//!     link set veth1 up\n\
 //!     addr add 192.0.2.1/24 dev veth0\n\
 //!     route add 198.51.100.0/24 via 192.0.2.254\n\
 //!     route get 198.51.100.7 fibmatch\n");

@@ -1,0 +1,130 @@
+//! The `fibre` command as a user runs it: options spelled as ip spells them, exit statuses,
+//! error messages on standard error, JSON lines on standard output.
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const SETUP: &str = "link add veth0 type veth peer name veth1\nlink set veth0 up\nlink set veth1 up\naddr add 192.0.2.1/24 dev veth0\n";
+
+fn fibre(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fibre"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run fibre");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write");
+    child.wait_with_output().expect("wait")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn stops_at_the_first_error_like_ip() {
+    let input = format!("{SETUP}route add 198.51.100.0/24 via 192.0.2.9\nroute get 203.0.113.1\nroute get 198.51.100.1 fibmatch\n");
+    let out = fibre(&["-batch", "-"], &input);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "RTNETLINK answers: Network is unreachable\nCommand failed -:6\n"
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "",
+        "the line after the failure did not run"
+    );
+}
+
+#[test]
+fn force_goes_on_and_reports_failure_in_the_status() {
+    let input = format!("{SETUP}route add 198.51.100.0/24 via 192.0.2.9\nroute get 203.0.113.1\nroute get 198.51.100.1 fibmatch\n");
+    let out = fibre(&["-force", "-batch", "-"], &input);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        "198.51.100.0/24 via 192.0.2.9 dev veth0 \n"
+    );
+    let ok = fibre(&["-force", "-batch", "-"], SETUP);
+    assert_eq!(ok.status.code(), Some(0));
+}
+
+#[test]
+fn json_prints_one_line_per_printing_or_failing_command() {
+    let input = format!("{SETUP}route add blackhole 203.0.113.0/24\nroute get 203.0.113.1 fibmatch\nroute get 192.0.2.7 fibmatch\nroute add 10.0.0.0/33 dev veth0\n");
+    let out = fibre(&["-j", "-force", "-batch", "-"], &input);
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["error"], "EINVAL");
+    assert_eq!(lines[0]["errno"], 22);
+    assert_eq!(lines[0]["line"], 6);
+    assert_eq!(lines[0]["command"], "route get 203.0.113.1 fibmatch");
+    assert_eq!(lines[1][0]["dst"], "192.0.2.0/24");
+    assert_eq!(lines[1][0]["protocol"], "kernel");
+    assert_eq!(lines[2]["line"], 8);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(
+            "Error: any valid prefix is expected rather than \"10.0.0.0/33\".\nCommand failed -:8"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn atomic_keeps_nothing_when_a_line_fails() {
+    let input = format!(
+        "{SETUP}route add 198.51.100.0/24 via 192.0.2.9\nroute add 203.0.113.0/24 dev nosuch\n"
+    );
+    let out = fibre(&["--atomic", "-batch", "-"], &input);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("Cannot find device \"nosuch\"\nCommand failed -:6"),
+        "{err}"
+    );
+    assert!(err.contains("rolled back"), "{err}");
+}
+
+#[test]
+fn a_trailing_command_runs_after_the_batch_file() {
+    let dir = std::env::temp_dir().join(format!("fibre-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("setup.batch");
+    std::fs::write(&file, format!("{SETUP}route add default via 192.0.2.254")).unwrap();
+    let out = fibre(
+        &[
+            "-batch",
+            file.to_str().unwrap(),
+            "route",
+            "get",
+            "8.8.8.8",
+            "fibmatch",
+        ],
+        "",
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "default via 192.0.2.254 dev veth0 \n",
+        "{}",
+        text(&out.stderr)
+    );
+    let out = fibre(&["-6", "route", "get", "2001:db8::1"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "RTNETLINK answers: Network is unreachable\nCommand failed -:1\n"
+    );
+    let missing = fibre(&["-batch", "/nonexistent/file"], "");
+    assert_eq!(missing.status.code(), Some(2));
+    std::fs::remove_dir_all(dir).unwrap();
+}
