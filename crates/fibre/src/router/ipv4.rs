@@ -192,7 +192,16 @@ impl RouterFamily for Ipv4Addr {
             let (iif_name, _) = r.names(Some(iif), None);
             let m = Self::policy_lookup(st, &flow, iif_name, None, &r.links)?;
             match m.route.kind {
-                RouteType::Local | RouteType::Broadcast => validate_source(r, &flow, 0)?,
+                // Broadcast input checks the source as if toward 0.0.0.0 (`brd_input`).
+                RouteType::Broadcast => validate_source(
+                    r,
+                    &Flow {
+                        dst: Ipv4Addr::UNSPECIFIED,
+                        ..flow
+                    },
+                    0,
+                )?,
+                RouteType::Local => validate_source(r, &flow, 0)?,
                 RouteType::Unicast => {
                     // The check depends on the leg the flow hash picks (S-class): fibre accepts
                     // the packet if some usable leg passes.

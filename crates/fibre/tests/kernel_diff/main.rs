@@ -13,13 +13,13 @@
 mod gen;
 
 use fibre::io::iproute2::{Batch, BatchMode};
-use fibre::{Family, RouteQuery, RouteSpec, RouteType, Router};
+use fibre::{Family, RouteQuery, RouteSpec, Router};
 use gen::Profile;
 use kernel_oracle::{skip_or_fail, Answer, KernelRoute, Netns, Oracle, Probe};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr};
 
 /// A route reduced to what decides and reports a match, comparable across both sides.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -620,5 +620,30 @@ fn mixed_large() {
     );
 }
 
-#[allow(dead_code)]
-fn unused(_: Ipv4Addr, _: RouteType) {}
+/// More configurations, for soak runs (not in `make test`):
+/// `FIBRE_DIFF_SEEDS=100..130 cargo test --release -p fibre --test kernel_diff -- --ignored`.
+#[test]
+#[ignore]
+fn seed_sweep() {
+    if skip_or_fail("seed_sweep") {
+        return;
+    }
+    let range = std::env::var("FIBRE_DIFF_SEEDS").unwrap_or_else(|_| "100..110".into());
+    let (a, b) = range.split_once("..").expect("FIBRE_DIFF_SEEDS=FROM..TO");
+    let (a, b): (u64, u64) = (a.parse().expect("FROM"), b.parse().expect("TO"));
+    let profiles: Vec<Profile> = (a..b)
+        .map(|seed| {
+            let k = seed % 4;
+            Profile {
+                rules: [0, 15, 30, 5][k as usize],
+                tos_share: [0.05, 0.2, 0.1, 0.3][k as usize],
+                ecmp_share: [0.1, 0.3, 0.5, 0.2][k as usize],
+                source_share: [0.1, 0.3, 0.2, 0.5][k as usize],
+                churn_share: [0.05, 0.2, 0.1, 0.3][k as usize],
+                local_routes: k % 2 == 1,
+                ..base(seed)
+            }
+        })
+        .collect();
+    check(&profiles, 50_000);
+}
