@@ -156,6 +156,13 @@ pub fn random_v6_source(rng: &mut SmallRng) -> (Ipv6Addr, u8) {
     (Ipv6Addr::from(base | host), len)
 }
 
+/// Removes `KEY VALUE` from a route line's words (a `del` naming fewer attributes).
+fn drop_attr(words: &mut Vec<&str>, key: &str) {
+    if let Some(i) = words.iter().position(|w| *w == key) {
+        words.drain(i..(i + 2).min(words.len()));
+    }
+}
+
 const V4_TABLES: [&str; 6] = ["main", "main", "main", "100", "101", "200"];
 
 fn pick<'a, T>(rng: &mut SmallRng, xs: &'a [T]) -> &'a T {
@@ -188,14 +195,10 @@ pub fn config(p: &Profile) -> Config {
             let old = pick(&mut rng, &lines_v4).clone();
             let mut words: Vec<&str> = old.split_whitespace().skip(2).collect();
             if rng.gen_bool(0.5) {
-                if let Some(i) = words.iter().position(|w| *w == "metric") {
-                    words.drain(i..i + 2);
-                }
+                drop_attr(&mut words, "metric");
             }
             if rng.gen_bool(0.3) {
-                if let Some(i) = words.iter().position(|w| *w == "via") {
-                    words.drain(i..i + 2);
-                }
+                drop_attr(&mut words, "via");
             }
             let _ = writeln!(c.v4, "route del {}", words.join(" "));
             continue;
@@ -323,9 +326,7 @@ pub fn config(p: &Profile) -> Config {
             let old = pick(&mut rng, &lines_v6).clone();
             let mut words: Vec<&str> = old.split_whitespace().skip(2).collect();
             if rng.gen_bool(0.3) {
-                if let Some(i) = words.iter().position(|w| *w == "via") {
-                    words.drain(i..i + 2);
-                }
+                drop_attr(&mut words, "via");
             }
             let _ = writeln!(c.v6, "route del {}", words.join(" "));
             continue;
