@@ -237,14 +237,6 @@ pub struct Route<A: Address> {
     pub nh: NhId,
 }
 
-/// The next-hop-independent identity of a route list in a table: the kernel keeps one ordered list
-/// of routes per (destination, source) and sorts inside it.
-impl<A: Address> Route<A> {
-    pub fn is_source_specific(&self) -> bool {
-        !self.src.is_default()
-    }
-}
-
 pub(crate) fn parse_u8(s: &str) -> Option<u8> {
     parse_u32(s).and_then(|v| u8::try_from(v).ok())
 }

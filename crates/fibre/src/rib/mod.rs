@@ -18,7 +18,7 @@ pub mod trie;
 use crate::addr::Address;
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
-use crate::nexthop::{NextHop, NhId, NhTable};
+use crate::nexthop::{NextHop, NhTable};
 use crate::prefix::Prefix;
 use crate::route::{IfIndex, Protocol, Route, RouteType, Scope, TableId};
 pub use trie::{PrefixTrie, TrieStats};
@@ -59,6 +59,24 @@ pub struct RouteSelector<A: Address> {
 }
 
 impl<A: Address> RouteSelector<A> {
+    /// Names exactly this route (every attribute, first next hop): `del` of one given route.
+    pub fn exact(spec: &crate::route::RouteSpec<A>) -> Self {
+        RouteSelector {
+            dst: spec.dst,
+            src: spec.src,
+            tos: spec.tos,
+            metric: Some(spec.metric),
+            kind: Some(spec.kind),
+            protocol: Some(spec.protocol),
+            scope: Some(spec.scope),
+            prefsrc: spec.prefsrc,
+            hops: Vec::new(),
+            dev: spec.hops.first().and_then(|h| h.dev),
+            gateway: spec.hops.first().and_then(|h| h.gateway),
+            leg: false,
+        }
+    }
+
     pub fn prefix(dst: Prefix<A>) -> Self {
         RouteSelector {
             dst,
@@ -390,25 +408,30 @@ impl<A: KernelSemantics> Rib<A> {
         nhs: &NhTable<A>,
         links: &dyn LinkState,
     ) -> TableLookup<'a, A> {
-        let collect = |rib: &'a Rib<A>| {
-            let mut v: Vec<(u8, &'a DstEntry<A>)> = Vec::new();
+        // The matches of each table, longest first, on the stack: this is a lookup path.
+        let collect = |rib: &'a Rib<A>, out: &mut [Option<(u8, &'a DstEntry<A>)>; 129]| {
+            let mut n = 0;
             rib.trie.find_map_matches(flow.dst, |p, e| {
-                v.push((p.len(), e));
+                out[n] = Some((p.len(), e));
+                n += 1;
                 None::<()>
             });
-            v
+            n
         };
-        let (a, b) = (collect(first), collect(second));
+        let (mut a, mut b) = ([None; 129], [None; 129]);
+        let (na, nb) = (collect(first, &mut a), collect(second, &mut b));
         let (mut i, mut j) = (0, 0);
-        while i < a.len() || j < b.len() {
-            let take_first = j >= b.len() || (i < a.len() && a[i].0 >= b[j].0);
-            let entry = if take_first {
+        while i < na || j < nb {
+            let (la, lb) = (a[i.min(128)].map(|x| x.0), b[j.min(128)].map(|x| x.0));
+            let take_first = j >= nb || (i < na && la >= lb);
+            let (_, entry) = if take_first {
                 i += 1;
-                a[i - 1].1
+                a[i - 1]
             } else {
                 j += 1;
-                b[j - 1].1
-            };
+                b[j - 1]
+            }
+            .expect("collected");
             match A::select(&entry.routes, flow, nhs, links) {
                 TableLookup::None => {}
                 found => return found,
@@ -451,11 +474,6 @@ impl<A: KernelSemantics> Rib<A> {
         self.trie
             .covered(p)
             .flat_map(|(_, e)| Self::entry_routes(e))
-    }
-
-    /// The next-hop ids of every stored route (for reference accounting in tests).
-    pub fn nh_ids(&self) -> impl Iterator<Item = NhId> + '_ {
-        self.iter().map(|r| r.nh)
     }
 }
 

@@ -2,6 +2,7 @@
 //! (`fib_lookup` without custom rules), `ip_route_output_key_hash` / `ip_route_input_slow`, and the
 //! next-hop checks of `fib_create_info`.
 use super::*;
+use crate::rib::AllUp;
 
 /// IPv4 route queries without `ipproto` are asked as UDP (`inet_rtm_getroute` builds a UDP
 /// packet); IPv6 ones carry protocol 0.
@@ -339,7 +340,8 @@ impl RouterFamily for Ipv4Addr {
                     r.links.by_index(dev).ok_or(Errno::ENODEV)?;
                 } else {
                     // fib_check_nh_v4_gw: the gateway must be reachable by a route of at least
-                    // link scope: in the route's table first, then by a full lookup.
+                    // link scope: in the route's table first, then by a full lookup; link state
+                    // does not count (FIB_LOOKUP_IGNORE_LINKSTATE).
                     let flow = Flow {
                         oif: hop.dev,
                         iif: Some(LOOPBACK_IFINDEX),
@@ -349,7 +351,7 @@ impl RouterFamily for Ipv4Addr {
                     let in_table = (spec.table != TABLE_MAIN)
                         .then(|| st.tables.get(&spec.table))
                         .flatten()
-                        .and_then(|t| match t.lookup(&flow, &st.nhs, &AllUpLinks) {
+                        .and_then(|t| match t.lookup(&flow, &st.nhs, &AllUp) {
                             TableLookup::Match { route, hop } => Some(Matched {
                                 table: spec.table,
                                 route,
@@ -360,10 +362,10 @@ impl RouterFamily for Ipv4Addr {
                     let (names_iif, names_oif) = r.names(flow.iif, flow.oif);
                     let found = match in_table {
                         Some(m) => m,
-                        None => Self::policy_lookup(st, &flow, names_iif, names_oif, &AllUpLinks)
+                        None => Self::policy_lookup(st, &flow, names_iif, names_oif, &AllUp)
                             .map_err(|_| {
-                            ChangeError::with(Errno::EINVAL, "Nexthop has invalid gateway")
-                        })?,
+                                ChangeError::with(Errno::EINVAL, "Nexthop has invalid gateway")
+                            })?,
                     };
                     if !matches!(found.route.kind, RouteType::Unicast | RouteType::Local) {
                         return Err(ChangeError::with(
@@ -395,14 +397,6 @@ impl RouterFamily for Ipv4Addr {
 
     fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> Vec<NextHop<Self>> {
         st.nhs.get(m.route.nh).to_vec()
-    }
-}
-
-/// Gateway checks ignore link state (`FIB_LOOKUP_IGNORE_LINKSTATE`).
-struct AllUpLinks;
-impl LinkState for AllUpLinks {
-    fn is_up(&self, _: IfIndex) -> bool {
-        true
     }
 }
 

@@ -127,7 +127,7 @@ impl<A: RouterFamily> FamilyState<A> {
         let want = A::derive(links, &self.addrs);
         let old = std::mem::take(&mut self.derived);
         for spec in old.iter().filter(|s| !want.contains(s)) {
-            let sel = exact_selector(spec);
+            let sel = RouteSelector::exact(spec);
             let _ = self.delete(spec.table, &sel);
         }
         for spec in want.iter().filter(|s| !old.contains(s)) {
@@ -191,24 +191,6 @@ impl<A: RouterFamily> FamilyState<A> {
             }
         }
         Err(Errno::ENETUNREACH)
-    }
-}
-
-/// A route with the full attributes of a match, or `del` of exactly this route.
-fn exact_selector<A: Address>(spec: &RouteSpec<A>) -> RouteSelector<A> {
-    RouteSelector {
-        dst: spec.dst,
-        src: spec.src,
-        tos: spec.tos,
-        metric: Some(spec.metric),
-        kind: Some(spec.kind),
-        protocol: Some(spec.protocol),
-        scope: Some(spec.scope),
-        prefsrc: spec.prefsrc,
-        hops: Vec::new(),
-        dev: spec.hops.first().and_then(|h| h.dev),
-        gateway: spec.hops.first().and_then(|h| h.gateway),
-        leg: false,
     }
 }
 

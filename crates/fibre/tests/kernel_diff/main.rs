@@ -423,12 +423,12 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
             let theirs = norm_kernel(kernel, &names);
             // Without fibmatch the kernel answers a resolved (cloned) route: compare the verdict.
             let same = if probe.fibmatch {
-                same_route(&ours, &theirs, probe, v6)
+                same_route(&ours, &theirs, probe, v6, &names)
             } else {
                 match (&ours, &theirs) {
                     (Norm::Error(a), Norm::Error(b)) => a == b,
                     (Norm::Route { .. } | Norm::Error(-1), Norm::Route { .. }) => true,
-                    _ => same_route(&ours, &theirs, probe, v6),
+                    _ => same_route(&ours, &theirs, probe, v6, &names),
                 }
             };
             if !same {
@@ -453,7 +453,14 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
 /// reports is that of the leg the flow hash picked; an IPv4 forwarded packet whose route has
 /// several legs is source-checked against the leg the hash picked (fibre passes it if any leg
 /// passes).
-fn same_route(ours: &Norm, theirs: &Norm, probe: &Probe, v6: bool) -> bool {
+fn same_route(
+    ours: &Norm,
+    theirs: &Norm,
+    probe: &Probe,
+    v6: bool,
+    names: &BTreeMap<u32, String>,
+) -> bool {
+    let iif_name = |i: u32| names.get(&i).map(String::as_str);
     match (ours, theirs) {
         (
             Norm::Route {
@@ -470,8 +477,13 @@ fn same_route(ours: &Norm, theirs: &Norm, probe: &Probe, v6: bool) -> bool {
             a == *theirs && h1 == h2
         }
         (Norm::Route { hops, .. }, Norm::Error(22))
-            if !v6 && probe.iif.is_some() && hops.len() > 1 =>
+            if !v6
+                && hops.len() > 1
+                && probe
+                    .iif
+                    .is_some_and(|i| hops.iter().any(|h| h.1.as_deref() == iif_name(i))) =>
         {
+            // Only a route with a leg back out of the input device gets the leg-dependent check.
             true
         }
         _ => ours == theirs,

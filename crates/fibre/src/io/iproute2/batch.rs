@@ -195,14 +195,14 @@ impl Batch {
                     changes.extend(
                         self.selected::<Ipv4Addr>(&f)
                             .into_iter()
-                            .map(|r| Change::RouteDel4(r.table, exact(&r))),
+                            .map(|r| Change::RouteDel4(r.table, RouteSelector::exact(&r))),
                     );
                 }
                 if f.family != Some(Family::Inet) {
                     changes.extend(
                         self.selected::<Ipv6Addr>(&f)
                             .into_iter()
-                            .map(|r| Change::RouteDel6(r.table, exact(&r))),
+                            .map(|r| Change::RouteDel6(r.table, RouteSelector::exact(&r))),
                     );
                 }
                 for c in changes {
@@ -396,21 +396,4 @@ fn merge_siblings<A: Address>(routes: Vec<RouteSpec<A>>) -> Vec<RouteSpec<A>> {
         out.push(r);
     }
     out
-}
-
-fn exact<A: Address>(r: &RouteSpec<A>) -> RouteSelector<A> {
-    RouteSelector {
-        dst: r.dst,
-        src: r.src,
-        tos: r.tos,
-        metric: Some(r.metric),
-        kind: Some(r.kind),
-        protocol: Some(r.protocol),
-        scope: None,
-        prefsrc: None,
-        hops: Vec::new(),
-        dev: r.hops.first().and_then(|h| h.dev),
-        gateway: r.hops.first().and_then(|h| h.gateway),
-        leg: false,
-    }
 }
