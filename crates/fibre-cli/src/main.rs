@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! fibre [-4|-6] [-j] [-force|--atomic] -batch FILE|-  [OBJECT COMMAND...]
+//! fibre bench [--full] [--table FILE] [--sizes N,...] ...   (the route-lookup study)
 //! ```
 //! Options are spelled as ip spells them (`-batch`, `-force`, `-json`/`-j`, `-4`, `-6`); the
 //! same file can be given to `ip -batch` in a network namespace and to fibre.
@@ -66,7 +67,14 @@ fn ip_style_args() -> Vec<String> {
     out
 }
 
+/// Heap use is counted so that `fibre bench` measures the memory of in-process engines.
+#[global_allocator]
+static ALLOC: fibre_bench::alloc::CountingAlloc = fibre_bench::alloc::CountingAlloc;
+
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("bench") {
+        return fibre_bench::cli::main(std::env::args().skip(1));
+    }
     let cli = Cli::parse_from(ip_style_args());
     let mut batch = Batch::new(Router::new());
     batch.family = if cli.ipv6 {

@@ -1,3 +1,5 @@
 //! Adapters between fibre and the formats other tools speak; each behind a feature.
 #[cfg(feature = "iproute2")]
 pub mod iproute2;
+#[cfg(feature = "mrt")]
+pub mod mrt;

@@ -1,0 +1,1129 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0
+ *
+ * dpdk: the DPDK peer harness of `fibre bench` (bench/harness/PROTOCOL.md).
+ *
+ *   --family 4: dpdk-lpm (rte_lpm) and dpdk-fib-dir24-8 (rte_fib, RTE_FIB_DIR24_8)
+ *   --family 6: dpdk-lpm6 (rte_lpm6) and dpdk-fib6-trie (rte_fib6, RTE_FIB6_TRIE)
+ *
+ * EAL runs without hardware: no hugepages, no PCI, in memory, on one lcore (the CPU given by
+ * --cpu, else the first CPU this process may run on). Records go to stdout, one JSON object per
+ * line; EAL and DPDK logs go to stderr.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_fib.h>
+#include <rte_fib6.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_lpm.h>
+#include <rte_lpm6.h>
+#include <rte_malloc.h>
+
+/* Next hop rte_fib / rte_fib6 return for "no route": above every NH of the protocol (< 64) and
+ * valid for every next-hop size (2-byte entries hold up to 0x7fff). */
+#define FIB_MISS_NH 0x7fffu
+
+static volatile uint64_t g_zero;  /* the opaque 0 of the latency chain */
+static volatile uint64_t g_sink;  /* lookups feed this so none can be dropped */
+
+/* Keeps the compiler from treating `p`'s contents as dead (stores of inlined bulk lookups). */
+#define KEEP(p) __asm__ __volatile__("" : : "r"(p) : "memory")
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("dpdk: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(2);
+}
+
+/* ---------------------------------------------------------------- command line, input files */
+
+struct workload {
+	char *name;
+	const char *path;
+	size_t count;
+	uint32_t *v4; /* host byte order */
+	uint8_t (*v6)[16]; /* network byte order, as in the file */
+};
+
+struct route4 {
+	uint32_t ip; /* host byte order */
+	uint8_t depth;
+	uint32_t nh;
+};
+
+struct route6 {
+	uint8_t ip[16];
+	uint8_t depth;
+	uint32_t nh;
+};
+
+static struct {
+	int family;
+	const char *routes_path;
+	const char *out;
+	struct workload *wl;
+	size_t n_wl;
+	size_t check_n;
+	unsigned runs;
+	unsigned bulk;
+	int cpu;
+	struct route4 *r4;
+	struct route6 *r6;
+	size_t n_routes;
+	int fib_avx512_possible; /* CPU has AVX-512F/DQ: EAL told to allow 512-bit SIMD */
+	int has_half[2]; /* a /1 route covers the lower / upper half of the address space */
+} opt = { .check_n = 10000, .runs = 5, .bulk = 64, .cpu = -1 };
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: dpdk --family 4|6 --routes FILE --out DIR [--workload NAME=FILE]...\n"
+		"            [--check-n N] [--runs R] [--bulk B] [--cpu C]\n");
+	exit(2);
+}
+
+static unsigned long parse_ulong(const char *s, const char *what, unsigned long min, unsigned long max)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+		die("bad %s: %s", what, s);
+	return v;
+}
+
+static void parse_args(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (i + 1 >= argc)
+			usage();
+		const char *v = argv[++i];
+		if (!strcmp(a, "--family")) {
+			opt.family = (int)parse_ulong(v, "--family", 4, 6);
+			if (opt.family != 4 && opt.family != 6)
+				die("--family must be 4 or 6");
+		} else if (!strcmp(a, "--routes")) {
+			opt.routes_path = v;
+		} else if (!strcmp(a, "--out")) {
+			opt.out = v;
+		} else if (!strcmp(a, "--workload")) {
+			const char *eq = strchr(v, '=');
+			if (!eq || eq == v || !eq[1])
+				die("--workload wants NAME=FILE, got %s", v);
+			opt.wl = realloc(opt.wl, (opt.n_wl + 1) * sizeof(*opt.wl));
+			if (!opt.wl)
+				die("out of memory");
+			struct workload *w = &opt.wl[opt.n_wl++];
+			memset(w, 0, sizeof(*w));
+			w->name = strndup(v, (size_t)(eq - v));
+			w->path = eq + 1;
+		} else if (!strcmp(a, "--check-n")) {
+			opt.check_n = parse_ulong(v, "--check-n", 0, SIZE_MAX);
+		} else if (!strcmp(a, "--runs")) {
+			opt.runs = (unsigned)parse_ulong(v, "--runs", 1, 1000000);
+		} else if (!strcmp(a, "--bulk")) {
+			opt.bulk = (unsigned)parse_ulong(v, "--bulk", 1, 1u << 20);
+		} else if (!strcmp(a, "--cpu")) {
+			opt.cpu = (int)parse_ulong(v, "--cpu", 0, CPU_SETSIZE - 1);
+		} else {
+			usage();
+		}
+	}
+	if (!opt.family || !opt.routes_path || !opt.out)
+		usage();
+}
+
+static void read_routes(void)
+{
+	FILE *f = fopen(opt.routes_path, "r");
+	if (!f)
+		die("%s: %s", opt.routes_path, strerror(errno));
+	size_t cap = 1024, lineno = 0;
+	char *line = NULL;
+	size_t linecap = 0;
+	ssize_t len;
+	if (opt.family == 4)
+		opt.r4 = malloc(cap * sizeof(*opt.r4));
+	else
+		opt.r6 = malloc(cap * sizeof(*opt.r6));
+	if (!opt.r4 && !opt.r6)
+		die("out of memory");
+	while ((len = getline(&line, &linecap, f)) >= 0) {
+		lineno++;
+		char pfx[64];
+		unsigned depth, nh;
+		char extra;
+		char *p = line;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\n' || *p == '\r' || *p == '\0' || *p == '#')
+			continue;
+		if (sscanf(p, "%63[^/ \t]/%u %u %c", pfx, &depth, &nh, &extra) != 3)
+			die("%s:%zu: expected PREFIX/LEN NH", opt.routes_path, lineno);
+		if (nh > 0xffffff)
+			die("%s:%zu: next hop %u out of range", opt.routes_path, lineno, nh);
+		if (opt.n_routes == cap) {
+			cap *= 2;
+			if (opt.family == 4)
+				opt.r4 = realloc(opt.r4, cap * sizeof(*opt.r4));
+			else
+				opt.r6 = realloc(opt.r6, cap * sizeof(*opt.r6));
+			if (!opt.r4 && !opt.r6)
+				die("out of memory");
+		}
+		if (opt.family == 4) {
+			struct in_addr a;
+			if (inet_pton(AF_INET, pfx, &a) != 1 || depth > 32)
+				die("%s:%zu: not an IPv4 prefix: %s/%u", opt.routes_path, lineno, pfx, depth);
+			struct route4 *r = &opt.r4[opt.n_routes++];
+			r->ip = ntohl(a.s_addr);
+			r->depth = (uint8_t)depth;
+			r->nh = nh;
+			if (depth == 1)
+				opt.has_half[r->ip >> 31] = 1;
+		} else {
+			if (depth > 128)
+				die("%s:%zu: prefix length %u", opt.routes_path, lineno, depth);
+			struct route6 *r = &opt.r6[opt.n_routes++];
+			if (inet_pton(AF_INET6, pfx, r->ip) != 1)
+				die("%s:%zu: not an IPv6 prefix: %s", opt.routes_path, lineno, pfx);
+			r->depth = (uint8_t)depth;
+			r->nh = nh;
+			if (depth == 1)
+				opt.has_half[r->ip[0] >> 7] = 1;
+		}
+	}
+	if (ferror(f))
+		die("%s: read error", opt.routes_path);
+	free(line);
+	fclose(f);
+}
+
+static void read_workloads(void)
+{
+	size_t w = opt.family == 4 ? 4 : 16;
+	for (size_t i = 0; i < opt.n_wl; i++) {
+		struct workload *wl = &opt.wl[i];
+		FILE *f = fopen(wl->path, "rb");
+		if (!f)
+			die("%s: %s", wl->path, strerror(errno));
+		if (fseek(f, 0, SEEK_END) != 0)
+			die("%s: cannot seek", wl->path);
+		long sz = ftell(f);
+		rewind(f);
+		if (sz < 0 || (size_t)sz % w)
+			die("%s: size %ld is not a multiple of %zu", wl->path, sz, w);
+		wl->count = (size_t)sz / w;
+		size_t bytes = ((size_t)sz + 63) / 64 * 64;
+		void *buf = aligned_alloc(64, bytes ? bytes : 64);
+		if (!buf)
+			die("out of memory");
+		if (fread(buf, 1, (size_t)sz, f) != (size_t)sz)
+			die("%s: short read", wl->path);
+		fclose(f);
+		if (opt.family == 4) {
+			wl->v4 = buf;
+			for (size_t j = 0; j < wl->count; j++)
+				wl->v4[j] = ntohl(wl->v4[j]);
+		} else {
+			wl->v6 = buf;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- sizing */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+struct u128 {
+	uint64_t hi, lo;
+};
+
+static int cmp_u128(const void *a, const void *b)
+{
+	const struct u128 *x = a, *y = b;
+	if (x->hi != y->hi)
+		return x->hi < y->hi ? -1 : 1;
+	return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* tbl8 groups an IPv4 DIR-24-8 table needs: one per /24 holding a longer prefix. */
+static size_t tbl8_needed_v4(void)
+{
+	uint32_t *k = malloc((opt.n_routes + 1) * sizeof(*k));
+	size_t n = 0, distinct = 0;
+	if (!k)
+		die("out of memory");
+	for (size_t i = 0; i < opt.n_routes; i++)
+		if (opt.r4[i].depth > 24)
+			k[n++] = opt.r4[i].ip >> 8;
+	qsort(k, n, sizeof(*k), cmp_u32);
+	for (size_t i = 0; i < n; i++)
+		distinct += i == 0 || k[i] != k[i - 1];
+	free(k);
+	return distinct;
+}
+
+/* tbl8 groups an IPv6 24-8-8-... table (rte_lpm6, rte_fib6 trie) needs: one per distinct byte
+ * boundary prefix of 3..15 bytes strictly shorter than some route. */
+static size_t tbl8_needed_v6(void)
+{
+	struct u128 *k = malloc((opt.n_routes + 1) * sizeof(*k));
+	size_t total = 0;
+	if (!k)
+		die("out of memory");
+	for (unsigned bytes = 3; bytes < 16; bytes++) {
+		size_t n = 0;
+		for (size_t i = 0; i < opt.n_routes; i++) {
+			const struct route6 *r = &opt.r6[i];
+			if ((r->depth + 7u) / 8u <= bytes)
+				continue;
+			uint8_t m[16] = { 0 };
+			memcpy(m, r->ip, bytes);
+			uint64_t hi = 0, lo = 0;
+			for (int b = 0; b < 8; b++) {
+				hi = hi << 8 | m[b];
+				lo = lo << 8 | m[8 + b];
+			}
+			k[n].hi = hi;
+			k[n].lo = lo;
+			n++;
+		}
+		qsort(k, n, sizeof(*k), cmp_u128);
+		for (size_t i = 0; i < n; i++)
+			total += i == 0 || cmp_u128(&k[i], &k[i - 1]) != 0;
+	}
+	free(k);
+	return total;
+}
+
+/* ---------------------------------------------------------------- EAL */
+
+static int pick_cpu(void)
+{
+	if (opt.cpu >= 0)
+		return opt.cpu;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set))
+				return c;
+	return 0;
+}
+
+static void skip_all(const char *why)
+{
+	const char *e1 = opt.family == 4 ? "dpdk-lpm" : "dpdk-lpm6";
+	const char *e2 = opt.family == 4 ? "dpdk-fib-dir24-8" : "dpdk-fib6-trie";
+	printf("{\"engine\":\"%s\",\"skip\":\"%s\"}\n", e1, why);
+	printf("{\"engine\":\"%s\",\"skip\":\"%s\"}\n", e2, why);
+	fflush(stdout);
+	exit(0);
+}
+
+/* Starts EAL with `mem_mb` MiB of ordinary (not huge) memory. EAL output goes to stderr. */
+static void eal_start(unsigned mem_mb)
+{
+	char lcore[32], mem[32];
+	snprintf(lcore, sizeof(lcore), "%d", pick_cpu());
+	snprintf(mem, sizeof(mem), "%u", mem_mb);
+	char *args[32];
+	int n = 0;
+	args[n++] = "dpdk-harness";
+	args[n++] = "--no-huge";
+	args[n++] = "--no-pci";
+	args[n++] = "--no-shconf";
+	args[n++] = "--no-telemetry";
+	args[n++] = "-l";
+	args[n++] = lcore;
+	args[n++] = "-m";
+	args[n++] = mem;
+	args[n++] = "--log-level=error";
+	/* AVX-512 lookups (rte_fib / rte_fib6) are only selectable when EAL allows 512-bit SIMD;
+	 * ask for it only where the CPU has it. */
+	__builtin_cpu_init();
+	opt.fib_avx512_possible = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+	if (opt.fib_avx512_possible)
+		args[n++] = "--force-max-simd-bitwidth=512";
+	args[n] = NULL;
+
+	/* Logs to stderr; and anything EAL prints on stdout during init too. */
+	rte_openlog_stream(stderr);
+	fflush(stdout);
+	int saved = dup(STDOUT_FILENO);
+	if (saved >= 0)
+		dup2(STDERR_FILENO, STDOUT_FILENO);
+	int ret = rte_eal_init(n, args);
+	int err = rte_errno;
+	fflush(stdout);
+	if (saved >= 0) {
+		dup2(saved, STDOUT_FILENO);
+		close(saved);
+	}
+	if (ret < 0) {
+		char why[256];
+		snprintf(why, sizeof(why), "rte_eal_init failed: %s", rte_strerror(err));
+		for (char *p = why; *p; p++)
+			if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+				*p = ' ';
+		skip_all(why);
+	}
+}
+
+static size_t heap_allocated(void)
+{
+	size_t total = 0;
+	for (unsigned i = 0; i < rte_socket_count(); i++) {
+		struct rte_malloc_socket_stats s;
+		if (rte_malloc_get_socket_stats(rte_socket_id_by_idx(i), &s) == 0)
+			total += s.heap_allocsz_bytes;
+	}
+	return total;
+}
+
+/* ---------------------------------------------------------------- output, statistics */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static void record(const char *engine, const char *metric, const char *workload, double value,
+		   const char *unit, unsigned runs, double spread, const char *note)
+{
+	printf("{\"engine\":");
+	json_str(engine);
+	printf(",\"metric\":");
+	json_str(metric);
+	if (workload) {
+		printf(",\"workload\":");
+		json_str(workload);
+	}
+	printf(",\"value\":%.10g,\"unit\":", value);
+	json_str(unit);
+	printf(",\"runs\":%u,\"spread\":%.6g", runs, spread);
+	if (note) {
+		printf(",\"note\":");
+		json_str(note);
+	}
+	printf("}\n");
+	fflush(stdout);
+}
+
+static void skip(const char *engine, const char *why)
+{
+	printf("{\"engine\":");
+	json_str(engine);
+	printf(",\"skip\":");
+	json_str(why);
+	printf("}\n");
+	fflush(stdout);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Median and MAD of `runs` timings (ns per lookup), written as one record. */
+static void report_runs(const char *engine, const char *metric, const char *workload, double *ns,
+			unsigned runs, const char *note)
+{
+	double m = median(ns, runs);
+	double dev[runs];
+	for (unsigned i = 0; i < runs; i++)
+		dev[i] = fabs(ns[i] - m);
+	double mad = median(dev, runs);
+	record(engine, metric, workload, m, "ns", runs, mad, note);
+}
+
+static FILE *open_check(const char *engine, const char *workload)
+{
+	size_t len = strlen(opt.out) + strlen(engine) + strlen(workload) + 16;
+	char *path = malloc(len);
+	if (!path)
+		die("out of memory");
+	snprintf(path, len, "%s/%s.%s.check", opt.out, engine, workload);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		die("%s: %s", path, strerror(errno));
+	free(path);
+	return f;
+}
+
+static void close_check(FILE *f)
+{
+	if (fflush(f) != 0 || ferror(f) || fclose(f) != 0)
+		die("writing check file: %s", strerror(errno));
+}
+
+/* Answers of the bulk API must equal the single lookups'; a mismatch is a harness bug. */
+static void bulk_mismatch(const char *engine, const char *workload, size_t i, int64_t single, int64_t bulk)
+{
+	fprintf(stderr, "dpdk: %s %s: address %zu: single lookup %" PRId64 ", bulk lookup %" PRId64 "\n",
+		engine, workload, i, single, bulk);
+	exit(1);
+}
+
+#define TIME_RUNS(ns_array, count, ...)                                                     \
+	do {                                                                                \
+		{ __VA_ARGS__ } /* warm-up, not timed */                                   \
+		for (unsigned run_ = 0; run_ < opt.runs; run_++) {                          \
+			double t0_ = now_s();                                               \
+			{ __VA_ARGS__ }                                                    \
+			double t1_ = now_s();                                               \
+			(ns_array)[run_] = (t1_ - t0_) * 1e9 / (double)((count) ? (count) : 1); \
+		}                                                                           \
+	} while (0)
+
+/* ---------------------------------------------------------------- IPv4: rte_lpm */
+
+static void run_lpm(size_t tbl8)
+{
+	const char *E = "dpdk-lpm";
+	struct rte_lpm_config cfg = {
+		.max_rules = (uint32_t)(opt.n_routes ? opt.n_routes : 1),
+		.number_tbl8s = (uint32_t)tbl8,
+		.flags = 0,
+	};
+	size_t before = heap_allocated();
+	struct rte_lpm *lpm = rte_lpm_create("fibre_lpm", (int)rte_socket_id(), &cfg);
+	if (!lpm) {
+		char why[160];
+		snprintf(why, sizeof(why), "rte_lpm_create failed: %s", rte_strerror(rte_errno));
+		skip(E, why);
+		return;
+	}
+	size_t failed = 0;
+	int first_err = 0;
+	double t0 = now_s();
+	for (size_t i = 0; i < opt.n_routes; i++) {
+		const struct route4 *r = &opt.r4[i];
+		int ret;
+		if (r->depth == 0) {
+			/* rte_lpm wants depth >= 1: the default route is the two /1 halves, except a
+			 * half that has its own /1 route (which wins over /0 there anyway). */
+			ret = 0;
+			for (unsigned h = 0; h < 2 && ret == 0; h++)
+				if (!opt.has_half[h])
+					ret = rte_lpm_add(lpm, (uint32_t)h << 31, 1, r->nh);
+		} else {
+			ret = rte_lpm_add(lpm, r->ip, r->depth, r->nh);
+		}
+		if (ret < 0) {
+			failed++;
+			if (!first_err)
+				first_err = ret;
+		}
+	}
+	double t1 = now_s();
+	size_t mem = heap_allocated() - before;
+	if (failed)
+		fprintf(stderr, "dpdk: %s: %zu routes refused, first error %s\n", E, failed, strerror(-first_err));
+	char note[160];
+	snprintf(note, sizeof(note), "rte_lpm_add of %zu routes, create excluded; max_rules %u, number_tbl8s %u",
+		 opt.n_routes, cfg.max_rules, cfg.number_tbl8s);
+	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
+	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
+	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add");
+	record(E, "failed_routes", NULL, (double)failed, "routes", 1, 0, NULL);
+
+	uint32_t *out = aligned_alloc(64, ((opt.bulk * sizeof(uint32_t)) + 63) / 64 * 64);
+	double ns[opt.runs];
+	if (!out)
+		die("out of memory");
+	for (size_t w = 0; w < opt.n_wl; w++) {
+		const struct workload *wl = &opt.wl[w];
+		const uint32_t *a = wl->v4;
+		const size_t n = wl->count;
+		const unsigned B = opt.bulk;
+
+		/* check file (single lookups), bulk answers compared with it */
+		size_t nc = opt.check_n < n ? opt.check_n : n;
+		FILE *cf = open_check(E, wl->name);
+		for (size_t i = 0; i < nc; i += B) {
+			unsigned k = (unsigned)(nc - i < B ? nc - i : B);
+			rte_lpm_lookup_bulk(lpm, a + i, out, k);
+			for (unsigned j = 0; j < k; j++) {
+				uint32_t nh;
+				int64_t s = rte_lpm_lookup(lpm, a[i + j], &nh) == 0 ? (int64_t)nh : -1;
+				int64_t b = (out[j] & RTE_LPM_LOOKUP_SUCCESS) ? (int64_t)(out[j] & 0x00ffffff) : -1;
+				if (s != b)
+					bulk_mismatch(E, wl->name, i + j, s, b);
+				fprintf(cf, "%" PRId64 "\n", s);
+			}
+		}
+		close_check(cf);
+
+		TIME_RUNS(ns, n, {
+			uint32_t acc = 0;
+			for (size_t i = 0; i < n; i++) {
+				uint32_t nh;
+				int ret = rte_lpm_lookup(lpm, a[i], &nh);
+				acc += nh + (uint32_t)ret;
+			}
+			g_sink += acc;
+		});
+		report_runs(E, "lookup", wl->name, ns, opt.runs, "rte_lpm_lookup (inline), one address per call");
+
+		TIME_RUNS(ns, n, {
+			uint32_t acc = 0;
+			for (size_t i = 0; i < n; i += B) {
+				unsigned k = (unsigned)(n - i < B ? n - i : B);
+				rte_lpm_lookup_bulk(lpm, a + i, out, k);
+				KEEP(out);
+				acc += out[0];
+			}
+			g_sink += acc;
+		});
+		char bnote[96];
+		snprintf(bnote, sizeof(bnote), "rte_lpm_lookup_bulk (inline), batches of %u", B);
+		report_runs(E, "lookup_bulk", wl->name, ns, opt.runs, bnote);
+
+		TIME_RUNS(ns, n, {
+			uint32_t zero = (uint32_t)g_zero;
+			uint32_t nh = 0;
+			for (size_t i = 0; i < n; i++) {
+				uint32_t r;
+				rte_lpm_lookup(lpm, a[i] ^ (nh & zero), &r);
+				nh = r;
+			}
+			g_sink += nh;
+		});
+		report_runs(E, "latency", wl->name, ns, opt.runs,
+			    "dependent chain of rte_lpm_lookup: addr[i] ^ (previous next_hop & volatile 0)");
+	}
+	free(out);
+	rte_lpm_free(lpm);
+}
+
+/* ---------------------------------------------------------------- IPv4: rte_fib DIR24_8 */
+
+static const char *fib_select(struct rte_fib *fib, char *buf, size_t len)
+{
+	/* Optional override for experiments: FIBRE_DPDK_FIB_LOOKUP=macro|inline|uni|avx512 */
+	const char *want = getenv("FIBRE_DPDK_FIB_LOOKUP");
+	if (want && *want) {
+		enum rte_fib_lookup_type t;
+		if (!strcmp(want, "macro"))
+			t = RTE_FIB_LOOKUP_DIR24_8_SCALAR_MACRO;
+		else if (!strcmp(want, "inline"))
+			t = RTE_FIB_LOOKUP_DIR24_8_SCALAR_INLINE;
+		else if (!strcmp(want, "uni"))
+			t = RTE_FIB_LOOKUP_DIR24_8_SCALAR_UNI;
+		else if (!strcmp(want, "avx512"))
+			t = RTE_FIB_LOOKUP_DIR24_8_VECTOR_AVX512;
+		else
+			die("FIBRE_DPDK_FIB_LOOKUP: unknown %s", want);
+		if (rte_fib_select_lookup(fib, t) != 0)
+			die("rte_fib_select_lookup(%s) refused", want);
+		snprintf(buf, len, "%s (forced by FIBRE_DPDK_FIB_LOOKUP)", want);
+		return buf;
+	}
+	if (rte_fib_select_lookup(fib, RTE_FIB_LOOKUP_DIR24_8_VECTOR_AVX512) == 0) {
+		snprintf(buf, len, "AVX-512 vector (RTE_FIB_LOOKUP_DIR24_8_VECTOR_AVX512)");
+	} else {
+		/* DEFAULT without AVX-512 is the scalar loop specialised for the next-hop size. */
+		if (rte_fib_select_lookup(fib, RTE_FIB_LOOKUP_DEFAULT) != 0)
+			die("rte_fib_select_lookup(DEFAULT) refused");
+		snprintf(buf, len, "scalar (RTE_FIB_LOOKUP_DEFAULT; AVX-512 vector not available: %s)",
+			 opt.fib_avx512_possible ? "refused by DPDK" : "CPU lacks AVX-512");
+	}
+	return buf;
+}
+
+static void run_fib(size_t tbl8)
+{
+	const char *E = "dpdk-fib-dir24-8";
+	struct rte_fib_conf cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.type = RTE_FIB_DIR24_8;
+	cfg.default_nh = FIB_MISS_NH;
+	cfg.max_routes = (int)(opt.n_routes ? opt.n_routes : 1);
+	cfg.rib_ext_sz = 0;
+	cfg.dir24_8.nh_sz = RTE_FIB_DIR24_8_4B;
+	cfg.dir24_8.num_tbl8 = (uint32_t)tbl8;
+
+	size_t before = heap_allocated();
+	struct rte_fib *fib = rte_fib_create("fibre_fib", (int)rte_socket_id(), &cfg);
+	if (!fib) {
+		char why[160];
+		snprintf(why, sizeof(why), "rte_fib_create failed: %s", rte_strerror(rte_errno));
+		skip(E, why);
+		return;
+	}
+	size_t failed = 0;
+	int first_err = 0;
+	double t0 = now_s();
+	for (size_t i = 0; i < opt.n_routes; i++) {
+		const struct route4 *r = &opt.r4[i];
+		int ret = rte_fib_add(fib, r->ip, r->depth, r->nh);
+		if (ret < 0) {
+			failed++;
+			if (!first_err)
+				first_err = ret;
+		}
+	}
+	double t1 = now_s();
+	size_t mem = heap_allocated() - before;
+	if (failed)
+		fprintf(stderr, "dpdk: %s: %zu routes refused, first error %s\n", E, failed, strerror(-first_err));
+	char note[192];
+	snprintf(note, sizeof(note),
+		 "rte_fib_add of %zu routes, create excluded; max_routes %d, num_tbl8 %u, 4-byte next hops",
+		 opt.n_routes, cfg.max_routes, cfg.dir24_8.num_tbl8);
+	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
+	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
+	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add, includes the RIB");
+	record(E, "failed_routes", NULL, (double)failed, "routes", 1, 0, NULL);
+
+	char fnbuf[128];
+	const char *fn = fib_select(fib, fnbuf, sizeof(fnbuf));
+	fprintf(stderr, "dpdk: %s lookup function: %s\n", E, fn);
+
+	uint64_t *out = aligned_alloc(64, ((opt.bulk * sizeof(uint64_t)) + 63) / 64 * 64);
+	double ns[opt.runs];
+	if (!out)
+		die("out of memory");
+	for (size_t w = 0; w < opt.n_wl; w++) {
+		const struct workload *wl = &opt.wl[w];
+		uint32_t *a = wl->v4;
+		const size_t n = wl->count;
+		const unsigned B = opt.bulk;
+
+		size_t nc = opt.check_n < n ? opt.check_n : n;
+		FILE *cf = open_check(E, wl->name);
+		for (size_t i = 0; i < nc; i += B) {
+			unsigned k = (unsigned)(nc - i < B ? nc - i : B);
+			rte_fib_lookup_bulk(fib, a + i, out, (int)k);
+			for (unsigned j = 0; j < k; j++) {
+				uint64_t nh;
+				rte_fib_lookup_bulk(fib, a + i + j, &nh, 1);
+				int64_t s = nh == FIB_MISS_NH ? -1 : (int64_t)nh;
+				int64_t b = out[j] == FIB_MISS_NH ? -1 : (int64_t)out[j];
+				if (s != b)
+					bulk_mismatch(E, wl->name, i + j, s, b);
+				fprintf(cf, "%" PRId64 "\n", s);
+			}
+		}
+		close_check(cf);
+
+		char note1[384];
+		snprintf(note1, sizeof(note1),
+			 "rte_fib_lookup_bulk with n=1 per address (rte_fib has no single-address API); lookup fn: %s", fn);
+		TIME_RUNS(ns, n, {
+			uint64_t acc = 0;
+			for (size_t i = 0; i < n; i++) {
+				uint64_t nh;
+				rte_fib_lookup_bulk(fib, a + i, &nh, 1);
+				acc += nh;
+			}
+			g_sink += acc;
+		});
+		report_runs(E, "lookup", wl->name, ns, opt.runs, note1);
+
+		TIME_RUNS(ns, n, {
+			uint64_t acc = 0;
+			for (size_t i = 0; i < n; i += B) {
+				unsigned k = (unsigned)(n - i < B ? n - i : B);
+				rte_fib_lookup_bulk(fib, a + i, out, (int)k);
+				KEEP(out);
+				acc += out[0];
+			}
+			g_sink += acc;
+		});
+		char bnote[384];
+		snprintf(bnote, sizeof(bnote), "rte_fib_lookup_bulk, batches of %u; lookup fn: %s", B, fn);
+		report_runs(E, "lookup_bulk", wl->name, ns, opt.runs, bnote);
+
+		char lnote[384];
+		snprintf(lnote, sizeof(lnote),
+			 "dependent chain of rte_fib_lookup_bulk(n=1): addr[i] ^ (previous next_hop & volatile 0); lookup fn: %s",
+			 fn);
+		TIME_RUNS(ns, n, {
+			uint32_t zero = (uint32_t)g_zero;
+			uint64_t nh = 0;
+			for (size_t i = 0; i < n; i++) {
+				uint32_t ip = a[i] ^ ((uint32_t)nh & zero);
+				rte_fib_lookup_bulk(fib, &ip, &nh, 1);
+			}
+			g_sink += nh;
+		});
+		report_runs(E, "latency", wl->name, ns, opt.runs, lnote);
+	}
+	free(out);
+	rte_fib_free(fib);
+}
+
+/* ---------------------------------------------------------------- IPv6: rte_lpm6 */
+
+static void run_lpm6(size_t tbl8)
+{
+	const char *E = "dpdk-lpm6";
+	struct rte_lpm6_config cfg = {
+		.max_rules = (uint32_t)(opt.n_routes ? opt.n_routes : 1),
+		.number_tbl8s = (uint32_t)tbl8,
+		.flags = 0,
+	};
+	size_t before = heap_allocated();
+	struct rte_lpm6 *lpm = rte_lpm6_create("fibre_lpm6", (int)rte_socket_id(), &cfg);
+	if (!lpm) {
+		char why[160];
+		snprintf(why, sizeof(why), "rte_lpm6_create failed: %s", rte_strerror(rte_errno));
+		skip(E, why);
+		return;
+	}
+	size_t failed = 0;
+	int first_err = 0;
+	double t0 = now_s();
+	for (size_t i = 0; i < opt.n_routes; i++) {
+		const struct route6 *r = &opt.r6[i];
+		int ret;
+		if (r->depth == 0) {
+			/* rte_lpm6 wants depth >= 1: as for rte_lpm, ::/0 becomes ::/1 and 8000::/1. */
+			ret = 0;
+			for (unsigned h = 0; h < 2 && ret == 0; h++)
+				if (!opt.has_half[h]) {
+					uint8_t half[16] = { (uint8_t)(h << 7) };
+					ret = rte_lpm6_add(lpm, half, 1, r->nh);
+				}
+		} else {
+			ret = rte_lpm6_add(lpm, r->ip, r->depth, r->nh);
+		}
+		if (ret < 0) {
+			failed++;
+			if (!first_err)
+				first_err = ret;
+		}
+	}
+	double t1 = now_s();
+	size_t mem = heap_allocated() - before;
+	if (failed)
+		fprintf(stderr, "dpdk: %s: %zu routes refused, first error %s\n", E, failed, strerror(-first_err));
+	char note[160];
+	snprintf(note, sizeof(note), "rte_lpm6_add of %zu routes, create excluded; max_rules %u, number_tbl8s %u",
+		 opt.n_routes, cfg.max_rules, cfg.number_tbl8s);
+	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
+	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
+	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add, includes the rule hash");
+	record(E, "failed_routes", NULL, (double)failed, "routes", 1, 0, NULL);
+
+	int32_t *out = aligned_alloc(64, ((opt.bulk * sizeof(int32_t)) + 63) / 64 * 64);
+	double ns[opt.runs];
+	if (!out)
+		die("out of memory");
+	for (size_t w = 0; w < opt.n_wl; w++) {
+		const struct workload *wl = &opt.wl[w];
+		uint8_t (*a)[16] = wl->v6;
+		const size_t n = wl->count;
+		const unsigned B = opt.bulk;
+
+		size_t nc = opt.check_n < n ? opt.check_n : n;
+		FILE *cf = open_check(E, wl->name);
+		for (size_t i = 0; i < nc; i += B) {
+			unsigned k = (unsigned)(nc - i < B ? nc - i : B);
+			rte_lpm6_lookup_bulk_func(lpm, a + i, out, k);
+			for (unsigned j = 0; j < k; j++) {
+				uint32_t nh;
+				int64_t s = rte_lpm6_lookup(lpm, a[i + j], &nh) == 0 ? (int64_t)nh : -1;
+				int64_t b = out[j] < 0 ? -1 : (int64_t)out[j];
+				if (s != b)
+					bulk_mismatch(E, wl->name, i + j, s, b);
+				fprintf(cf, "%" PRId64 "\n", s);
+			}
+		}
+		close_check(cf);
+
+		TIME_RUNS(ns, n, {
+			uint32_t acc = 0;
+			for (size_t i = 0; i < n; i++) {
+				uint32_t nh = 0;
+				int ret = rte_lpm6_lookup(lpm, a[i], &nh);
+				acc += nh + (uint32_t)ret;
+			}
+			g_sink += acc;
+		});
+		report_runs(E, "lookup", wl->name, ns, opt.runs, "rte_lpm6_lookup, one address per call");
+
+		TIME_RUNS(ns, n, {
+			uint32_t acc = 0;
+			for (size_t i = 0; i < n; i += B) {
+				unsigned k = (unsigned)(n - i < B ? n - i : B);
+				rte_lpm6_lookup_bulk_func(lpm, a + i, out, k);
+				KEEP(out);
+				acc += (uint32_t)out[0];
+			}
+			g_sink += acc;
+		});
+		char bnote[96];
+		snprintf(bnote, sizeof(bnote), "rte_lpm6_lookup_bulk_func, batches of %u", B);
+		report_runs(E, "lookup_bulk", wl->name, ns, opt.runs, bnote);
+
+		TIME_RUNS(ns, n, {
+			uint64_t zero = g_zero;
+			uint32_t nh = 0;
+			uint8_t ip[16] __attribute__((aligned(16)));
+			for (size_t i = 0; i < n; i++) {
+				uint64_t hi, lo;
+				memcpy(&hi, a[i], 8);
+				memcpy(&lo, a[i] + 8, 8);
+				lo ^= (uint64_t)nh & zero;
+				memcpy(ip, &hi, 8);
+				memcpy(ip + 8, &lo, 8);
+				rte_lpm6_lookup(lpm, ip, &nh);
+			}
+			g_sink += nh;
+		});
+		report_runs(E, "latency", wl->name, ns, opt.runs,
+			    "dependent chain of rte_lpm6_lookup: low 64 bits of addr[i] ^ (previous next_hop & volatile 0)");
+	}
+	free(out);
+	rte_lpm6_free(lpm);
+}
+
+/* ---------------------------------------------------------------- IPv6: rte_fib6 trie */
+
+static const char *fib6_select(struct rte_fib6 *fib, char *buf, size_t len)
+{
+	/* Optional override for experiments: FIBRE_DPDK_FIB6_LOOKUP=scalar|avx512 */
+	const char *want = getenv("FIBRE_DPDK_FIB6_LOOKUP");
+	if (want && *want) {
+		enum rte_fib6_lookup_type t;
+		if (!strcmp(want, "scalar"))
+			t = RTE_FIB6_LOOKUP_TRIE_SCALAR;
+		else if (!strcmp(want, "avx512"))
+			t = RTE_FIB6_LOOKUP_TRIE_VECTOR_AVX512;
+		else
+			die("FIBRE_DPDK_FIB6_LOOKUP: unknown %s", want);
+		if (rte_fib6_select_lookup(fib, t) != 0)
+			die("rte_fib6_select_lookup(%s) refused", want);
+		snprintf(buf, len, "%s (forced by FIBRE_DPDK_FIB6_LOOKUP)", want);
+		return buf;
+	}
+	if (rte_fib6_select_lookup(fib, RTE_FIB6_LOOKUP_TRIE_VECTOR_AVX512) == 0) {
+		snprintf(buf, len, "AVX-512 vector (RTE_FIB6_LOOKUP_TRIE_VECTOR_AVX512)");
+	} else {
+		if (rte_fib6_select_lookup(fib, RTE_FIB6_LOOKUP_TRIE_SCALAR) != 0)
+			die("rte_fib6_select_lookup(SCALAR) refused");
+		snprintf(buf, len, "scalar (RTE_FIB6_LOOKUP_TRIE_SCALAR; AVX-512 vector not available: %s)",
+			 opt.fib_avx512_possible ? "refused by DPDK" : "CPU lacks AVX-512");
+	}
+	return buf;
+}
+
+static void run_fib6(size_t tbl8)
+{
+	const char *E = "dpdk-fib6-trie";
+	struct rte_fib6_conf cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.type = RTE_FIB6_TRIE;
+	cfg.default_nh = FIB_MISS_NH;
+	cfg.max_routes = (int)(opt.n_routes ? opt.n_routes : 1);
+	cfg.rib_ext_sz = 0;
+	cfg.trie.nh_sz = RTE_FIB6_TRIE_4B;
+	cfg.trie.num_tbl8 = (uint32_t)tbl8;
+
+	size_t before = heap_allocated();
+	struct rte_fib6 *fib = rte_fib6_create("fibre_fib6", (int)rte_socket_id(), &cfg);
+	if (!fib) {
+		char why[160];
+		snprintf(why, sizeof(why), "rte_fib6_create failed: %s", rte_strerror(rte_errno));
+		skip(E, why);
+		return;
+	}
+	size_t failed = 0;
+	int first_err = 0;
+	double t0 = now_s();
+	for (size_t i = 0; i < opt.n_routes; i++) {
+		const struct route6 *r = &opt.r6[i];
+		int ret = rte_fib6_add(fib, r->ip, r->depth, r->nh);
+		if (ret < 0) {
+			failed++;
+			if (!first_err)
+				first_err = ret;
+		}
+	}
+	double t1 = now_s();
+	size_t mem = heap_allocated() - before;
+	if (failed)
+		fprintf(stderr, "dpdk: %s: %zu routes refused, first error %s\n", E, failed, strerror(-first_err));
+	char note[192];
+	snprintf(note, sizeof(note),
+		 "rte_fib6_add of %zu routes, create excluded; max_routes %d, num_tbl8 %u, 4-byte next hops",
+		 opt.n_routes, cfg.max_routes, cfg.trie.num_tbl8);
+	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
+	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
+	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add, includes the RIB");
+	record(E, "failed_routes", NULL, (double)failed, "routes", 1, 0, NULL);
+
+	char fnbuf[128];
+	const char *fn = fib6_select(fib, fnbuf, sizeof(fnbuf));
+	fprintf(stderr, "dpdk: %s lookup function: %s\n", E, fn);
+
+	uint64_t *out = aligned_alloc(64, ((opt.bulk * sizeof(uint64_t)) + 63) / 64 * 64);
+	double ns[opt.runs];
+	if (!out)
+		die("out of memory");
+	for (size_t w = 0; w < opt.n_wl; w++) {
+		const struct workload *wl = &opt.wl[w];
+		uint8_t (*a)[16] = wl->v6;
+		const size_t n = wl->count;
+		const unsigned B = opt.bulk;
+
+		size_t nc = opt.check_n < n ? opt.check_n : n;
+		FILE *cf = open_check(E, wl->name);
+		for (size_t i = 0; i < nc; i += B) {
+			unsigned k = (unsigned)(nc - i < B ? nc - i : B);
+			rte_fib6_lookup_bulk(fib, a + i, out, (int)k);
+			for (unsigned j = 0; j < k; j++) {
+				uint64_t nh;
+				rte_fib6_lookup_bulk(fib, a + i + j, &nh, 1);
+				int64_t s = nh == FIB_MISS_NH ? -1 : (int64_t)nh;
+				int64_t b = out[j] == FIB_MISS_NH ? -1 : (int64_t)out[j];
+				if (s != b)
+					bulk_mismatch(E, wl->name, i + j, s, b);
+				fprintf(cf, "%" PRId64 "\n", s);
+			}
+		}
+		close_check(cf);
+
+		char note1[384];
+		snprintf(note1, sizeof(note1),
+			 "rte_fib6_lookup_bulk with n=1 per address (rte_fib6 has no single-address API); lookup fn: %s", fn);
+		TIME_RUNS(ns, n, {
+			uint64_t acc = 0;
+			for (size_t i = 0; i < n; i++) {
+				uint64_t nh;
+				rte_fib6_lookup_bulk(fib, a + i, &nh, 1);
+				acc += nh;
+			}
+			g_sink += acc;
+		});
+		report_runs(E, "lookup", wl->name, ns, opt.runs, note1);
+
+		TIME_RUNS(ns, n, {
+			uint64_t acc = 0;
+			for (size_t i = 0; i < n; i += B) {
+				unsigned k = (unsigned)(n - i < B ? n - i : B);
+				rte_fib6_lookup_bulk(fib, a + i, out, (int)k);
+				KEEP(out);
+				acc += out[0];
+			}
+			g_sink += acc;
+		});
+		char bnote[384];
+		snprintf(bnote, sizeof(bnote), "rte_fib6_lookup_bulk, batches of %u; lookup fn: %s", B, fn);
+		report_runs(E, "lookup_bulk", wl->name, ns, opt.runs, bnote);
+
+		char lnote[384];
+		snprintf(lnote, sizeof(lnote),
+			 "dependent chain of rte_fib6_lookup_bulk(n=1): low 64 bits of addr[i] ^ (previous next_hop & volatile 0); lookup fn: %s",
+			 fn);
+		TIME_RUNS(ns, n, {
+			uint64_t zero = g_zero;
+			uint64_t nh = 0;
+			uint8_t ip[1][16] __attribute__((aligned(16)));
+			for (size_t i = 0; i < n; i++) {
+				uint64_t hi, lo;
+				memcpy(&hi, a[i], 8);
+				memcpy(&lo, a[i] + 8, 8);
+				lo ^= nh & zero;
+				memcpy(ip[0], &hi, 8);
+				memcpy(ip[0] + 8, &lo, 8);
+				rte_fib6_lookup_bulk(fib, ip, &nh, 1);
+			}
+			g_sink += nh;
+		});
+		report_runs(E, "latency", wl->name, ns, opt.runs, lnote);
+	}
+	free(out);
+	rte_fib6_free(fib);
+}
+
+/* ---------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+	parse_args(argc, argv);
+	read_routes();
+	read_workloads();
+
+	size_t need = opt.family == 4 ? tbl8_needed_v4() : tbl8_needed_v6();
+	/* Exactly `need` groups suffice for inserting into an empty table; keep some slack. */
+	size_t tbl8 = need + need / 8 + 256;
+	if (tbl8 > (1u << 24) - 1)
+		tbl8 = (1u << 24) - 1;
+
+	/* EAL memory: tbl24 (64 MiB with 4-byte entries), tbl8 groups (1 KiB each), rules or RIB
+	 * nodes (at most 2 per route in the RIBs, ~128 bytes each with overhead), then twice that
+	 * for heap slack; plus a fixed reserve. Pages are only touched when used. */
+	size_t est = (64u << 20) + tbl8 * 1024 + opt.n_routes * 2 * 128;
+	unsigned mem_mb = (unsigned)((2 * est >> 20) + 256);
+	const char *m = getenv("FIBRE_DPDK_MEM_MB");
+	if (m && *m)
+		mem_mb = (unsigned)parse_ulong(m, "FIBRE_DPDK_MEM_MB", 64, 1u << 20);
+	fprintf(stderr, "dpdk: %zu routes, %zu tbl8 groups needed (%zu configured), EAL -m %u\n",
+		opt.n_routes, need, tbl8, mem_mb);
+
+	eal_start(mem_mb);
+
+	if (opt.family == 4) {
+		run_lpm(tbl8);
+		run_fib(tbl8);
+	} else {
+		run_lpm6(tbl8);
+		run_fib6(tbl8);
+	}
+	rte_eal_cleanup();
+	return 0;
+}

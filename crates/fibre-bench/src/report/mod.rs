@@ -1,0 +1,281 @@
+//! Results: one [`Record`] per engine × family × scenario × size × metric, written as JSON and
+//! CSV, drawn as SVG plots in the study's style, and put together in an HTML report with a
+//! summary table of ratios against the best peer.
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+pub mod html;
+pub mod svg;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub engine: String,
+    pub family: String,
+    pub scenario: String,
+    pub size: usize,
+    pub metric: String,
+    pub value: f64,
+    pub unit: String,
+    pub runs: usize,
+    pub spread: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Results {
+    /// Machine, configuration and data source.
+    pub meta: BTreeMap<String, String>,
+    /// Engines skipped and why, data caveats.
+    pub notes: Vec<String>,
+    pub records: Vec<Record>,
+}
+
+/// Metrics, their units and how the report names them. Lower is better for all of them.
+pub const METRICS: &[(&str, &str, &str)] = &[
+    ("lookup_time", "ns", "lookup time (study set, hits only)"),
+    ("lookup_time_bulk", "ns", "lookup time, bulk API"),
+    ("insert_time", "s", "insertion time, whole table"),
+    ("memory", "bytes/route", "memory per route"),
+    ("depth_max", "nodes", "tree depth, max"),
+    ("depth_mean", "nodes", "tree depth, mean"),
+    ("w1_lookup", "ns", "W1 throughput, single lookups"),
+    ("w1_lookup_bulk", "ns", "W1 throughput, bulk API"),
+    ("w1_latency", "ns", "W1 dependent-chain latency"),
+    ("w2_lookup", "ns", "W2 throughput, single lookups"),
+    ("w2_lookup_bulk", "ns", "W2 throughput, bulk API"),
+    ("w2_latency", "ns", "W2 dependent-chain latency"),
+];
+
+impl Results {
+    pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(self).expect("results serialise");
+        std::fs::write(path, text + "\n")
+    }
+
+    pub fn write_csv(&self, path: &Path) -> std::io::Result<()> {
+        let mut out =
+            String::from("engine,family,scenario,size,metric,value,unit,runs,spread,note\n");
+        for r in &self.records {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{}",
+                csv_field(&r.engine),
+                r.family,
+                csv_field(&r.scenario),
+                r.size,
+                r.metric,
+                r.value,
+                r.unit,
+                r.runs,
+                r.spread,
+                csv_field(r.note.as_deref().unwrap_or(""))
+            );
+        }
+        std::fs::write(path, out)
+    }
+
+    /// The summary: for each family, the W1/W2 point (the largest full view of the run), one
+    /// row per engine, each cell with its ratio to the best engine of that column.
+    pub fn summary(&self) -> Vec<SummaryTable> {
+        let cols = [
+            "w1_lookup",
+            "w1_lookup_bulk",
+            "w2_lookup",
+            "w2_lookup_bulk",
+            "w1_latency",
+            "w2_latency",
+            "lookup_time",
+            "insert_time",
+            "memory",
+        ];
+        let mut tables = Vec::new();
+        for family in ["ipv4", "ipv6"] {
+            let size = self
+                .records
+                .iter()
+                .filter(|r| r.family == family && r.metric == "w1_lookup")
+                .map(|r| r.size)
+                .max();
+            let Some(size) = size else { continue };
+            let at =
+                |r: &&Record| r.family == family && r.scenario == "full-view" && r.size == size;
+            let mut engines: Vec<String> = Vec::new();
+            for r in self.records.iter().filter(at) {
+                if !engines.contains(&r.engine) {
+                    engines.push(r.engine.clone());
+                }
+            }
+            let value = |e: &str, m: &str| {
+                self.records
+                    .iter()
+                    .filter(at)
+                    .find(|r| r.engine == e && r.metric == m)
+                    .map(|r| r.value)
+            };
+            let best: Vec<Option<f64>> = cols
+                .iter()
+                .map(|m| {
+                    engines
+                        .iter()
+                        .filter_map(|e| value(e, m))
+                        .filter(|v| *v > 0.0)
+                        .min_by(f64::total_cmp)
+                })
+                .collect();
+            let rows = engines
+                .iter()
+                .filter(|e| cols.iter().any(|m| value(e, m).is_some()))
+                .map(|e| SummaryRow {
+                    engine: e.clone(),
+                    cells: cols
+                        .iter()
+                        .zip(&best)
+                        .map(|(m, b)| value(e, m).map(|v| (v, b.map_or(1.0, |b| v / b))))
+                        .collect(),
+                })
+                .collect();
+            tables.push(SummaryTable {
+                family: family.to_string(),
+                size,
+                columns: cols.iter().map(|c| c.to_string()).collect(),
+                rows,
+            });
+        }
+        tables
+    }
+}
+
+pub struct SummaryTable {
+    pub family: String,
+    pub size: usize,
+    pub columns: Vec<String>,
+    pub rows: Vec<SummaryRow>,
+}
+
+pub struct SummaryRow {
+    pub engine: String,
+    /// (value, ratio to the column's best)
+    pub cells: Vec<Option<(f64, f64)>>,
+}
+
+impl SummaryTable {
+    /// A Markdown table (what the terminal and closing notes show).
+    pub fn to_markdown(&self) -> String {
+        let mut s = format!(
+            "{} full view, {} routes (ns per lookup; s; bytes/route; × = ratio to the best)\n\n| engine |",
+            self.family, self.size
+        );
+        for c in &self.columns {
+            let _ = write!(s, " {c} |");
+        }
+        s.push_str("\n|---|");
+        for _ in &self.columns {
+            s.push_str("---|");
+        }
+        s.push('\n');
+        for row in &self.rows {
+            let _ = write!(s, "| {} |", row.engine);
+            for cell in &row.cells {
+                match cell {
+                    Some((v, r)) => {
+                        let _ = write!(s, " {} ({r:.2}×) |", fmt_value(*v));
+                    }
+                    None => s.push_str(" – |"),
+                }
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Three significant digits, no exponent for the ranges the bench produces.
+pub fn fmt_value(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a >= 0.01 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.2e}")
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Writes results.json, results.csv, the plots and report.html into `dir`; returns the report.
+pub fn write_all(results: &Results, dir: &Path) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    results.write_json(&dir.join("results.json"))?;
+    results.write_csv(&dir.join("results.csv"))?;
+    let plots = svg::write_plots(results, dir)?;
+    let report = dir.join("report.html");
+    std::fs::write(&report, html::render(results, &plots))?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(engine: &str, metric: &str, value: f64) -> Record {
+        Record {
+            engine: engine.into(),
+            family: "ipv4".into(),
+            scenario: "full-view".into(),
+            size: 1000,
+            metric: metric.into(),
+            value,
+            unit: "ns".into(),
+            runs: 3,
+            spread: 0.1,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn summary_ratios_are_against_the_best_engine() {
+        let results = Results {
+            records: vec![
+                rec("a", "w1_lookup", 10.0),
+                rec("b", "w1_lookup", 5.0),
+                rec("a", "memory", 8.0),
+            ],
+            ..Default::default()
+        };
+        let t = &results.summary()[0];
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.rows[0].cells[0], Some((10.0, 2.0)));
+        assert_eq!(t.rows[1].cells[0], Some((5.0, 1.0)));
+        assert!(t.to_markdown().contains("| a | 10.0 (2.00×) |"));
+    }
+
+    #[test]
+    fn csv_quotes_what_needs_quoting() {
+        let mut r = rec("x", "memory", 1.0);
+        r.note = Some("a, \"b\"".into());
+        let results = Results {
+            records: vec![r],
+            ..Default::default()
+        };
+        let p = std::env::temp_dir().join(format!("fibre-bench-csv-{}", std::process::id()));
+        results.write_csv(&p).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::remove_file(&p).unwrap();
+        assert!(text.ends_with(",\"a, \"\"b\"\"\"\n"), "{text}");
+    }
+}

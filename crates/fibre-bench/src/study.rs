@@ -1,0 +1,685 @@
+//! The orchestrator: generates each point of the study, checks every engine's answers against
+//! fibre's, times them, and collects the records.
+use crate::alloc;
+use crate::engine::harness::{self, HarnessRun, HarnessSpec, HARNESSES};
+use crate::engine::{fibre_rib::FibreRib, in_process, Engine, MISS, REFERENCE};
+use crate::report::{self, Record, Results};
+use crate::scenario::{
+    self, generate, route_line, synthetic_view, BenchRoute, FullViews, PickView, ScenarioKind,
+    StudyFamily,
+};
+use crate::stats::Summary;
+use crate::workload::{self, StudySet};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Where the routes come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TableChoice {
+    /// The shared real table when present beside the repository, else synthetic.
+    Default,
+    /// A prefix list (optionally gzip-compressed) or an MRT RIB dump.
+    Path(PathBuf),
+    /// The synthetic full view, even when a real table is at hand.
+    Synthetic,
+}
+
+/// The shared real table, relative to the repository root (where `make` runs).
+pub const SHARED_TABLE: &str = "../shared/data/full-table-2024.txt.gz";
+
+#[derive(Clone, Debug)]
+pub struct StudyConfig {
+    pub table: TableChoice,
+    /// 4 and/or 6.
+    pub families: Vec<u8>,
+    pub scenarios: Vec<ScenarioKind>,
+    pub sizes: Vec<usize>,
+    /// Timed repetitions of each lookup measurement.
+    pub runs: usize,
+    /// Batch size of bulk lookups.
+    pub bulk: usize,
+    pub seed: u64,
+    /// Results, plots, report and the generated files (under `work/`).
+    pub out: PathBuf,
+    /// Addresses in W1 and W2.
+    pub w_count: usize,
+    /// Answers checked per engine and workload before timing.
+    pub check_n: usize,
+    pub harness_dir: Option<PathBuf>,
+    /// Only these engines (names as reported); all when `None`.
+    pub engines: Option<Vec<String>>,
+    /// Core to pin to; the last one by default.
+    pub cpu: Option<usize>,
+    pub progress: bool,
+}
+
+impl StudyConfig {
+    /// The demo: both families, the study's scenarios at 10^3..10^5 routes, 5 runs.
+    pub fn quick() -> Self {
+        StudyConfig {
+            table: TableChoice::Default,
+            families: vec![4, 6],
+            scenarios: vec![
+                ScenarioKind::FullView,
+                ScenarioKind::Spread { density: 1.0 },
+                ScenarioKind::Spread { density: 0.01 },
+                ScenarioKind::Random128,
+            ],
+            sizes: vec![1_000, 10_000, 100_000],
+            runs: 5,
+            bulk: 64,
+            seed: 1,
+            out: PathBuf::from("target/bench-report"),
+            w_count: 1_000_000,
+            check_n: 10_000,
+            harness_dir: None,
+            engines: None,
+            cpu: None,
+            progress: true,
+        }
+    }
+    /// The full study: every density, 100 to 2,000,000 routes, 11 runs.
+    pub fn full() -> Self {
+        let mut scenarios = vec![ScenarioKind::FullView];
+        scenarios.extend(
+            [1.0, 0.5, 0.1, 0.05, 0.01, 0.001]
+                .into_iter()
+                .map(|density| ScenarioKind::Spread { density }),
+        );
+        scenarios.push(ScenarioKind::Random128);
+        StudyConfig {
+            scenarios,
+            sizes: vec![100, 1_000, 10_000, 100_000, 1_000_000, 2_000_000],
+            runs: 11,
+            ..Self::quick()
+        }
+    }
+}
+
+/// What a run produced.
+pub struct StudyOutput {
+    pub results: Results,
+    pub report: PathBuf,
+}
+
+/// Runs the study and writes its report. An engine whose answers differ from fibre's is an
+/// error (nothing is reported for a run whose engines disagree); an engine that cannot run here
+/// is skipped with a note.
+pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
+    let pinned = pin(cfg.cpu);
+    let mut results = Results::default();
+    let views = load_views(cfg, &mut results.notes)?;
+    let harnesses = available_harnesses(cfg, &mut results.notes);
+    if !alloc::is_counting() {
+        results.notes.push(
+            "memory of in-process engines not measured: the counting allocator is not installed"
+                .into(),
+        );
+    }
+    let mut ctx = Ctx {
+        cfg,
+        views: &views,
+        harnesses: &harnesses,
+        results: &mut results,
+        bar: ProgressBar::hidden(),
+    };
+    let total = points::<Ipv4Addr>(&ctx).len() * cfg.families.contains(&4) as usize
+        + points::<Ipv6Addr>(&ctx).len() * cfg.families.contains(&6) as usize;
+    if cfg.progress {
+        ctx.bar = ProgressBar::new(total as u64);
+        ctx.bar.set_style(
+            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+                .expect("template")
+                .progress_chars("=> "),
+        );
+    }
+    if cfg.families.contains(&4) {
+        study_family::<Ipv4Addr>(&mut ctx)?;
+    }
+    if cfg.families.contains(&6) {
+        study_family::<Ipv6Addr>(&mut ctx)?;
+    }
+    ctx.bar.finish_and_clear();
+    let meta = &mut results.meta;
+    meta.insert("machine".into(), machine());
+    meta.insert("pinned to cpu".into(), pinned);
+    meta.insert("IPv4 table".into(), views.v4.origin.clone());
+    meta.insert("IPv6 table".into(), views.v6.origin.clone());
+    meta.insert(
+        "configuration".into(),
+        format!(
+            "sizes {:?}, runs {}, bulk {}, seed {}, W1/W2 {} addresses, check {} answers",
+            cfg.sizes, cfg.runs, cfg.bulk, cfg.seed, cfg.w_count, cfg.check_n
+        ),
+    );
+    let report =
+        report::write_all(&results, &cfg.out).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+    Ok(StudyOutput { results, report })
+}
+
+struct Ctx<'a> {
+    cfg: &'a StudyConfig,
+    views: &'a FullViews,
+    harnesses: &'a [(HarnessSpec, PathBuf)],
+    results: &'a mut Results,
+    bar: ProgressBar,
+}
+
+/// The (scenario, size) points of one family: full views are clipped to the table's size.
+fn points<A: StudyFamily + PickView>(ctx: &Ctx) -> Vec<(ScenarioKind, usize)> {
+    let mut out = Vec::new();
+    for kind in ctx.cfg.scenarios.iter().filter(|k| k.applies_to::<A>()) {
+        let mut sizes: Vec<usize> = ctx.cfg.sizes.clone();
+        if *kind == ScenarioKind::FullView {
+            let n = A::view(ctx.views).prefixes.len();
+            sizes = sizes
+                .into_iter()
+                .map(|s| s.min(n))
+                .filter(|s| *s > 0)
+                .collect();
+        }
+        sizes.sort_unstable();
+        sizes.dedup();
+        out.extend(sizes.into_iter().map(|s| (kind.clone(), s)));
+    }
+    out
+}
+
+fn study_family<A: StudyFamily + PickView>(ctx: &mut Ctx) -> Result<(), String> {
+    let points = points::<A>(ctx);
+    let w_size = points
+        .iter()
+        .filter(|(k, _)| *k == ScenarioKind::FullView)
+        .map(|(_, s)| *s)
+        .max();
+    for (kind, size) in points {
+        let name = kind.name::<A>();
+        ctx.bar.set_message(format!("{} {name} {size}", A::LABEL));
+        let Some((routes, range)) = generate::<A>(&kind, size, ctx.views, ctx.cfg.seed) else {
+            ctx.results.notes.push(format!(
+                "{} {name}: {size} routes do not fit the scenario; point skipped",
+                A::LABEL
+            ));
+            ctx.bar.inc(1);
+            continue;
+        };
+        let with_w = w_size == Some(size) && kind == ScenarioKind::FullView;
+        study_point::<A>(ctx, &name, &routes, range, with_w)?;
+        ctx.bar.inc(1);
+    }
+    Ok(())
+}
+
+/// One workload: its name, addresses, and the reference answers for its first `check_n`.
+struct Workload<K> {
+    name: &'static str,
+    addrs: Vec<K>,
+    expected: Vec<u32>,
+    file: PathBuf,
+}
+
+fn study_point<A: StudyFamily + PickView>(
+    ctx: &mut Ctx,
+    scenario: &str,
+    routes: &[BenchRoute<A::K>],
+    range: (A::K, A::K),
+    with_w: bool,
+) -> Result<(), String> {
+    let cfg = ctx.cfg;
+    let size = routes.len();
+    let dir = cfg
+        .out
+        .join("work")
+        .join(A::LABEL)
+        .join(scenario)
+        .join(size.to_string());
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let routes_file = dir.join("routes.txt");
+    let text: String = routes.iter().map(|r| route_line::<A>(r) + "\n").collect();
+    std::fs::write(&routes_file, text).map_err(|e| format!("{}: {e}", routes_file.display()))?;
+
+    // fibre's RIB is the reference: it decides which addresses hit and what the answers are.
+    let mut reference: Box<dyn Engine<A>> = Box::new(FibreRib::<A>::new());
+    let reference_build = build(reference.as_mut(), routes);
+    let StudySet { addrs, tries } =
+        workload::study_set::<A>(range, cfg.seed, |a| reference.lookup(a) != MISS);
+    let mut record = |engine: &str, metric: &str, s: Summary, unit: &str, note: Option<String>| {
+        ctx.results.records.push(Record {
+            engine: engine.to_string(),
+            family: A::LABEL.to_string(),
+            scenario: scenario.to_string(),
+            size,
+            metric: metric.to_string(),
+            value: s.value,
+            unit: unit.to_string(),
+            runs: s.runs,
+            spread: s.spread,
+            note,
+        });
+    };
+    record(
+        "study-set",
+        "hits",
+        Summary {
+            value: addrs.len() as f64,
+            spread: 0.0,
+            runs: tries,
+        },
+        "addresses",
+        Some(format!("hits among {tries} tries (runs = tries)")),
+    );
+    let mut workloads = vec![("study", addrs)];
+    if with_w {
+        workloads.push((
+            "w1",
+            workload::inside_prefixes::<A>(routes, cfg.w_count, cfg.seed),
+        ));
+        workloads.push(("w2", workload::uniform::<A>(cfg.w_count, cfg.seed)));
+    }
+    let mut loads = Vec::new();
+    for (name, addrs) in workloads {
+        if addrs.is_empty() {
+            ctx.results.notes.push(format!(
+                "{} {scenario} {size}: no address of the scanned range hit a route in {tries} tries; no lookup time",
+                A::LABEL
+            ));
+            continue;
+        }
+        let file = dir.join(format!("{name}.addrs"));
+        workload::write_addrs(&file, &addrs).map_err(|e| format!("{}: {e}", file.display()))?;
+        let expected = addrs
+            .iter()
+            .take(cfg.check_n)
+            .map(|&a| reference.lookup(a))
+            .collect();
+        loads.push(Workload {
+            name,
+            addrs,
+            expected,
+            file,
+        });
+    }
+
+    // In-process engines: the reference first (already built), then each peer built afresh.
+    let wanted = |name: &str| {
+        cfg.engines
+            .as_ref()
+            .is_none_or(|l| l.iter().any(|e| e == name))
+    };
+    let mut engines: Vec<(Box<dyn Engine<A>>, Built)> = Vec::new();
+    if wanted(REFERENCE) {
+        engines.push((reference, reference_build));
+    }
+    for e in in_process::<A>() {
+        if e.name() != REFERENCE && wanted(e.name()) {
+            engines.push((e, (0.0, None)));
+        }
+    }
+    for (mut engine, built) in engines {
+        let (secs, bytes) = if engine.name() == REFERENCE {
+            built
+        } else {
+            build(engine.as_mut(), routes)
+        };
+        let name = engine.name();
+        let note = Some(engine.note().to_string()).filter(|n| !n.is_empty());
+        for w in &loads {
+            let got: Vec<u32> = w
+                .addrs
+                .iter()
+                .take(cfg.check_n)
+                .map(|&a| engine.lookup(a))
+                .collect();
+            compare::<A>(name, scenario, size, w, &got)?;
+        }
+        record(name, "insert_time", Summary::once(secs), "s", None);
+        if let Some(b) = bytes {
+            record(
+                name,
+                "memory",
+                Summary::once(b as f64 / size as f64),
+                "bytes/route",
+                None,
+            );
+            record(name, "memory_total", Summary::once(b as f64), "bytes", None);
+        }
+        if let Some(shape) = engine.shape() {
+            record(
+                name,
+                "depth_max",
+                Summary::once(shape.depth_max),
+                "nodes",
+                None,
+            );
+            record(
+                name,
+                "depth_mean",
+                Summary::once(shape.depth_mean),
+                "nodes",
+                None,
+            );
+            record(name, "nodes", Summary::once(shape.nodes), "nodes", None);
+        }
+        for w in &loads {
+            let prefix = if w.name == "study" {
+                "lookup_time".to_string()
+            } else {
+                format!("{}_lookup", w.name)
+            };
+            let single = repeat(cfg.runs, || engine.time_lookup(&w.addrs));
+            record(name, &prefix, single, "ns", note.clone());
+            if engine.has_bulk() {
+                let bulk = repeat(cfg.runs, || engine.time_lookup_bulk(&w.addrs, cfg.bulk));
+                record(name, &format!("{prefix}_bulk"), bulk, "ns", note.clone());
+            }
+            if w.name != "study" {
+                let chain = repeat(cfg.runs, || engine.time_latency(&w.addrs));
+                record(
+                    name,
+                    &format!("{}_latency", w.name),
+                    chain,
+                    "ns",
+                    note.clone(),
+                );
+            }
+        }
+    }
+
+    // Peer harnesses read the same files.
+    let workload_files: Vec<(String, PathBuf)> = loads
+        .iter()
+        .map(|w| (w.name.to_string(), w.file.clone()))
+        .collect();
+    for (spec, program) in ctx.harnesses {
+        let engines = if A::WIDTH == 32 {
+            spec.engines_v4
+        } else {
+            spec.engines_v6
+        };
+        if !engines.iter().any(|e| wanted(e)) {
+            continue;
+        }
+        let out = dir.join(spec.program);
+        std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+        let job = HarnessRun {
+            family: if A::WIDTH == 32 { 4 } else { 6 },
+            routes: &routes_file,
+            workloads: &workload_files,
+            out: &out,
+            runs: cfg.runs,
+            bulk: cfg.bulk,
+            check_n: cfg.check_n,
+        };
+        let recs = match harness::run(spec, program, &job) {
+            Ok(r) => r,
+            Err(e) => {
+                ctx.results
+                    .notes
+                    .push(format!("ERROR {} {scenario} {size}: {e}", A::LABEL));
+                continue;
+            }
+        };
+        let mut checked: Vec<String> = Vec::new();
+        for r in recs {
+            if !wanted(&r.engine) {
+                continue;
+            }
+            if let Some(why) = &r.skip {
+                let note = format!("{} skipped ({}): {why}", r.engine, A::LABEL);
+                if !ctx.results.notes.contains(&note) {
+                    ctx.results.notes.push(note);
+                }
+                continue;
+            }
+            if !checked.contains(&r.engine) {
+                for w in &loads {
+                    let got = harness::read_check(&out, &r.engine, w.name)?;
+                    compare::<A>(&r.engine, scenario, size, w, &got)?;
+                }
+                checked.push(r.engine.clone());
+            }
+            let s = Summary {
+                value: r.value,
+                spread: r.spread,
+                runs: r.runs.max(1),
+            };
+            let workload = r.workload.as_deref().unwrap_or("");
+            let metric = match (r.metric.as_str(), workload) {
+                ("build", _) => "insert_time".to_string(),
+                ("memory", _) => {
+                    record(&r.engine, "memory_total", s, "bytes", r.note.clone());
+                    let per = Summary {
+                        value: r.value / size as f64,
+                        spread: r.spread / size as f64,
+                        runs: s.runs,
+                    };
+                    record(&r.engine, "memory", per, "bytes/route", r.note.clone());
+                    continue;
+                }
+                ("lookup", "study") => "lookup_time".into(),
+                ("lookup_bulk", "study") => "lookup_time_bulk".into(),
+                ("latency", "study") => continue,
+                ("lookup" | "lookup_bulk" | "latency", w) => format!(
+                    "{w}_{}",
+                    if r.metric == "lookup" {
+                        "lookup"
+                    } else if r.metric == "lookup_bulk" {
+                        "lookup_bulk"
+                    } else {
+                        "latency"
+                    }
+                ),
+                (other, _) => other.to_string(),
+            };
+            let unit = match metric.as_str() {
+                "insert_time" => "s".to_string(),
+                _ => r.unit.clone(),
+            };
+            record(&r.engine, &metric, s, &unit, r.note.clone());
+        }
+    }
+    Ok(())
+}
+
+/// Seconds a build took, and heap bytes it retained when they can be counted.
+type Built = (f64, Option<usize>);
+
+/// Builds `engine` from `routes`.
+fn build<A: StudyFamily>(engine: &mut dyn Engine<A>, routes: &[BenchRoute<A::K>]) -> Built {
+    let before = alloc::live_bytes();
+    let start = Instant::now();
+    engine.build(routes);
+    let secs = start.elapsed().as_secs_f64();
+    let after = alloc::live_bytes();
+    (
+        secs,
+        alloc::is_counting().then(|| after.saturating_sub(before)),
+    )
+}
+
+/// One warm-up, then `runs` timed repetitions.
+fn repeat(runs: usize, mut f: impl FnMut() -> f64) -> Summary {
+    f();
+    let xs: Vec<f64> = (0..runs.max(1)).map(|_| f()).collect();
+    Summary::of(&xs)
+}
+
+/// Fails the run when an engine's answers differ from the reference's.
+fn compare<A: StudyFamily>(
+    engine: &str,
+    scenario: &str,
+    size: usize,
+    w: &Workload<A::K>,
+    got: &[u32],
+) -> Result<(), String> {
+    let show = |v: u32| {
+        if v == MISS {
+            "none".to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    if got.len() != w.expected.len() {
+        return Err(format!(
+            "{engine} disagrees with {REFERENCE} on {} {scenario} {size} {}: {} answers, expected {}",
+            A::LABEL,
+            w.name,
+            got.len(),
+            w.expected.len()
+        ));
+    }
+    let wrong: Vec<usize> = (0..got.len())
+        .filter(|&i| got[i] != w.expected[i])
+        .collect();
+    if let Some(&i) = wrong.first() {
+        return Err(format!(
+            "{engine} disagrees with {REFERENCE} on {} {scenario} {size} {}: {} of {} answers differ; first at #{i}, {}: {engine} says next hop {}, {REFERENCE} says {}",
+            A::LABEL,
+            w.name,
+            wrong.len(),
+            got.len(),
+            A::from_bits(w.addrs[i]),
+            show(got[i]),
+            show(w.expected[i])
+        ));
+    }
+    Ok(())
+}
+
+fn load_views(cfg: &StudyConfig, notes: &mut Vec<String>) -> Result<FullViews, String> {
+    let path = match &cfg.table {
+        TableChoice::Path(p) => Some(p.clone()),
+        TableChoice::Default => {
+            let p = PathBuf::from(SHARED_TABLE);
+            if p.exists() {
+                Some(p)
+            } else {
+                notes.push(format!("{SHARED_TABLE} not found: synthetic full views"));
+                None
+            }
+        }
+        TableChoice::Synthetic => None,
+    };
+    let mut views = match &path {
+        Some(p) => scenario::load_table(p)?,
+        None => FullViews::default(),
+    };
+    let real4 = 902_116;
+    let real6 = 159_930;
+    if views.v4.prefixes.is_empty() {
+        if path.is_some() {
+            notes.push("the table has no IPv4 prefixes: synthetic IPv4 full view".into());
+        }
+        views.v4 = synthetic_view::<Ipv4Addr>(real4, cfg.seed);
+    }
+    if views.v6.prefixes.is_empty() {
+        if path.is_some() {
+            notes.push("the table has no IPv6 prefixes: synthetic IPv6 full view".into());
+        }
+        views.v6 = synthetic_view::<Ipv6Addr>(real6, cfg.seed);
+    }
+    Ok(views)
+}
+
+fn available_harnesses(cfg: &StudyConfig, notes: &mut Vec<String>) -> Vec<(HarnessSpec, PathBuf)> {
+    let dir = harness::harness_dir(cfg.harness_dir.as_deref());
+    let mut out = Vec::new();
+    for spec in HARNESSES {
+        let all: Vec<&str> = spec
+            .engines_v4
+            .iter()
+            .chain(spec.engines_v6)
+            .copied()
+            .collect();
+        if let Some(list) = &cfg.engines {
+            if !all.iter().any(|e| list.iter().any(|l| l == e)) {
+                continue;
+            }
+        }
+        let program = dir.join(spec.program);
+        if !is_executable(&program) {
+            notes.push(format!(
+                "{} skipped: harness {} not built (needs {}; run `make bench-deps harnesses`)",
+                all.iter()
+                    .copied()
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                program.display(),
+                spec.needs
+            ));
+            continue;
+        }
+        if spec.netns {
+            if let Err(why) = harness::netns_available() {
+                notes.push(format!(
+                    "linux-kernel skipped: {why} (the kernel is measured in a network namespace)"
+                ));
+                continue;
+            }
+        }
+        out.push((*spec, program));
+    }
+    out
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Pins the process (and the harnesses it starts, which inherit it) to one core.
+fn pin(cpu: Option<usize>) -> String {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpu = cpu.unwrap_or(n - 1);
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 {
+            format!("{cpu} of {n}")
+        } else {
+            format!("not pinned ({})", std::io::Error::last_os_error())
+        }
+    }
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{cpu}, {cores} cores, Linux {kernel}")
+}
+
+/// The records as a map by key, for tests and callers that look values up.
+pub fn index(results: &Results) -> BTreeMap<(String, String, String, usize, String), f64> {
+    results
+        .records
+        .iter()
+        .map(|r| {
+            (
+                (
+                    r.engine.clone(),
+                    r.family.clone(),
+                    r.scenario.clone(),
+                    r.size,
+                    r.metric.clone(),
+                ),
+                r.value,
+            )
+        })
+        .collect()
+}
