@@ -1,13 +1,50 @@
-# fibre: the two set-up commands are `make run` (the main job on the built-in example) and
-# `make test` (everything CI checks). Nothing here installs silently: `make deps` says what it
-# installs and is the only target that does.
+# fibre: the two set-up commands are `make demo` (the main job: the quick route-lookup study on
+# the built-in default) and `make test` (everything CI checks). Nothing here installs silently:
+# `make deps` and `make bench-deps` say what they install and are the only targets that do.
 
 CARGO ?= cargo
 EXAMPLE ?= examples/edge-router.batch
 
-.PHONY: run test lint unit kernel-tests deps fuzz clean
+HARNESS_OUT := $(CURDIR)/target/harness
+HARNESSES := kernel-xdp dpdk bart
+BENCH_ARGS ?=
 
-## The main job: build fibre and run the example router's batch (its routes, then its answers).
+.PHONY: demo bench-full harnesses bench-deps run test lint unit kernel-tests deps fuzz clean
+
+## The main job: the quick study (both families, the study's scenarios at 10^3..10^5 routes,
+## fibre beside the kernel and the peers that are built here), printing the summary table and
+## the path of the HTML report (target/bench-report/report.html).
+demo: harnesses
+	$(CARGO) build --release -q -p fibre-cli
+	./target/release/fibre bench $(BENCH_ARGS)
+
+## The full study: sizes 100..2,000,000, every density, W1/W2 of 10^6 addresses, 11 runs.
+bench-full: harnesses
+	$(CARGO) build --release -q -p fibre-cli
+	./target/release/fibre bench --full --out target/bench-report-full $(BENCH_ARGS)
+
+## Builds each peer harness whose toolchain is present; one that cannot be built is reported and
+## the study skips its engines with a note.
+harnesses:
+	@mkdir -p $(HARNESS_OUT)
+	@for h in $(HARNESSES); do \
+	  if $(MAKE) -s -C bench/harness/$$h OUT=$(HARNESS_OUT) >$(HARNESS_OUT)/$$h.log 2>&1; then \
+	    echo "harness $$h: built"; \
+	  else \
+	    echo "harness $$h: not built, its engines will be skipped (log: target/harness/$$h.log; \`make bench-deps\` installs what it needs)"; \
+	  fi; \
+	done
+
+## What the peers need: clang, llvm, bpftool, libbpf-dev (kernel XDP harness), libdpdk-dev
+## (DPDK), and a Go toolchain for bart (fetched from the Go module proxy into target/go when
+## `go` is missing or older than bench/harness/bart/go.mod asks).
+bench-deps:
+	@echo "make bench-deps: installing clang llvm bpftool libbpf-dev libdpdk-dev pkg-config (apt-get)"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang llvm bpftool libbpf-dev libdpdk-dev pkg-config curl unzip
+	@bench/harness/bart/ensure-go.sh
+
+## The example router's batch (its routes, then its answers).
 ## Some answers are errors by design (blackholed, unreachable, prohibited destinations): fibre
 ## exits 1 when a line failed, which here is the expected outcome; 2 and more are real failures.
 run:

@@ -33,6 +33,7 @@
 #include <rte_lpm.h>
 #include <rte_lpm6.h>
 #include <rte_malloc.h>
+#include <rte_rib6.h>
 
 /* Next hop rte_fib / rte_fib6 return for "no route": above every NH of the protocol (< 64) and
  * valid for every next-hop size (2-byte entries hold up to 0x7fff). */
@@ -323,6 +324,69 @@ static size_t tbl8_needed_v6(void)
 	return total;
 }
 
+/* Upper bound of the tbl8 groups rte_fib6's trie reserves: ceil(depth/8) - 3 per route longer
+ * than /24 (used only to size EAL memory). */
+static size_t fib6_reserve_bound(void)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < opt.n_routes; i++)
+		if (opt.r6[i].depth > 24)
+			total += (opt.r6[i].depth + 7u) / 8u - 3;
+	return total;
+}
+
+/* The tbl8 groups rte_fib6's trie will have reserved after adding every route, in order. The
+ * trie refuses a route (ENOSPC) when its reservation would reach num_tbl8, and it reserves more
+ * than it uses: (ceil(depth/8) - ceil(max(covering depth, 24)/8)) for a route longer than /24
+ * with nothing below its byte-aligned prefix yet, nothing when the covering route has the same
+ * next hop (DPDK 22.11 lib/fib/trie.c, trie_modify). Replayed here on a scratch rte_rib6 so the
+ * table is sized to what it will ask for rather than to a guess. */
+static size_t fib6_reserved_tbl8(void)
+{
+	struct rte_rib6_conf rc = { .ext_sz = 0, .max_nodes = (int)(2 * opt.n_routes + 2) };
+	struct rte_rib6 *rib = rte_rib6_create("fibre_sim6", (int)rte_socket_id(), &rc);
+	if (!rib)
+		return fib6_reserve_bound();
+	size_t rsvd = 0;
+	for (size_t i = 0; i < opt.n_routes; i++) {
+		const struct route6 *r = &opt.r6[i];
+		uint8_t ip[16];
+		memcpy(ip, r->ip, 16);
+		for (unsigned b = 0; b < 16; b++) {
+			int keep = (int)r->depth - (int)(8 * b);
+			ip[b] &= keep >= 8 ? 0xff : keep <= 0 ? 0 : (uint8_t)(0xff << (8 - keep));
+		}
+		unsigned diff = 0;
+		if (r->depth > 24) {
+			if (rte_rib6_get_nxt(rib, ip, r->depth & ~7u, NULL, RTE_RIB6_GET_NXT_COVER) == NULL) {
+				unsigned parent = 24;
+				struct rte_rib6_node *t = rte_rib6_lookup(rib, ip);
+				if (t) {
+					uint8_t d;
+					rte_rib6_get_depth(t, &d);
+					parent = d > 24 ? d : 24;
+				}
+				diff = ((r->depth + 7u) / 8u) - ((parent + 7u) / 8u);
+			}
+		}
+		if (rte_rib6_lookup_exact(rib, ip, r->depth))
+			continue;
+		struct rte_rib6_node *node = rte_rib6_insert(rib, ip, r->depth);
+		if (!node) {
+			rte_rib6_free(rib);
+			return fib6_reserve_bound();
+		}
+		rte_rib6_set_nh(node, r->nh);
+		struct rte_rib6_node *par = rte_rib6_lookup_parent(node);
+		uint64_t pnh;
+		if (par && rte_rib6_get_nh(par, &pnh) == 0 && pnh == r->nh)
+			continue;
+		rsvd += diff;
+	}
+	rte_rib6_free(rib);
+	return rsvd;
+}
+
 /* ---------------------------------------------------------------- EAL */
 
 static int pick_cpu(void)
@@ -536,17 +600,24 @@ static void run_lpm(size_t tbl8)
 		.number_tbl8s = (uint32_t)tbl8,
 		.flags = 0,
 	};
-	size_t before = heap_allocated();
-	struct rte_lpm *lpm = rte_lpm_create("fibre_lpm", (int)rte_socket_id(), &cfg);
+	unsigned retries = 0;
+	size_t before, failed, enospc, mem;
+	int first_err;
+	double t0, t1;
+	struct rte_lpm *lpm;
+again:
+	before = heap_allocated();
+	lpm = rte_lpm_create("fibre_lpm", (int)rte_socket_id(), &cfg);
 	if (!lpm) {
 		char why[160];
 		snprintf(why, sizeof(why), "rte_lpm_create failed: %s", rte_strerror(rte_errno));
 		skip(E, why);
 		return;
 	}
-	size_t failed = 0;
-	int first_err = 0;
-	double t0 = now_s();
+	failed = 0;
+	enospc = 0;
+	first_err = 0;
+	t0 = now_s();
 	for (size_t i = 0; i < opt.n_routes; i++) {
 		const struct route4 *r = &opt.r4[i];
 		int ret;
@@ -562,17 +633,29 @@ static void run_lpm(size_t tbl8)
 		}
 		if (ret < 0) {
 			failed++;
+			enospc += ret == -ENOSPC;
 			if (!first_err)
 				first_err = ret;
 		}
 	}
-	double t1 = now_s();
-	size_t mem = heap_allocated() - before;
+	t1 = now_s();
+	mem = heap_allocated() - before;
+	if (enospc && retries < 4 && cfg.number_tbl8s < (1u << 23)) {
+		/* sizing was short: start again with twice the tbl8 groups */
+		fprintf(stderr, "dpdk: %s: %zu routes refused for lack of tbl8 groups with %u, retrying with %u\n",
+			E, enospc, (unsigned)cfg.number_tbl8s, (unsigned)cfg.number_tbl8s * 2);
+		rte_lpm_free(lpm);
+		cfg.number_tbl8s *= 2;
+		retries++;
+		goto again;
+	}
 	if (failed)
 		fprintf(stderr, "dpdk: %s: %zu routes refused, first error %s\n", E, failed, strerror(-first_err));
-	char note[160];
+	char note[256];
 	snprintf(note, sizeof(note), "rte_lpm_add of %zu routes, create excluded; max_rules %u, number_tbl8s %u",
 		 opt.n_routes, cfg.max_rules, cfg.number_tbl8s);
+	if (retries)
+		snprintf(note + strlen(note), sizeof(note) - strlen(note), " (after %u doublings)", retries);
 	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
 	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
 	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add");
@@ -694,34 +777,53 @@ static void run_fib(size_t tbl8)
 	cfg.dir24_8.nh_sz = RTE_FIB_DIR24_8_4B;
 	cfg.dir24_8.num_tbl8 = (uint32_t)tbl8;
 
-	size_t before = heap_allocated();
-	struct rte_fib *fib = rte_fib_create("fibre_fib", (int)rte_socket_id(), &cfg);
+	unsigned retries = 0;
+	size_t before, failed, enospc, mem;
+	int first_err;
+	double t0, t1;
+	struct rte_fib *fib;
+again:
+	before = heap_allocated();
+	fib = rte_fib_create("fibre_fib", (int)rte_socket_id(), &cfg);
 	if (!fib) {
 		char why[160];
 		snprintf(why, sizeof(why), "rte_fib_create failed: %s", rte_strerror(rte_errno));
 		skip(E, why);
 		return;
 	}
-	size_t failed = 0;
-	int first_err = 0;
-	double t0 = now_s();
+	failed = 0;
+	enospc = 0;
+	first_err = 0;
+	t0 = now_s();
 	for (size_t i = 0; i < opt.n_routes; i++) {
 		const struct route4 *r = &opt.r4[i];
 		int ret = rte_fib_add(fib, r->ip, r->depth, r->nh);
 		if (ret < 0) {
 			failed++;
+			enospc += ret == -ENOSPC;
 			if (!first_err)
 				first_err = ret;
 		}
 	}
-	double t1 = now_s();
-	size_t mem = heap_allocated() - before;
+	t1 = now_s();
+	mem = heap_allocated() - before;
+	if (enospc && retries < 4 && cfg.dir24_8.num_tbl8 < (1u << 23)) {
+		/* sizing was short: start again with twice the tbl8 groups */
+		fprintf(stderr, "dpdk: %s: %zu routes refused for lack of tbl8 groups with %u, retrying with %u\n",
+			E, enospc, (unsigned)cfg.dir24_8.num_tbl8, (unsigned)cfg.dir24_8.num_tbl8 * 2);
+		rte_fib_free(fib);
+		cfg.dir24_8.num_tbl8 *= 2;
+		retries++;
+		goto again;
+	}
 	if (failed)
 		fprintf(stderr, "dpdk: %s: %zu routes refused, first error %s\n", E, failed, strerror(-first_err));
-	char note[192];
+	char note[256];
 	snprintf(note, sizeof(note),
 		 "rte_fib_add of %zu routes, create excluded; max_routes %d, num_tbl8 %u, 4-byte next hops",
 		 opt.n_routes, cfg.max_routes, cfg.dir24_8.num_tbl8);
+	if (retries)
+		snprintf(note + strlen(note), sizeof(note) - strlen(note), " (after %u doublings)", retries);
 	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
 	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
 	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add, includes the RIB");
@@ -815,17 +917,24 @@ static void run_lpm6(size_t tbl8)
 		.number_tbl8s = (uint32_t)tbl8,
 		.flags = 0,
 	};
-	size_t before = heap_allocated();
-	struct rte_lpm6 *lpm = rte_lpm6_create("fibre_lpm6", (int)rte_socket_id(), &cfg);
+	unsigned retries = 0;
+	size_t before, failed, enospc, mem;
+	int first_err;
+	double t0, t1;
+	struct rte_lpm6 *lpm;
+again:
+	before = heap_allocated();
+	lpm = rte_lpm6_create("fibre_lpm6", (int)rte_socket_id(), &cfg);
 	if (!lpm) {
 		char why[160];
 		snprintf(why, sizeof(why), "rte_lpm6_create failed: %s", rte_strerror(rte_errno));
 		skip(E, why);
 		return;
 	}
-	size_t failed = 0;
-	int first_err = 0;
-	double t0 = now_s();
+	failed = 0;
+	enospc = 0;
+	first_err = 0;
+	t0 = now_s();
 	for (size_t i = 0; i < opt.n_routes; i++) {
 		const struct route6 *r = &opt.r6[i];
 		int ret;
@@ -842,17 +951,29 @@ static void run_lpm6(size_t tbl8)
 		}
 		if (ret < 0) {
 			failed++;
+			enospc += ret == -ENOSPC;
 			if (!first_err)
 				first_err = ret;
 		}
 	}
-	double t1 = now_s();
-	size_t mem = heap_allocated() - before;
+	t1 = now_s();
+	mem = heap_allocated() - before;
+	if (enospc && retries < 4 && cfg.number_tbl8s < (1u << 23)) {
+		/* sizing was short: start again with twice the tbl8 groups */
+		fprintf(stderr, "dpdk: %s: %zu routes refused for lack of tbl8 groups with %u, retrying with %u\n",
+			E, enospc, (unsigned)cfg.number_tbl8s, (unsigned)cfg.number_tbl8s * 2);
+		rte_lpm6_free(lpm);
+		cfg.number_tbl8s *= 2;
+		retries++;
+		goto again;
+	}
 	if (failed)
 		fprintf(stderr, "dpdk: %s: %zu routes refused, first error %s\n", E, failed, strerror(-first_err));
-	char note[160];
+	char note[256];
 	snprintf(note, sizeof(note), "rte_lpm6_add of %zu routes, create excluded; max_rules %u, number_tbl8s %u",
 		 opt.n_routes, cfg.max_rules, cfg.number_tbl8s);
+	if (retries)
+		snprintf(note + strlen(note), sizeof(note) - strlen(note), " (after %u doublings)", retries);
 	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
 	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
 	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add, includes the rule hash");
@@ -973,34 +1094,53 @@ static void run_fib6(size_t tbl8)
 	cfg.trie.nh_sz = RTE_FIB6_TRIE_4B;
 	cfg.trie.num_tbl8 = (uint32_t)tbl8;
 
-	size_t before = heap_allocated();
-	struct rte_fib6 *fib = rte_fib6_create("fibre_fib6", (int)rte_socket_id(), &cfg);
+	unsigned retries = 0;
+	size_t before, failed, enospc, mem;
+	int first_err;
+	double t0, t1;
+	struct rte_fib6 *fib;
+again:
+	before = heap_allocated();
+	fib = rte_fib6_create("fibre_fib6", (int)rte_socket_id(), &cfg);
 	if (!fib) {
 		char why[160];
 		snprintf(why, sizeof(why), "rte_fib6_create failed: %s", rte_strerror(rte_errno));
 		skip(E, why);
 		return;
 	}
-	size_t failed = 0;
-	int first_err = 0;
-	double t0 = now_s();
+	failed = 0;
+	enospc = 0;
+	first_err = 0;
+	t0 = now_s();
 	for (size_t i = 0; i < opt.n_routes; i++) {
 		const struct route6 *r = &opt.r6[i];
 		int ret = rte_fib6_add(fib, r->ip, r->depth, r->nh);
 		if (ret < 0) {
 			failed++;
+			enospc += ret == -ENOSPC;
 			if (!first_err)
 				first_err = ret;
 		}
 	}
-	double t1 = now_s();
-	size_t mem = heap_allocated() - before;
+	t1 = now_s();
+	mem = heap_allocated() - before;
+	if (enospc && retries < 4 && cfg.trie.num_tbl8 < (1u << 23)) {
+		/* sizing was short: start again with twice the tbl8 groups */
+		fprintf(stderr, "dpdk: %s: %zu routes refused for lack of tbl8 groups with %u, retrying with %u\n",
+			E, enospc, (unsigned)cfg.trie.num_tbl8, (unsigned)cfg.trie.num_tbl8 * 2);
+		rte_fib6_free(fib);
+		cfg.trie.num_tbl8 *= 2;
+		retries++;
+		goto again;
+	}
 	if (failed)
 		fprintf(stderr, "dpdk: %s: %zu routes refused, first error %s\n", E, failed, strerror(-first_err));
-	char note[192];
+	char note[256];
 	snprintf(note, sizeof(note),
 		 "rte_fib6_add of %zu routes, create excluded; max_routes %d, num_tbl8 %u, 4-byte next hops",
 		 opt.n_routes, cfg.max_routes, cfg.trie.num_tbl8);
+	if (retries)
+		snprintf(note + strlen(note), sizeof(note) - strlen(note), " (after %u doublings)", retries);
 	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
 	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
 	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add, includes the RIB");
@@ -1092,37 +1232,55 @@ static void run_fib6(size_t tbl8)
 
 /* ---------------------------------------------------------------- main */
 
+/* Spare tbl8 groups beyond the computed need (build with -DTBL8_EXACT to test the sizing). */
+#ifdef TBL8_EXACT
+#define TBL8_SLACK(n) ((size_t)0 * (n))
+#else
+#define TBL8_SLACK(n) ((n) / 16 + 64)
+#endif
+
 int main(int argc, char **argv)
 {
 	parse_args(argc, argv);
 	read_routes();
 	read_workloads();
 
+	/* tbl8 groups: exactly `need` suffice for rte_lpm, rte_fib DIR24_8 and rte_lpm6 filling an
+	 * empty table; keep some slack. rte_fib6 is sized after EAL starts (fib6_reserved_tbl8). */
 	size_t need = opt.family == 4 ? tbl8_needed_v4() : tbl8_needed_v6();
-	/* Exactly `need` groups suffice for inserting into an empty table; keep some slack. */
-	size_t tbl8 = need + need / 8 + 256;
-	if (tbl8 > (1u << 24) - 1)
-		tbl8 = (1u << 24) - 1;
+	size_t tbl8 = need + TBL8_SLACK(need);
+	if (tbl8 > (1u << 23))
+		tbl8 = 1u << 23;
+	size_t bound = opt.family == 6 ? fib6_reserve_bound() + 64 : tbl8;
+	if (bound < tbl8)
+		bound = tbl8;
 
 	/* EAL memory: tbl24 (64 MiB with 4-byte entries), tbl8 groups (1 KiB each), rules or RIB
 	 * nodes (at most 2 per route in the RIBs, ~128 bytes each with overhead), then twice that
 	 * for heap slack; plus a fixed reserve. Pages are only touched when used. */
-	size_t est = (64u << 20) + tbl8 * 1024 + opt.n_routes * 2 * 128;
+	size_t est = (64u << 20) + bound * 1024 + opt.n_routes * 2 * 128;
 	unsigned mem_mb = (unsigned)((2 * est >> 20) + 256);
 	const char *m = getenv("FIBRE_DPDK_MEM_MB");
 	if (m && *m)
 		mem_mb = (unsigned)parse_ulong(m, "FIBRE_DPDK_MEM_MB", 64, 1u << 20);
-	fprintf(stderr, "dpdk: %zu routes, %zu tbl8 groups needed (%zu configured), EAL -m %u\n",
-		opt.n_routes, need, tbl8, mem_mb);
 
 	eal_start(mem_mb);
 
 	if (opt.family == 4) {
+		fprintf(stderr, "dpdk: %zu routes; tbl8 groups: %zu needed, %zu configured; EAL -m %u\n",
+			opt.n_routes, need, tbl8, mem_mb);
 		run_lpm(tbl8);
 		run_fib(tbl8);
 	} else {
+		size_t rsvd = fib6_reserved_tbl8();
+		size_t tbl8_fib6 = rsvd + 1 + TBL8_SLACK(rsvd);
+		if (tbl8_fib6 > (1u << 23))
+			tbl8_fib6 = 1u << 23;
+		fprintf(stderr,
+			"dpdk: %zu routes; tbl8 groups: lpm6 %zu needed, %zu configured; fib6 %zu reserved, %zu configured; EAL -m %u\n",
+			opt.n_routes, need, tbl8, rsvd, tbl8_fib6, mem_mb);
 		run_lpm6(tbl8);
-		run_fib6(tbl8);
+		run_fib6(tbl8_fib6);
 	}
 	rte_eal_cleanup();
 	return 0;

@@ -347,11 +347,12 @@ pub fn generate<A: StudyFamily + PickView>(
             if size > view.prefixes.len() {
                 return None;
             }
-            // A random sample of the full view, in random order (tables assembled from BGP
-            // arrive unordered).
+            // A random sample of the full view, inserted in address order, as a RIB dump or
+            // `ip route show` lists it (some peers, poptrie among them, build far faster so).
             let mut all = view.prefixes.clone();
             all.shuffle(&mut rng);
             all.truncate(size);
+            all.sort_unstable();
             (all, A::FULL_VIEW_RANGE)
         }
         ScenarioKind::Spread { density } => {

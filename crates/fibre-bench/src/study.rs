@@ -57,7 +57,8 @@ pub struct StudyConfig {
 }
 
 impl StudyConfig {
-    /// The demo: both families, the study's scenarios at 10^3..10^5 routes, 5 runs.
+    /// The demo: both families, the study's scenarios at 10^3..10^5 routes, 3 runs, W1/W2 of
+    /// 250,000 addresses (10^6 in the full study).
     pub fn quick() -> Self {
         StudyConfig {
             table: TableChoice::Default,
@@ -69,11 +70,11 @@ impl StudyConfig {
                 ScenarioKind::Random128,
             ],
             sizes: vec![1_000, 10_000, 100_000],
-            runs: 5,
+            runs: 3,
             bulk: 64,
             seed: 1,
             out: PathBuf::from("target/bench-report"),
-            w_count: 1_000_000,
+            w_count: 250_000,
             check_n: 10_000,
             harness_dir: None,
             engines: None,
@@ -94,6 +95,7 @@ impl StudyConfig {
             scenarios,
             sizes: vec![100, 1_000, 10_000, 100_000, 1_000_000, 2_000_000],
             runs: 11,
+            w_count: 1_000_000,
             ..Self::quick()
         }
     }

@@ -34,7 +34,7 @@ pub fn study_set<A: StudyFamily>(
     while addrs.len() < STUDY_HITS && tries < STUDY_MAX_TRIES {
         for _ in 0..STUDY_PASS {
             let a = A::K::random_in(&mut rng, range.0, range.1);
-            if hits(a) {
+            if !inside(a, A::WIDTH, A::RESERVED) && hits(a) {
                 addrs.push(a);
             }
         }
@@ -54,13 +54,18 @@ pub fn inside_prefixes<A: StudyFamily>(
     if routes.is_empty() {
         return Vec::new();
     }
-    (0..n)
-        .map(|_| {
-            let r = &routes[rng.gen_range(0..routes.len())];
-            let host = A::K::random_in(&mut rng, A::K::ZERO, A::K::ONES);
-            r.addr | (host & !A::K::mask(r.len))
-        })
-        .collect()
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let r = &routes[rng.gen_range(0..routes.len())];
+        let host = A::K::random_in(&mut rng, A::K::ZERO, A::K::ONES);
+        let a = r.addr | (host & !A::K::mask(r.len));
+        // A covering route (198.0.0.0/8) may reach into the kernel harness's own subnet, where
+        // the kernel answers with its connected route.
+        if !inside(a, A::WIDTH, A::RESERVED) {
+            out.push(a);
+        }
+    }
+    out
 }
 
 /// W2: `n` uniform random addresses of the family's uniform range, outside the reserved subnet.

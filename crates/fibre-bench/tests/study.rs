@@ -1,0 +1,190 @@
+//! The study end to end: files, records, report; engines that disagree stop the run; the live
+//! kernel (through the XDP harness) agrees with fibre answer for answer.
+use fibre_bench::report::Results;
+use fibre_bench::scenario::ScenarioKind;
+use fibre_bench::study::{self, StudyConfig, TableChoice};
+use std::path::{Path, PathBuf};
+
+fn tiny(out: &Path) -> StudyConfig {
+    StudyConfig {
+        table: TableChoice::Synthetic,
+        families: vec![4, 6],
+        scenarios: vec![
+            ScenarioKind::FullView,
+            ScenarioKind::Spread { density: 0.1 },
+            ScenarioKind::Random128,
+        ],
+        sizes: vec![300, 3000],
+        runs: 1,
+        w_count: 5000,
+        check_n: 2000,
+        out: out.to_path_buf(),
+        harness_dir: Some(out.join("no-harnesses")),
+        progress: false,
+        ..StudyConfig::quick()
+    }
+}
+
+fn temp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fibre-bench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_small_study_writes_every_output_and_a_record_per_measurement() {
+    let out = temp("study");
+    let run = study::run(&tiny(&out)).unwrap();
+    let back: Results =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(back.records.len(), run.results.records.len());
+    for (a, b) in back.records.iter().zip(&run.results.records) {
+        assert_eq!(a, b);
+    }
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), run.results.records.len() + 1);
+    let html = std::fs::read_to_string(&run.report).unwrap();
+    assert!(html.contains("<img src=\"ipv6-full-view-lookup_time.svg\""));
+    assert!(out.join("ipv6-full-view-lookup_time.svg").exists());
+    assert!(out.join("work/ipv4/full-view/3000/routes.txt").exists());
+
+    let idx = study::index(&run.results);
+    for engine in ["fibre-rib", "prefix-trie", "poptrie"] {
+        for (family, scenario) in [
+            ("ipv4", "full-view"),
+            ("ipv4", "spread32-d0.1"),
+            ("ipv6", "full-view"),
+            ("ipv6", "spread48-d0.1"),
+            ("ipv6", "random128-in-108"),
+        ] {
+            for metric in ["insert_time", "lookup_time"] {
+                let key = (
+                    engine.into(),
+                    family.into(),
+                    scenario.into(),
+                    3000,
+                    metric.into(),
+                );
+                let v = idx.get(&key).unwrap_or_else(|| panic!("{key:?} missing"));
+                assert!(*v > 0.0, "{key:?} = {v}");
+            }
+        }
+        // W1/W2 at the largest full view only.
+        let w = (
+            engine.into(),
+            "ipv6".into(),
+            "full-view".into(),
+            3000,
+            "w2_latency".into(),
+        );
+        assert!(idx.contains_key(&w));
+        let not_w = (
+            engine.into(),
+            "ipv6".into(),
+            "full-view".into(),
+            300,
+            "w2_latency".into(),
+        );
+        assert!(!idx.contains_key(&not_w));
+    }
+    // The study set holds hits only, at most 5000; a /48 spread of density 0.1 hits 1 in 10.
+    let hits = run
+        .results
+        .records
+        .iter()
+        .find(|r| r.metric == "hits" && r.scenario == "spread48-d0.1" && r.size == 3000)
+        .unwrap();
+    assert!(hits.value > 0.0 && hits.value <= 5000.0);
+    assert!(
+        (hits.value / hits.runs as f64 - 0.1).abs() < 0.02,
+        "{hits:?}"
+    );
+    let summary = run.results.summary();
+    assert_eq!(summary.len(), 2);
+    assert_eq!(summary[0].rows.len(), 3);
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// A harness that answers next hop 7 for everything: the run must fail, naming it.
+#[test]
+fn an_engine_that_disagrees_stops_the_run() {
+    let out = temp("liar");
+    let dir = out.join("harness");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = r#"#!/bin/sh
+out=; fam=; n=10000; loads=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift;; --family) fam=$2; shift;; --check-n) n=$2; shift;;
+    --workload) loads="$loads $2"; shift;;
+  esac; shift
+done
+w=4; [ "$fam" = 6 ] && w=16
+for l in $loads; do
+  name=${l%%=*}; file=${l#*=}
+  c=$(( $(stat -c %s "$file") / w )); [ $c -gt $n ] && c=$n
+  yes 7 | head -n $c > "$out/bart-table.$name.check"
+done
+echo '{"engine":"bart-table","metric":"build","value":0.1,"unit":"s","runs":1,"spread":0}'
+"#;
+    let path = dir.join("bart");
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cfg = tiny(&out);
+    cfg.harness_dir = Some(dir);
+    cfg.sizes = vec![300];
+    cfg.families = vec![4];
+    let err = study::run(&cfg)
+        .err()
+        .expect("a lying engine must fail the run");
+    assert!(err.contains("bart-table disagrees with fibre-rib"), "{err}");
+    assert!(err.contains("next hop 7"), "{err}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// The kernel, through the XDP harness, answers as fibre does on every checked address.
+#[test]
+fn the_kernel_agrees_with_fibre_through_the_xdp_harness() {
+    let required = std::env::var("FIBRE_KERNEL_TESTS").as_deref() == Ok("required");
+    let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/harness");
+    let why = if !harness.join("kernel-xdp").exists() {
+        Some("target/harness/kernel-xdp not built (make bench-deps harnesses)".to_string())
+    } else {
+        fibre_bench::engine::harness::netns_available().err()
+    };
+    if let Some(why) = why {
+        assert!(!required, "FIBRE_KERNEL_TESTS=required but: {why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let out = temp("kernel");
+    let mut cfg = tiny(&out);
+    cfg.harness_dir = Some(harness);
+    cfg.engines = Some(vec!["fibre-rib".into(), "linux-kernel".into()]);
+    cfg.sizes = vec![5000];
+    cfg.w_count = 20_000;
+    cfg.check_n = 20_000;
+    let run = study::run(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !run.results
+            .notes
+            .iter()
+            .any(|n| n.contains("linux-kernel skipped") || n.starts_with("ERROR")),
+        "{:?}",
+        run.results.notes
+    );
+    let idx = study::index(&run.results);
+    for family in ["ipv4", "ipv6"] {
+        let key = (
+            "linux-kernel".into(),
+            family.into(),
+            "full-view".into(),
+            5000,
+            "w1_lookup".into(),
+        );
+        assert!(idx.get(&key).is_some_and(|v| *v > 0.0), "{key:?}");
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+}
