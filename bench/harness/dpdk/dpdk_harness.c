@@ -94,6 +94,7 @@ static struct {
 	size_t n_routes;
 	int fib_avx512_possible; /* CPU has AVX-512F/DQ: EAL told to allow 512-bit SIMD */
 	int has_half[2]; /* a /1 route covers the lower / upper half of the address space */
+	int has_default; /* a /0 route */
 } opt = { .check_n = 10000, .runs = 5, .bulk = 64, .cpu = -1 };
 
 static void usage(void)
@@ -204,6 +205,7 @@ static void read_routes(void)
 			r->nh = nh;
 			if (depth == 1)
 				opt.has_half[r->ip >> 31] = 1;
+			opt.has_default |= depth == 0;
 		} else {
 			if (depth > 128)
 				die("%s:%zu: prefix length %u", opt.routes_path, lineno, depth);
@@ -214,6 +216,7 @@ static void read_routes(void)
 			r->nh = nh;
 			if (depth == 1)
 				opt.has_half[r->ip[0] >> 7] = 1;
+			opt.has_default |= depth == 0;
 		}
 	}
 	if (ferror(f))
@@ -389,13 +392,18 @@ static size_t fib6_reserved_tbl8(void)
 
 /* ---------------------------------------------------------------- EAL */
 
+/* The CPU EAL pins the main lcore to: --cpu, else the first one this process may run on. */
 static int pick_cpu(void)
 {
-	if (opt.cpu >= 0)
-		return opt.cpu;
 	cpu_set_t set;
 	CPU_ZERO(&set);
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+	int have = sched_getaffinity(0, sizeof(set), &set) == 0;
+	if (opt.cpu >= 0) {
+		if (have && !CPU_ISSET(opt.cpu, &set))
+			die("--cpu %d: not a CPU this process may run on", opt.cpu);
+		return opt.cpu;
+	}
+	if (have)
 		for (int c = 0; c < CPU_SETSIZE; c++)
 			if (CPU_ISSET(c, &set))
 				return c;
@@ -416,7 +424,7 @@ static void skip_all(const char *why)
 static void eal_start(unsigned mem_mb)
 {
 	char lcore[32], mem[32];
-	snprintf(lcore, sizeof(lcore), "%d", pick_cpu());
+	snprintf(lcore, sizeof(lcore), "%d", opt.cpu);
 	snprintf(mem, sizeof(mem), "%u", mem_mb);
 	char *args[32];
 	int n = 0;
@@ -656,6 +664,8 @@ again:
 		 opt.n_routes, cfg.max_rules, cfg.number_tbl8s);
 	if (retries)
 		snprintf(note + strlen(note), sizeof(note) - strlen(note), " (after %u doublings)", retries);
+	if (opt.has_default)
+		snprintf(note + strlen(note), sizeof(note) - strlen(note), "; the /0 route added as the two /1 halves (depth 0 is refused)");
 	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
 	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
 	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add");
@@ -687,6 +697,10 @@ again:
 			}
 		}
 		close_check(cf);
+		if (n == 0) {
+			fprintf(stderr, "dpdk: %s: workload %s is empty, nothing to time\n", E, wl->name);
+			continue;
+		}
 
 		TIME_RUNS(ns, n, {
 			uint32_t acc = 0;
@@ -859,6 +873,10 @@ again:
 			}
 		}
 		close_check(cf);
+		if (n == 0) {
+			fprintf(stderr, "dpdk: %s: workload %s is empty, nothing to time\n", E, wl->name);
+			continue;
+		}
 
 		char note1[384];
 		snprintf(note1, sizeof(note1),
@@ -974,6 +992,8 @@ again:
 		 opt.n_routes, cfg.max_rules, cfg.number_tbl8s);
 	if (retries)
 		snprintf(note + strlen(note), sizeof(note) - strlen(note), " (after %u doublings)", retries);
+	if (opt.has_default)
+		snprintf(note + strlen(note), sizeof(note) - strlen(note), "; the /0 route added as the two /1 halves (depth 0 is refused)");
 	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
 	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
 	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add, includes the rule hash");
@@ -1004,6 +1024,10 @@ again:
 			}
 		}
 		close_check(cf);
+		if (n == 0) {
+			fprintf(stderr, "dpdk: %s: workload %s is empty, nothing to time\n", E, wl->name);
+			continue;
+		}
 
 		TIME_RUNS(ns, n, {
 			uint32_t acc = 0;
@@ -1176,6 +1200,10 @@ again:
 			}
 		}
 		close_check(cf);
+		if (n == 0) {
+			fprintf(stderr, "dpdk: %s: workload %s is empty, nothing to time\n", E, wl->name);
+			continue;
+		}
 
 		char note1[384];
 		snprintf(note1, sizeof(note1),
@@ -1264,6 +1292,7 @@ int main(int argc, char **argv)
 	if (m && *m)
 		mem_mb = (unsigned)parse_ulong(m, "FIBRE_DPDK_MEM_MB", 64, 1u << 20);
 
+	opt.cpu = pick_cpu();
 	eal_start(mem_mb);
 
 	if (opt.family == 4) {
