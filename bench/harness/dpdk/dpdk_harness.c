@@ -441,7 +441,7 @@ static void eal_start(unsigned mem_mb)
 	/* AVX-512 lookups (rte_fib / rte_fib6) are only selectable when EAL allows 512-bit SIMD;
 	 * ask for it only where the CPU has it. */
 	__builtin_cpu_init();
-	opt.fib_avx512_possible = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+	opt.fib_avx512_possible = __builtin_cpu_supports("avx512f");
 	if (opt.fib_avx512_possible)
 		args[n++] = "--force-max-simd-bitwidth=512";
 	args[n] = NULL;
