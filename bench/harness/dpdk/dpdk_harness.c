@@ -5,7 +5,7 @@
  *   --family 4: dpdk-lpm (rte_lpm) and dpdk-fib-dir24-8 (rte_fib, RTE_FIB_DIR24_8)
  *   --family 6: dpdk-lpm6 (rte_lpm6) and dpdk-fib6-trie (rte_fib6, RTE_FIB6_TRIE)
  *
- * EAL runs without hardware: no hugepages, no PCI, in memory, on one lcore (the CPU given by
+ * EAL runs without hardware: no hugepages, no PCI, no shared config, on one lcore (the CPU given by
  * --cpu, else the first CPU this process may run on). Records go to stdout, one JSON object per
  * line; EAL and DPDK logs go to stderr.
  */
