@@ -72,6 +72,7 @@ type config struct {
 	runs      int
 	bulk      int
 	cpu       int
+	engines   string // --engines: comma-separated names to run; empty runs all
 }
 
 func parseArgs() (*config, error) {
@@ -85,6 +86,7 @@ func parseArgs() (*config, error) {
 	fs.IntVar(&c.runs, "runs", 5, "timed repetitions of each measurement")
 	fs.IntVar(&c.bulk, "bulk", 64, "bulk batch size (unused: bart has no bulk lookup API)")
 	fs.IntVar(&c.cpu, "cpu", -1, "pin the timed thread to this CPU (-1: no pinning)")
+	fs.StringVar(&c.engines, "engines", "", "only these engines, comma-separated (default: all)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bart --family 4|6 --routes FILE --out DIR [--workload NAME=FILE]... "+
 			"[--check-n N] [--runs R] [--bulk B] [--cpu C]\n(bench/harness/PROTOCOL.md)")
@@ -583,6 +585,9 @@ func run(c *config) error {
 	}
 
 	for _, e := range engines {
+		if c.engines != "" && !slices.Contains(strings.Split(c.engines, ","), e.name) {
+			continue
+		}
 		// build and memory: one build, timed; heap measured (after a full collection) before
 		// and after it, with the table kept alive until after the second measurement.
 		before := heapAlloc()

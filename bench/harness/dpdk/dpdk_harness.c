@@ -89,6 +89,7 @@ static struct {
 	unsigned runs;
 	unsigned bulk;
 	int cpu;
+	const char *engines; /* --engines: comma-separated names to run; NULL runs all */
 	struct route4 *r4;
 	struct route6 *r6;
 	size_t n_routes;
@@ -97,11 +98,29 @@ static struct {
 	int has_default; /* a /0 route */
 } opt = { .check_n = 10000, .runs = 5, .bulk = 64, .cpu = -1 };
 
+/* Whether --engines lists `name` (every engine runs without --engines). */
+static int wanted(const char *name)
+{
+	if (!opt.engines)
+		return 1;
+	size_t n = strlen(name);
+	for (const char *p = opt.engines; *p;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len == n && !strncmp(p, name, n))
+			return 1;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: dpdk --family 4|6 --routes FILE --out DIR [--workload NAME=FILE]...\n"
-		"            [--check-n N] [--runs R] [--bulk B] [--cpu C]\n");
+		"            [--check-n N] [--runs R] [--bulk B] [--cpu C] [--engines A,B]\n");
 	exit(2);
 }
 
@@ -149,6 +168,8 @@ static void parse_args(int argc, char **argv)
 			opt.bulk = (unsigned)parse_ulong(v, "--bulk", 1, 1u << 20);
 		} else if (!strcmp(a, "--cpu")) {
 			opt.cpu = (int)parse_ulong(v, "--cpu", 0, CPU_SETSIZE - 1);
+		} else if (!strcmp(a, "--engines")) {
+			opt.engines = v;
 		} else {
 			usage();
 		}
@@ -1298,8 +1319,10 @@ int main(int argc, char **argv)
 	if (opt.family == 4) {
 		fprintf(stderr, "dpdk: %zu routes; tbl8 groups: %zu needed, %zu configured; EAL -m %u\n",
 			opt.n_routes, need, tbl8, mem_mb);
-		run_lpm(tbl8);
-		run_fib(tbl8);
+		if (wanted("dpdk-lpm"))
+			run_lpm(tbl8);
+		if (wanted("dpdk-fib-dir24-8"))
+			run_fib(tbl8);
 	} else {
 		size_t rsvd = fib6_reserved_tbl8();
 		size_t tbl8_fib6 = rsvd + 1 + TBL8_SLACK(rsvd);
@@ -1308,8 +1331,10 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"dpdk: %zu routes; tbl8 groups: lpm6 %zu needed, %zu configured; fib6 %zu reserved, %zu configured; EAL -m %u\n",
 			opt.n_routes, need, tbl8, rsvd, tbl8_fib6, mem_mb);
-		run_lpm6(tbl8);
-		run_fib6(tbl8_fib6);
+		if (wanted("dpdk-lpm6"))
+			run_lpm6(tbl8);
+		if (wanted("dpdk-fib6-trie"))
+			run_fib6(tbl8_fib6);
 	}
 	rte_eal_cleanup();
 	return 0;

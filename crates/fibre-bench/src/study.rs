@@ -54,6 +54,9 @@ pub struct StudyConfig {
     /// Core to pin to; the last one by default.
     pub cpu: Option<usize>,
     pub progress: bool,
+    /// An engine whose build at the next size is projected (from its last builds in the same
+    /// scenario) to take longer than this is left out there, with a note.
+    pub max_build_secs: f64,
 }
 
 impl StudyConfig {
@@ -80,6 +83,7 @@ impl StudyConfig {
             engines: None,
             cpu: None,
             progress: true,
+            max_build_secs: 60.0,
         }
     }
     /// The full study: every density, 100 to 2,000,000 routes, 11 runs.
@@ -127,6 +131,7 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
         harnesses: &harnesses,
         results: &mut results,
         bar: ProgressBar::hidden(),
+        history: BTreeMap::new(),
     };
     let total = points::<Ipv4Addr>(&ctx).len() * cfg.families.contains(&4) as usize
         + points::<Ipv6Addr>(&ctx).len() * cfg.families.contains(&6) as usize;
@@ -168,6 +173,52 @@ struct Ctx<'a> {
     harnesses: &'a [(HarnessSpec, PathBuf)],
     results: &'a mut Results,
     bar: ProgressBar,
+    /// Build times so far, by (engine, family, scenario): (routes, seconds).
+    history: BuildHistory,
+}
+
+/// Build times by (engine, family, scenario): (routes, seconds), in increasing size.
+type BuildHistory = BTreeMap<(String, &'static str, String), Vec<(usize, f64)>>;
+
+/// Engines whose build of `size` routes is projected over budget, with the reason. The
+/// projection extrapolates from the last two builds of the same scenario (the exponent clamped
+/// to 1..2), or quadratically from a single one.
+fn over_budget(
+    history: &BuildHistory,
+    family: &'static str,
+    scenario: &str,
+    size: usize,
+    budget: f64,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for ((engine, f, s), builds) in history {
+        if *f != family || s != scenario {
+            continue;
+        }
+        let Some(&(n1, t1)) = builds.last() else {
+            continue;
+        };
+        if size <= n1 || t1 <= 0.0 {
+            continue;
+        }
+        let k = match builds.iter().rev().nth(1) {
+            Some(&(n0, t0)) if t0 > 0.0 && n1 > n0 => {
+                ((t1 / t0).ln() / (n1 as f64 / n0 as f64).ln()).clamp(1.0, 2.0)
+            }
+            _ => 2.0,
+        };
+        let projected = t1 * (size as f64 / n1 as f64).powf(k);
+        if projected > budget && engine != REFERENCE {
+            out.push((
+                engine.clone(),
+                format!(
+                    "{engine} left out of {family} {scenario} at {size} routes: its build took \
+                     {t1:.1} s at {n1}, projected {projected:.0} s (budget {budget:.0} s)"
+                ),
+            ));
+        }
+    }
+    out
 }
 
 /// The (scenario, size) points of one family: full views are clipped to the table's size.
@@ -232,6 +283,14 @@ fn study_point<A: StudyFamily + PickView>(
 ) -> Result<(), String> {
     let cfg = ctx.cfg;
     let size = routes.len();
+    let excluded: Vec<String> =
+        over_budget(&ctx.history, A::LABEL, scenario, size, cfg.max_build_secs)
+            .into_iter()
+            .map(|(engine, why)| {
+                ctx.results.notes.push(why);
+                engine
+            })
+            .collect();
     let dir = cfg
         .out
         .join("work")
@@ -310,6 +369,7 @@ fn study_point<A: StudyFamily + PickView>(
         cfg.engines
             .as_ref()
             .is_none_or(|l| l.iter().any(|e| e == name))
+            && !excluded.iter().any(|e| e == name)
     };
     let mut engines: Vec<(Box<dyn Engine<A>>, Built)> = Vec::new();
     if wanted(REFERENCE) {
@@ -401,7 +461,8 @@ fn study_point<A: StudyFamily + PickView>(
         } else {
             spec.engines_v6
         };
-        if !engines.iter().any(|e| wanted(e)) {
+        let run_these: Vec<&str> = engines.iter().copied().filter(|e| wanted(e)).collect();
+        if run_these.is_empty() {
             continue;
         }
         let out = dir.join(spec.program);
@@ -414,6 +475,7 @@ fn study_point<A: StudyFamily + PickView>(
             runs: cfg.runs,
             bulk: cfg.bulk,
             check_n: cfg.check_n,
+            engines: (engines.len() > 1 && run_these.len() < engines.len()).then_some(run_these),
         };
         let recs = match harness::run(spec, program, &job) {
             Ok(r) => r,
@@ -482,6 +544,18 @@ fn study_point<A: StudyFamily + PickView>(
             };
             record(&r.engine, &metric, s, &unit, r.note.clone());
         }
+    }
+    // What each build took feeds the budget of the next, larger point.
+    for r in ctx.results.records.iter().filter(|r| {
+        r.family == A::LABEL
+            && r.scenario == scenario
+            && r.size == size
+            && r.metric == "insert_time"
+    }) {
+        ctx.history
+            .entry((r.engine.clone(), A::LABEL, scenario.to_string()))
+            .or_default()
+            .push((size, r.value));
     }
     Ok(())
 }
@@ -684,4 +758,30 @@ pub fn index(results: &Results) -> BTreeMap<(String, String, String, usize, Stri
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_projected_over_budget_are_left_out() {
+        let mut h = BuildHistory::new();
+        let key = |e: &str| (e.to_string(), "ipv4", "full-view".to_string());
+        // Quadratic: 1 s at 10k, 100 s at 100k -> 10,000 s at 1M.
+        h.insert(key("slow"), vec![(10_000, 1.0), (100_000, 100.0)]);
+        // Linear: 0.5 s at 100k -> 5 s at 1M.
+        h.insert(key("fast"), vec![(10_000, 0.05), (100_000, 0.5)]);
+        // One point: assumed quadratic, 1 s at 100k -> 100 s at 1M.
+        h.insert(key("once"), vec![(100_000, 1.0)]);
+        // The reference is never left out.
+        h.insert(key(REFERENCE), vec![(100_000, 100.0)]);
+        let out: Vec<String> = over_budget(&h, "ipv4", "full-view", 1_000_000, 60.0)
+            .into_iter()
+            .map(|(e, _)| e)
+            .collect();
+        assert_eq!(out, ["once", "slow"]);
+        assert!(over_budget(&h, "ipv6", "full-view", 1_000_000, 60.0).is_empty());
+        assert!(over_budget(&h, "ipv4", "full-view", 100_000, 60.0).is_empty());
+    }
 }

@@ -95,6 +95,8 @@ pub struct HarnessRun<'a> {
     pub runs: usize,
     pub bulk: usize,
     pub check_n: usize,
+    /// Only these engines (`--engines`), for harnesses with several.
+    pub engines: Option<Vec<&'a str>>,
 }
 
 /// Runs `program` (inside a fresh namespace when the spec says so); returns its records.
@@ -117,6 +119,10 @@ pub fn run(
         "--check-n".into(),
         job.check_n.to_string(),
     ];
+    if let Some(list) = &job.engines {
+        args.push("--engines".into());
+        args.push(list.join(","));
+    }
     for (name, path) in job.workloads {
         args.push("--workload".into());
         args.push(format!("{name}={}", path.display()));

@@ -204,6 +204,8 @@ pub fn fmt_value(v: f64) -> String {
         format!("{v:.2}")
     } else if a >= 0.01 {
         format!("{v:.3}")
+    } else if a == 0.0 {
+        "0".into()
     } else {
         format!("{v:.2e}")
     }

@@ -163,7 +163,12 @@ pub fn render(title: &str, unit: &str, recs: &[&Record], engines: &[&str], log_y
             r##"<path d="M{ax0},{y}H{ax1}" stroke="#eee"/><text x="{}" y="{}" text-anchor="end">{}</text>"##,
             ax0 - 6.0,
             y + 4.0,
-            super::fmt_value(v)
+            // Powers of ten read best written out (0.001, 1000).
+            if log_y {
+                format!("{v}")
+            } else {
+                super::fmt_value(v)
+            }
         );
     }
     let _ = write!(
