@@ -608,58 +608,79 @@ static void bulk_mismatch(const char *engine, const char *workload, size_t i, in
 	exit(1);
 }
 
-#define TIME_RUNS(ns_array, count, ...)                                                     \
-	do {                                                                                \
-		{ __VA_ARGS__ } /* warm-up, not timed */                                   \
-		for (unsigned run_ = 0; run_ < opt.runs; run_++) {                          \
-			double t0_ = now_s();                                               \
-			{ __VA_ARGS__ }                                                    \
-			double t1_ = now_s();                                               \
-			(ns_array)[run_] = (t1_ - t0_) * 1e9 / (double)((count) ? (count) : 1); \
-		}                                                                           \
-	} while (0)
+/* ---------------------------------------------------------------- engines: the common driver */
 
-/* ---------------------------------------------------------------- IPv4: rte_lpm */
+enum pass { PASS_LOOKUP, PASS_BULK, PASS_LATENCY };
 
-static void run_lpm(size_t tbl8)
+static const char *const pass_metric[] = { "lookup", "lookup_bulk", "latency" };
+
+/* One engine: what differs between rte_lpm, rte_fib, rte_lpm6 and rte_fib6. `run_engine` does the
+ * rest (build with its retries, records, check files, timing) the same way for all four.
+ *
+ * The timed loops are not shared: `pass` runs one whole pass of one measurement with the engine's
+ * own lookup calls, and is called through its pointer once per pass. Loops shared through a
+ * lookup-one or lookup-bulk pointer would add an indirect call to every lookup (or batch), a ns
+ * or more on lookups that take a few, and rte_lpm's inline lookups could no longer be inlined.
+ * The build's adds do go through `add`, one indirect call per route: about a ns against adds of
+ * hundreds of ns (rte_fib) to over a hundred us (rte_lpm on the full table). */
+struct engine {
+	const char *name;        /* in records and check file names */
+	const char *api;         /* "rte_lpm": names API_create (skip) and API_add (build note) */
+	const char *max_name;    /* the config fields of the build note: max rules or routes, */
+	const char *tbl8_name;   /* tbl8 groups, */
+	const char *conf_extra;  /* anything else worth saying (appended as is) */
+	int default_as_halves;   /* depth 0 refused: `add` adds /0 as the two /1 halves */
+	const char *memory_note;
+	size_t out_size;         /* bytes per answer of the bulk API */
+	const char *lookup_note; /* notes of the lookup records (the bulk one gets ", batches of B") */
+	const char *bulk_note;
+	const char *latency_note;
+
+	/* A table for `max` routes and `tbl8` tbl8 groups; NULL (rte_errno set) if that fails. */
+	void *(*create)(uint32_t max, uint32_t tbl8);
+	/* Adds route i of opt.r4 / opt.r6: 0 or a negative errno. */
+	int (*add)(void *t, size_t i);
+	void (*free)(void *t);
+	/* Picks the lookup function (rte_fib, rte_fib6) and describes it in `buf`; NULL: none to pick. */
+	const char *(*select)(void *t, char *buf, size_t len);
+	/* Untimed answers (next hop or -1) for the check files: addresses i..i+k-1 of `wl`
+	 * (k <= --bulk) by the bulk API into `out`, and address i by the single-address call (NULL:
+	 * there is none, the bulk API with one address stands for it, as in the timed loops). */
+	void (*answer_bulk)(void *t, const struct workload *wl, size_t i, unsigned k, void *out, int64_t *res);
+	int64_t (*answer)(void *t, const struct workload *wl, size_t i);
+	/* One pass over `wl` of measurement `p` (timed loop; answers go to g_sink). */
+	void (*pass)(void *t, const struct workload *wl, enum pass p, void *out);
+};
+
+/* Creates and fills the table (rebuilt with twice the tbl8 groups, up to four times, when routes
+ * are refused for lack of them) and writes the build, memory and failed_routes records. NULL
+ * (and a skip record) if the table cannot be created. */
+static void *build(const struct engine *e, uint32_t tbl8)
 {
-	const char *E = "dpdk-lpm";
-	struct rte_lpm_config cfg = {
-		.max_rules = (uint32_t)(opt.n_routes ? opt.n_routes : 1),
-		.number_tbl8s = (uint32_t)tbl8,
-		.flags = 0,
-	};
+	const char *E = e->name;
+	/* rte_lpm and rte_lpm6 take a /0 as its two /1 halves: one rule more. */
+	const uint32_t max =
+		(uint32_t)(opt.n_routes ? opt.n_routes : 1) + (e->default_as_halves && opt.has_default);
 	unsigned retries = 0;
 	size_t before, failed, enospc, mem;
 	int first_err;
 	double t0, t1;
-	struct rte_lpm *lpm;
+	void *t;
 again:
 	before = heap_allocated();
-	lpm = rte_lpm_create("fibre_lpm", (int)rte_socket_id(), &cfg);
-	if (!lpm) {
+	t = e->create(max, tbl8);
+	if (!t) {
 		char why[160];
-		snprintf(why, sizeof(why), "rte_lpm_create failed: %s", rte_strerror(rte_errno));
+		snprintf(why, sizeof(why), "%s_create failed: %s", e->api, rte_strerror(rte_errno));
 		skip(E, why);
-		return;
+		return NULL;
 	}
 	failed = 0;
 	enospc = 0;
 	first_err = 0;
 	t0 = now_s();
 	for (size_t i = 0; i < opt.n_routes; i++) {
-		const struct route4 *r = &opt.r4[i];
-		int ret;
-		if (r->depth == 0) {
-			/* rte_lpm wants depth >= 1: the default route is the two /1 halves, except a
-			 * half that has its own /1 route (which wins over /0 there anyway). */
-			ret = 0;
-			for (unsigned h = 0; h < 2 && ret == 0; h++)
-				if (!opt.has_half[h])
-					ret = rte_lpm_add(lpm, (uint32_t)h << 31, 1, r->nh);
-		} else {
-			ret = rte_lpm_add(lpm, r->ip, r->depth, r->nh);
-		}
+		int ret = e->add(t, i);
 		if (ret < 0) {
 			failed++;
 			enospc += ret == -ENOSPC;
@@ -669,105 +690,223 @@ again:
 	}
 	t1 = now_s();
 	mem = heap_allocated() - before;
-	if (enospc && retries < 4 && cfg.number_tbl8s < (1u << 23)) {
+	if (enospc && retries < 4 && tbl8 < (1u << 23)) {
 		/* sizing was short: start again with twice the tbl8 groups */
 		fprintf(stderr, "dpdk: %s: %zu routes refused for lack of tbl8 groups with %u, retrying with %u\n",
-			E, enospc, (unsigned)cfg.number_tbl8s, (unsigned)cfg.number_tbl8s * 2);
-		rte_lpm_free(lpm);
-		cfg.number_tbl8s *= 2;
+			E, enospc, (unsigned)tbl8, (unsigned)tbl8 * 2);
+		e->free(t);
+		tbl8 *= 2;
 		retries++;
 		goto again;
 	}
 	if (failed)
 		fprintf(stderr, "dpdk: %s: %zu routes refused, first error %s\n", E, failed, strerror(-first_err));
 	char note[256];
-	snprintf(note, sizeof(note), "rte_lpm_add of %zu routes, create excluded; max_rules %u, number_tbl8s %u",
-		 opt.n_routes, cfg.max_rules, cfg.number_tbl8s);
+	snprintf(note, sizeof(note), "%s_add of %zu routes, create excluded; %s %u, %s %u%s", e->api,
+		 opt.n_routes, e->max_name, max, e->tbl8_name, tbl8, e->conf_extra);
 	if (retries)
 		snprintf(note + strlen(note), sizeof(note) - strlen(note), " (after %u doublings)", retries);
-	if (opt.has_default)
+	if (e->default_as_halves && opt.has_default)
 		snprintf(note + strlen(note), sizeof(note) - strlen(note), "; the /0 route added as the two /1 halves (depth 0 is refused)");
 	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
-	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
-	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add");
+	record(E, "memory", NULL, (double)mem, "bytes", 1, 0, e->memory_note);
 	record(E, "failed_routes", NULL, (double)failed, "routes", 1, 0, NULL);
+	return t;
+}
 
-	uint32_t *out = aligned_alloc(64, ((opt.bulk * sizeof(uint32_t)) + 63) / 64 * 64);
+/* DIR/ENGINE.WORKLOAD.check: single-lookup answers for the first --check-n addresses; the bulk
+ * API's answers for them must be the same. `out` and `res` hold --bulk answers. */
+static void write_check(const struct engine *e, void *t, const struct workload *wl, void *out, int64_t *res)
+{
+	const unsigned B = opt.bulk;
+	size_t nc = opt.check_n < wl->count ? opt.check_n : wl->count;
+	FILE *cf = open_check(e->name, wl->name);
+	for (size_t i = 0; i < nc; i += B) {
+		unsigned k = (unsigned)(nc - i < B ? nc - i : B);
+		e->answer_bulk(t, wl, i, k, out, res);
+		for (unsigned j = 0; j < k; j++) {
+			int64_t s;
+			if (e->answer)
+				s = e->answer(t, wl, i + j);
+			else /* res holds the batch's answers already: `out` may be reused */
+				e->answer_bulk(t, wl, i + j, 1, out, &s);
+			if (s != res[j])
+				bulk_mismatch(e->name, wl->name, i + j, s, res[j]);
+			fprintf(cf, "%" PRId64 "\n", s);
+		}
+	}
+	close_check(cf);
+}
+
+/* One untimed pass, then --runs timed ones (CLOCK_MONOTONIC around the whole pass); one record.
+ * `wl` is not empty. */
+static void measure(const struct engine *e, void *t, const struct workload *wl, enum pass p, void *out,
+		    const char *note)
+{
 	double ns[opt.runs];
-	if (!out)
+	e->pass(t, wl, p, out); /* warm-up, not timed */
+	for (unsigned run = 0; run < opt.runs; run++) {
+		double t0 = now_s();
+		e->pass(t, wl, p, out);
+		double t1 = now_s();
+		ns[run] = (t1 - t0) * 1e9 / (double)wl->count;
+	}
+	report_runs(e->name, pass_metric[p], wl->name, ns, opt.runs, note);
+}
+
+/* Everything for one engine, if --engines lists it. */
+static void run_engine(const struct engine *e, size_t tbl8)
+{
+	const char *E = e->name;
+	if (!wanted(E))
+		return;
+	void *t = build(e, (uint32_t)tbl8);
+	if (!t)
+		return;
+
+	char fnbuf[128], fn_tail[160] = "";
+	const char *fn = e->select ? e->select(t, fnbuf, sizeof(fnbuf)) : NULL;
+	if (fn) {
+		fprintf(stderr, "dpdk: %s lookup function: %s\n", E, fn);
+		snprintf(fn_tail, sizeof(fn_tail), "; lookup fn: %s", fn);
+	}
+
+	void *out = aligned_alloc(64, ((opt.bulk * e->out_size) + 63) / 64 * 64);
+	int64_t *res = malloc(opt.bulk * sizeof(*res));
+	if (!out || !res)
 		die("out of memory");
+	char note[384];
 	for (size_t w = 0; w < opt.n_wl; w++) {
 		const struct workload *wl = &opt.wl[w];
-		const uint32_t *a = wl->v4;
-		const size_t n = wl->count;
-		const unsigned B = opt.bulk;
-
-		/* check file (single lookups), bulk answers compared with it */
-		size_t nc = opt.check_n < n ? opt.check_n : n;
-		FILE *cf = open_check(E, wl->name);
-		for (size_t i = 0; i < nc; i += B) {
-			unsigned k = (unsigned)(nc - i < B ? nc - i : B);
-			rte_lpm_lookup_bulk(lpm, a + i, out, k);
-			for (unsigned j = 0; j < k; j++) {
-				uint32_t nh;
-				int64_t s = rte_lpm_lookup(lpm, a[i + j], &nh) == 0 ? (int64_t)nh : -1;
-				int64_t b = (out[j] & RTE_LPM_LOOKUP_SUCCESS) ? (int64_t)(out[j] & 0x00ffffff) : -1;
-				if (s != b)
-					bulk_mismatch(E, wl->name, i + j, s, b);
-				fprintf(cf, "%" PRId64 "\n", s);
-			}
-		}
-		close_check(cf);
-		if (n == 0) {
+		write_check(e, t, wl, out, res);
+		if (wl->count == 0) {
 			fprintf(stderr, "dpdk: %s: workload %s is empty, nothing to time\n", E, wl->name);
 			continue;
 		}
-
-		TIME_RUNS(ns, n, {
-			uint32_t acc = 0;
-			for (size_t i = 0; i < n; i++) {
-				uint32_t nh;
-				int ret = rte_lpm_lookup(lpm, a[i], &nh);
-				acc += nh + (uint32_t)ret;
-			}
-			g_sink += acc;
-		});
-		report_runs(E, "lookup", wl->name, ns, opt.runs, "rte_lpm_lookup (inline), one address per call");
-
-		TIME_RUNS(ns, n, {
-			uint32_t acc = 0;
-			for (size_t i = 0; i < n; i += B) {
-				unsigned k = (unsigned)(n - i < B ? n - i : B);
-				rte_lpm_lookup_bulk(lpm, a + i, out, k);
-				KEEP(out);
-				acc += out[0];
-			}
-			g_sink += acc;
-		});
-		char bnote[96];
-		snprintf(bnote, sizeof(bnote), "rte_lpm_lookup_bulk (inline), batches of %u", B);
-		report_runs(E, "lookup_bulk", wl->name, ns, opt.runs, bnote);
-
-		TIME_RUNS(ns, n, {
-			uint32_t zero = (uint32_t)g_zero;
-			uint32_t nh = 0;
-			for (size_t i = 0; i < n; i++) {
-				uint32_t r;
-				rte_lpm_lookup(lpm, a[i] ^ (nh & zero), &r);
-				nh = r;
-			}
-			g_sink += nh;
-		});
-		report_runs(E, "latency", wl->name, ns, opt.runs,
-			    "dependent chain of rte_lpm_lookup: addr[i] ^ (previous next_hop & volatile 0)");
+		snprintf(note, sizeof(note), "%s%s", e->lookup_note, fn_tail);
+		measure(e, t, wl, PASS_LOOKUP, out, note);
+		snprintf(note, sizeof(note), "%s, batches of %u%s", e->bulk_note, opt.bulk, fn_tail);
+		measure(e, t, wl, PASS_BULK, out, note);
+		snprintf(note, sizeof(note), "%s%s", e->latency_note, fn_tail);
+		measure(e, t, wl, PASS_LATENCY, out, note);
 	}
+	free(res);
 	free(out);
-	rte_lpm_free(lpm);
+	e->free(t);
+}
+
+/* ---------------------------------------------------------------- IPv4: rte_lpm */
+
+static void *lpm_create(uint32_t max, uint32_t tbl8)
+{
+	struct rte_lpm_config cfg = { .max_rules = max, .number_tbl8s = tbl8, .flags = 0 };
+	return rte_lpm_create("fibre_lpm", (int)rte_socket_id(), &cfg);
+}
+
+static int lpm_add(void *t, size_t i)
+{
+	const struct route4 *r = &opt.r4[i];
+	if (r->depth == 0) {
+		/* rte_lpm wants depth >= 1: the default route is the two /1 halves, except a
+		 * half that has its own /1 route (which wins over /0 there anyway). */
+		int ret = 0;
+		for (unsigned h = 0; h < 2 && ret == 0; h++)
+			if (!opt.has_half[h])
+				ret = rte_lpm_add(t, (uint32_t)h << 31, 1, r->nh);
+		return ret;
+	}
+	return rte_lpm_add(t, r->ip, r->depth, r->nh);
+}
+
+static void lpm_free(void *t)
+{
+	rte_lpm_free(t);
+}
+
+static int64_t lpm_answer(void *t, const struct workload *wl, size_t i)
+{
+	uint32_t nh;
+	return rte_lpm_lookup(t, wl->v4[i], &nh) == 0 ? (int64_t)nh : -1;
+}
+
+static void lpm_answer_bulk(void *t, const struct workload *wl, size_t i, unsigned k, void *out, int64_t *res)
+{
+	uint32_t *o = out;
+	rte_lpm_lookup_bulk(t, wl->v4 + i, o, k);
+	for (unsigned j = 0; j < k; j++)
+		res[j] = (o[j] & RTE_LPM_LOOKUP_SUCCESS) ? (int64_t)(o[j] & 0x00ffffff) : -1;
+}
+
+static void lpm_pass(void *t, const struct workload *wl, enum pass p, void *outp)
+{
+	const struct rte_lpm *lpm = t;
+	const uint32_t *a = wl->v4;
+	const size_t n = wl->count;
+	const unsigned B = opt.bulk;
+	uint32_t *out = outp;
+	switch (p) {
+	case PASS_LOOKUP: {
+		uint32_t acc = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t nh;
+			int ret = rte_lpm_lookup(lpm, a[i], &nh);
+			acc += nh + (uint32_t)ret;
+		}
+		g_sink += acc;
+		break;
+	}
+	case PASS_BULK: {
+		uint32_t acc = 0;
+		for (size_t i = 0; i < n; i += B) {
+			unsigned k = (unsigned)(n - i < B ? n - i : B);
+			rte_lpm_lookup_bulk(lpm, a + i, out, k);
+			KEEP(out);
+			acc += out[0];
+		}
+		g_sink += acc;
+		break;
+	}
+	case PASS_LATENCY: {
+		uint32_t zero = (uint32_t)g_zero;
+		uint32_t nh = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t r;
+			rte_lpm_lookup(lpm, a[i] ^ (nh & zero), &r);
+			nh = r;
+		}
+		g_sink += nh;
+		break;
+	}
+	}
+}
+
+static const struct engine ENGINE_LPM = {
+	.name = "dpdk-lpm", .api = "rte_lpm",
+	.max_name = "max_rules", .tbl8_name = "number_tbl8s", .conf_extra = "", .default_as_halves = 1,
+	.memory_note = "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add",
+	.out_size = sizeof(uint32_t),
+	.lookup_note = "rte_lpm_lookup (inline), one address per call",
+	.bulk_note = "rte_lpm_lookup_bulk (inline)",
+	.latency_note = "dependent chain of rte_lpm_lookup: addr[i] ^ (previous next_hop & volatile 0)",
+	.create = lpm_create, .add = lpm_add, .free = lpm_free,
+	.answer_bulk = lpm_answer_bulk, .answer = lpm_answer, .pass = lpm_pass,
+};
+
+/* ---------------------------------------------------------------- rte_fib and rte_fib6: shared */
+
+#define FIB_MEMORY_NOTE \
+	"rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add, includes the RIB"
+
+/* rte_fib / rte_fib6 bulk answers, FIB_MISS_NH for no route, as check-file answers. */
+static void fib_answers(const uint64_t *out, unsigned k, int64_t *res)
+{
+	for (unsigned j = 0; j < k; j++)
+		res[j] = out[j] == FIB_MISS_NH ? -1 : (int64_t)out[j];
 }
 
 /* ---------------------------------------------------------------- IPv4: rte_fib DIR24_8 */
 
-static const char *fib_select(struct rte_fib *fib, char *buf, size_t len)
+static const char *fib_select(void *fib, char *buf, size_t len)
 {
 	/* Optional override for experiments: FIBRE_DPDK_FIB_LOOKUP=macro|inline|uni|avx512 */
 	const char *want = getenv("FIBRE_DPDK_FIB_LOOKUP");
@@ -800,306 +939,190 @@ static const char *fib_select(struct rte_fib *fib, char *buf, size_t len)
 	return buf;
 }
 
-static void run_fib(size_t tbl8)
+static void *fib_create(uint32_t max, uint32_t tbl8)
 {
-	const char *E = "dpdk-fib-dir24-8";
-	struct rte_fib_conf cfg;
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.type = RTE_FIB_DIR24_8;
-	cfg.default_nh = FIB_MISS_NH;
-	cfg.max_routes = (int)(opt.n_routes ? opt.n_routes : 1);
-	cfg.rib_ext_sz = 0;
-	cfg.dir24_8.nh_sz = RTE_FIB_DIR24_8_4B;
-	cfg.dir24_8.num_tbl8 = (uint32_t)tbl8;
-
-	unsigned retries = 0;
-	size_t before, failed, enospc, mem;
-	int first_err;
-	double t0, t1;
-	struct rte_fib *fib;
-again:
-	before = heap_allocated();
-	fib = rte_fib_create("fibre_fib", (int)rte_socket_id(), &cfg);
-	if (!fib) {
-		char why[160];
-		snprintf(why, sizeof(why), "rte_fib_create failed: %s", rte_strerror(rte_errno));
-		skip(E, why);
-		return;
-	}
-	failed = 0;
-	enospc = 0;
-	first_err = 0;
-	t0 = now_s();
-	for (size_t i = 0; i < opt.n_routes; i++) {
-		const struct route4 *r = &opt.r4[i];
-		int ret = rte_fib_add(fib, r->ip, r->depth, r->nh);
-		if (ret < 0) {
-			failed++;
-			enospc += ret == -ENOSPC;
-			if (!first_err)
-				first_err = ret;
-		}
-	}
-	t1 = now_s();
-	mem = heap_allocated() - before;
-	if (enospc && retries < 4 && cfg.dir24_8.num_tbl8 < (1u << 23)) {
-		/* sizing was short: start again with twice the tbl8 groups */
-		fprintf(stderr, "dpdk: %s: %zu routes refused for lack of tbl8 groups with %u, retrying with %u\n",
-			E, enospc, (unsigned)cfg.dir24_8.num_tbl8, (unsigned)cfg.dir24_8.num_tbl8 * 2);
-		rte_fib_free(fib);
-		cfg.dir24_8.num_tbl8 *= 2;
-		retries++;
-		goto again;
-	}
-	if (failed)
-		fprintf(stderr, "dpdk: %s: %zu routes refused, first error %s\n", E, failed, strerror(-first_err));
-	char note[256];
-	snprintf(note, sizeof(note),
-		 "rte_fib_add of %zu routes, create excluded; max_routes %d, num_tbl8 %u, 4-byte next hops",
-		 opt.n_routes, cfg.max_routes, cfg.dir24_8.num_tbl8);
-	if (retries)
-		snprintf(note + strlen(note), sizeof(note) - strlen(note), " (after %u doublings)", retries);
-	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
-	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
-	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add, includes the RIB");
-	record(E, "failed_routes", NULL, (double)failed, "routes", 1, 0, NULL);
-
-	char fnbuf[128];
-	const char *fn = fib_select(fib, fnbuf, sizeof(fnbuf));
-	fprintf(stderr, "dpdk: %s lookup function: %s\n", E, fn);
-
-	uint64_t *out = aligned_alloc(64, ((opt.bulk * sizeof(uint64_t)) + 63) / 64 * 64);
-	double ns[opt.runs];
-	if (!out)
-		die("out of memory");
-	for (size_t w = 0; w < opt.n_wl; w++) {
-		const struct workload *wl = &opt.wl[w];
-		uint32_t *a = wl->v4;
-		const size_t n = wl->count;
-		const unsigned B = opt.bulk;
-
-		size_t nc = opt.check_n < n ? opt.check_n : n;
-		FILE *cf = open_check(E, wl->name);
-		for (size_t i = 0; i < nc; i += B) {
-			unsigned k = (unsigned)(nc - i < B ? nc - i : B);
-			rte_fib_lookup_bulk(fib, a + i, out, (int)k);
-			for (unsigned j = 0; j < k; j++) {
-				uint64_t nh;
-				rte_fib_lookup_bulk(fib, a + i + j, &nh, 1);
-				int64_t s = nh == FIB_MISS_NH ? -1 : (int64_t)nh;
-				int64_t b = out[j] == FIB_MISS_NH ? -1 : (int64_t)out[j];
-				if (s != b)
-					bulk_mismatch(E, wl->name, i + j, s, b);
-				fprintf(cf, "%" PRId64 "\n", s);
-			}
-		}
-		close_check(cf);
-		if (n == 0) {
-			fprintf(stderr, "dpdk: %s: workload %s is empty, nothing to time\n", E, wl->name);
-			continue;
-		}
-
-		char note1[384];
-		snprintf(note1, sizeof(note1),
-			 "rte_fib_lookup_bulk with n=1 per address (rte_fib has no single-address API); lookup fn: %s", fn);
-		TIME_RUNS(ns, n, {
-			uint64_t acc = 0;
-			for (size_t i = 0; i < n; i++) {
-				uint64_t nh;
-				rte_fib_lookup_bulk(fib, a + i, &nh, 1);
-				acc += nh;
-			}
-			g_sink += acc;
-		});
-		report_runs(E, "lookup", wl->name, ns, opt.runs, note1);
-
-		TIME_RUNS(ns, n, {
-			uint64_t acc = 0;
-			for (size_t i = 0; i < n; i += B) {
-				unsigned k = (unsigned)(n - i < B ? n - i : B);
-				rte_fib_lookup_bulk(fib, a + i, out, (int)k);
-				KEEP(out);
-				acc += out[0];
-			}
-			g_sink += acc;
-		});
-		char bnote[384];
-		snprintf(bnote, sizeof(bnote), "rte_fib_lookup_bulk, batches of %u; lookup fn: %s", B, fn);
-		report_runs(E, "lookup_bulk", wl->name, ns, opt.runs, bnote);
-
-		char lnote[384];
-		snprintf(lnote, sizeof(lnote),
-			 "dependent chain of rte_fib_lookup_bulk(n=1): addr[i] ^ (previous next_hop & volatile 0); lookup fn: %s",
-			 fn);
-		TIME_RUNS(ns, n, {
-			uint32_t zero = (uint32_t)g_zero;
-			uint64_t nh = 0;
-			for (size_t i = 0; i < n; i++) {
-				uint32_t ip = a[i] ^ ((uint32_t)nh & zero);
-				rte_fib_lookup_bulk(fib, &ip, &nh, 1);
-			}
-			g_sink += nh;
-		});
-		report_runs(E, "latency", wl->name, ns, opt.runs, lnote);
-	}
-	free(out);
-	rte_fib_free(fib);
+	struct rte_fib_conf cfg = { .type = RTE_FIB_DIR24_8, .default_nh = FIB_MISS_NH, .max_routes = (int)max,
+				    .rib_ext_sz = 0, .dir24_8 = { .nh_sz = RTE_FIB_DIR24_8_4B, .num_tbl8 = tbl8 } };
+	return rte_fib_create("fibre_fib", (int)rte_socket_id(), &cfg);
 }
+
+static int fib_add(void *t, size_t i)
+{
+	const struct route4 *r = &opt.r4[i];
+	return rte_fib_add(t, r->ip, r->depth, r->nh);
+}
+
+static void fib_free(void *t)
+{
+	rte_fib_free(t);
+}
+
+static void fib_answer_bulk(void *t, const struct workload *wl, size_t i, unsigned k, void *out, int64_t *res)
+{
+	rte_fib_lookup_bulk(t, wl->v4 + i, out, (int)k);
+	fib_answers(out, k, res);
+}
+
+static void fib_pass(void *t, const struct workload *wl, enum pass p, void *outp)
+{
+	struct rte_fib *fib = t;
+	uint32_t *a = wl->v4;
+	const size_t n = wl->count;
+	const unsigned B = opt.bulk;
+	uint64_t *out = outp;
+	switch (p) {
+	case PASS_LOOKUP: {
+		uint64_t acc = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t nh;
+			rte_fib_lookup_bulk(fib, a + i, &nh, 1);
+			acc += nh;
+		}
+		g_sink += acc;
+		break;
+	}
+	case PASS_BULK: {
+		uint64_t acc = 0;
+		for (size_t i = 0; i < n; i += B) {
+			unsigned k = (unsigned)(n - i < B ? n - i : B);
+			rte_fib_lookup_bulk(fib, a + i, out, (int)k);
+			KEEP(out);
+			acc += out[0];
+		}
+		g_sink += acc;
+		break;
+	}
+	case PASS_LATENCY: {
+		uint32_t zero = (uint32_t)g_zero;
+		uint64_t nh = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t ip = a[i] ^ ((uint32_t)nh & zero);
+			rte_fib_lookup_bulk(fib, &ip, &nh, 1);
+		}
+		g_sink += nh;
+		break;
+	}
+	}
+}
+
+static const struct engine ENGINE_FIB = {
+	.name = "dpdk-fib-dir24-8", .api = "rte_fib",
+	.max_name = "max_routes", .tbl8_name = "num_tbl8", .conf_extra = ", 4-byte next hops",
+	.memory_note = FIB_MEMORY_NOTE,
+	.out_size = sizeof(uint64_t),
+	.lookup_note = "rte_fib_lookup_bulk with n=1 per address (rte_fib has no single-address API)",
+	.bulk_note = "rte_fib_lookup_bulk",
+	.latency_note = "dependent chain of rte_fib_lookup_bulk(n=1): addr[i] ^ (previous next_hop & volatile 0)",
+	.create = fib_create, .add = fib_add, .free = fib_free, .select = fib_select,
+	.answer_bulk = fib_answer_bulk, .pass = fib_pass,
+};
 
 /* ---------------------------------------------------------------- IPv6: rte_lpm6 */
 
-static void run_lpm6(size_t tbl8)
+static void *lpm6_create(uint32_t max, uint32_t tbl8)
 {
-	const char *E = "dpdk-lpm6";
-	struct rte_lpm6_config cfg = {
-		.max_rules = (uint32_t)(opt.n_routes ? opt.n_routes : 1),
-		.number_tbl8s = (uint32_t)tbl8,
-		.flags = 0,
-	};
-	unsigned retries = 0;
-	size_t before, failed, enospc, mem;
-	int first_err;
-	double t0, t1;
-	struct rte_lpm6 *lpm;
-again:
-	before = heap_allocated();
-	lpm = rte_lpm6_create("fibre_lpm6", (int)rte_socket_id(), &cfg);
-	if (!lpm) {
-		char why[160];
-		snprintf(why, sizeof(why), "rte_lpm6_create failed: %s", rte_strerror(rte_errno));
-		skip(E, why);
-		return;
-	}
-	failed = 0;
-	enospc = 0;
-	first_err = 0;
-	t0 = now_s();
-	for (size_t i = 0; i < opt.n_routes; i++) {
-		const struct route6 *r = &opt.r6[i];
-		int ret;
-		if (r->depth == 0) {
-			/* rte_lpm6 wants depth >= 1: as for rte_lpm, ::/0 becomes ::/1 and 8000::/1. */
-			ret = 0;
-			for (unsigned h = 0; h < 2 && ret == 0; h++)
-				if (!opt.has_half[h]) {
-					uint8_t half[16] = { (uint8_t)(h << 7) };
-					ret = rte_lpm6_add(lpm, half, 1, r->nh);
-				}
-		} else {
-			ret = rte_lpm6_add(lpm, r->ip, r->depth, r->nh);
-		}
-		if (ret < 0) {
-			failed++;
-			enospc += ret == -ENOSPC;
-			if (!first_err)
-				first_err = ret;
-		}
-	}
-	t1 = now_s();
-	mem = heap_allocated() - before;
-	if (enospc && retries < 4 && cfg.number_tbl8s < (1u << 23)) {
-		/* sizing was short: start again with twice the tbl8 groups */
-		fprintf(stderr, "dpdk: %s: %zu routes refused for lack of tbl8 groups with %u, retrying with %u\n",
-			E, enospc, (unsigned)cfg.number_tbl8s, (unsigned)cfg.number_tbl8s * 2);
-		rte_lpm6_free(lpm);
-		cfg.number_tbl8s *= 2;
-		retries++;
-		goto again;
-	}
-	if (failed)
-		fprintf(stderr, "dpdk: %s: %zu routes refused, first error %s\n", E, failed, strerror(-first_err));
-	char note[256];
-	snprintf(note, sizeof(note), "rte_lpm6_add of %zu routes, create excluded; max_rules %u, number_tbl8s %u",
-		 opt.n_routes, cfg.max_rules, cfg.number_tbl8s);
-	if (retries)
-		snprintf(note + strlen(note), sizeof(note) - strlen(note), " (after %u doublings)", retries);
-	if (opt.has_default)
-		snprintf(note + strlen(note), sizeof(note) - strlen(note), "; the /0 route added as the two /1 halves (depth 0 is refused)");
-	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
-	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
-	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add, includes the rule hash");
-	record(E, "failed_routes", NULL, (double)failed, "routes", 1, 0, NULL);
-
-	int32_t *out = aligned_alloc(64, ((opt.bulk * sizeof(int32_t)) + 63) / 64 * 64);
-	double ns[opt.runs];
-	if (!out)
-		die("out of memory");
-	for (size_t w = 0; w < opt.n_wl; w++) {
-		const struct workload *wl = &opt.wl[w];
-		uint8_t (*a)[16] = wl->v6;
-		const size_t n = wl->count;
-		const unsigned B = opt.bulk;
-
-		size_t nc = opt.check_n < n ? opt.check_n : n;
-		FILE *cf = open_check(E, wl->name);
-		for (size_t i = 0; i < nc; i += B) {
-			unsigned k = (unsigned)(nc - i < B ? nc - i : B);
-			rte_lpm6_lookup_bulk_func(lpm, a + i, out, k);
-			for (unsigned j = 0; j < k; j++) {
-				uint32_t nh;
-				int64_t s = rte_lpm6_lookup(lpm, a[i + j], &nh) == 0 ? (int64_t)nh : -1;
-				int64_t b = out[j] < 0 ? -1 : (int64_t)out[j];
-				if (s != b)
-					bulk_mismatch(E, wl->name, i + j, s, b);
-				fprintf(cf, "%" PRId64 "\n", s);
-			}
-		}
-		close_check(cf);
-		if (n == 0) {
-			fprintf(stderr, "dpdk: %s: workload %s is empty, nothing to time\n", E, wl->name);
-			continue;
-		}
-
-		TIME_RUNS(ns, n, {
-			uint32_t acc = 0;
-			for (size_t i = 0; i < n; i++) {
-				uint32_t nh = 0;
-				int ret = rte_lpm6_lookup(lpm, a[i], &nh);
-				acc += nh + (uint32_t)ret;
-			}
-			g_sink += acc;
-		});
-		report_runs(E, "lookup", wl->name, ns, opt.runs, "rte_lpm6_lookup, one address per call");
-
-		TIME_RUNS(ns, n, {
-			uint32_t acc = 0;
-			for (size_t i = 0; i < n; i += B) {
-				unsigned k = (unsigned)(n - i < B ? n - i : B);
-				rte_lpm6_lookup_bulk_func(lpm, a + i, out, k);
-				KEEP(out);
-				acc += (uint32_t)out[0];
-			}
-			g_sink += acc;
-		});
-		char bnote[96];
-		snprintf(bnote, sizeof(bnote), "rte_lpm6_lookup_bulk_func, batches of %u", B);
-		report_runs(E, "lookup_bulk", wl->name, ns, opt.runs, bnote);
-
-		TIME_RUNS(ns, n, {
-			uint64_t zero = g_zero;
-			uint32_t nh = 0;
-			uint8_t ip[16] __attribute__((aligned(16)));
-			for (size_t i = 0; i < n; i++) {
-				uint64_t hi, lo;
-				memcpy(&hi, a[i], 8);
-				memcpy(&lo, a[i] + 8, 8);
-				lo ^= (uint64_t)nh & zero;
-				memcpy(ip, &hi, 8);
-				memcpy(ip + 8, &lo, 8);
-				rte_lpm6_lookup(lpm, ip, &nh);
-			}
-			g_sink += nh;
-		});
-		report_runs(E, "latency", wl->name, ns, opt.runs,
-			    "dependent chain of rte_lpm6_lookup: low 64 bits of addr[i] ^ (previous next_hop & volatile 0)");
-	}
-	free(out);
-	rte_lpm6_free(lpm);
+	struct rte_lpm6_config cfg = { .max_rules = max, .number_tbl8s = tbl8, .flags = 0 };
+	return rte_lpm6_create("fibre_lpm6", (int)rte_socket_id(), &cfg);
 }
+
+static int lpm6_add(void *t, size_t i)
+{
+	const struct route6 *r = &opt.r6[i];
+	if (r->depth == 0) {
+		/* rte_lpm6 wants depth >= 1: as for rte_lpm, ::/0 becomes ::/1 and 8000::/1. */
+		int ret = 0;
+		for (unsigned h = 0; h < 2 && ret == 0; h++)
+			if (!opt.has_half[h]) {
+				uint8_t half[16] = { (uint8_t)(h << 7) };
+				ret = rte_lpm6_add(t, half, 1, r->nh);
+			}
+		return ret;
+	}
+	return rte_lpm6_add(t, r->ip, r->depth, r->nh);
+}
+
+static void lpm6_free(void *t)
+{
+	rte_lpm6_free(t);
+}
+
+static int64_t lpm6_answer(void *t, const struct workload *wl, size_t i)
+{
+	uint32_t nh;
+	return rte_lpm6_lookup(t, wl->v6[i], &nh) == 0 ? (int64_t)nh : -1;
+}
+
+static void lpm6_answer_bulk(void *t, const struct workload *wl, size_t i, unsigned k, void *out, int64_t *res)
+{
+	int32_t *o = out;
+	rte_lpm6_lookup_bulk_func(t, wl->v6 + i, o, k);
+	for (unsigned j = 0; j < k; j++)
+		res[j] = o[j] < 0 ? -1 : (int64_t)o[j];
+}
+
+static void lpm6_pass(void *t, const struct workload *wl, enum pass p, void *outp)
+{
+	const struct rte_lpm6 *lpm = t;
+	uint8_t (*a)[16] = wl->v6;
+	const size_t n = wl->count;
+	const unsigned B = opt.bulk;
+	int32_t *out = outp;
+	switch (p) {
+	case PASS_LOOKUP: {
+		uint32_t acc = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t nh = 0;
+			int ret = rte_lpm6_lookup(lpm, a[i], &nh);
+			acc += nh + (uint32_t)ret;
+		}
+		g_sink += acc;
+		break;
+	}
+	case PASS_BULK: {
+		uint32_t acc = 0;
+		for (size_t i = 0; i < n; i += B) {
+			unsigned k = (unsigned)(n - i < B ? n - i : B);
+			rte_lpm6_lookup_bulk_func(lpm, a + i, out, k);
+			KEEP(out);
+			acc += (uint32_t)out[0];
+		}
+		g_sink += acc;
+		break;
+	}
+	case PASS_LATENCY: {
+		uint64_t zero = g_zero;
+		uint32_t nh = 0;
+		uint8_t ip[16] __attribute__((aligned(16)));
+		for (size_t i = 0; i < n; i++) {
+			uint64_t hi, lo;
+			memcpy(&hi, a[i], 8);
+			memcpy(&lo, a[i] + 8, 8);
+			lo ^= (uint64_t)nh & zero;
+			memcpy(ip, &hi, 8);
+			memcpy(ip + 8, &lo, 8);
+			rte_lpm6_lookup(lpm, ip, &nh);
+		}
+		g_sink += nh;
+		break;
+	}
+	}
+}
+
+static const struct engine ENGINE_LPM6 = {
+	.name = "dpdk-lpm6", .api = "rte_lpm6",
+	.max_name = "max_rules", .tbl8_name = "number_tbl8s", .conf_extra = "", .default_as_halves = 1,
+	.memory_note = "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add, includes the rule hash",
+	.out_size = sizeof(int32_t),
+	.lookup_note = "rte_lpm6_lookup, one address per call",
+	.bulk_note = "rte_lpm6_lookup_bulk_func",
+	.latency_note = "dependent chain of rte_lpm6_lookup: low 64 bits of addr[i] ^ (previous next_hop & volatile 0)",
+	.create = lpm6_create, .add = lpm6_add, .free = lpm6_free,
+	.answer_bulk = lpm6_answer_bulk, .answer = lpm6_answer, .pass = lpm6_pass,
+};
 
 /* ---------------------------------------------------------------- IPv6: rte_fib6 trie */
 
-static const char *fib6_select(struct rte_fib6 *fib, char *buf, size_t len)
+static const char *fib6_select(void *fib, char *buf, size_t len)
 {
 	/* Optional override for experiments: FIBRE_DPDK_FIB6_LOOKUP=scalar|avx512 */
 	const char *want = getenv("FIBRE_DPDK_FIB6_LOOKUP");
@@ -1127,157 +1150,89 @@ static const char *fib6_select(struct rte_fib6 *fib, char *buf, size_t len)
 	return buf;
 }
 
-static void run_fib6(size_t tbl8)
+static void *fib6_create(uint32_t max, uint32_t tbl8)
 {
-	const char *E = "dpdk-fib6-trie";
-	struct rte_fib6_conf cfg;
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.type = RTE_FIB6_TRIE;
-	cfg.default_nh = FIB_MISS_NH;
-	cfg.max_routes = (int)(opt.n_routes ? opt.n_routes : 1);
-	cfg.rib_ext_sz = 0;
-	cfg.trie.nh_sz = RTE_FIB6_TRIE_4B;
-	cfg.trie.num_tbl8 = (uint32_t)tbl8;
-
-	unsigned retries = 0;
-	size_t before, failed, enospc, mem;
-	int first_err;
-	double t0, t1;
-	struct rte_fib6 *fib;
-again:
-	before = heap_allocated();
-	fib = rte_fib6_create("fibre_fib6", (int)rte_socket_id(), &cfg);
-	if (!fib) {
-		char why[160];
-		snprintf(why, sizeof(why), "rte_fib6_create failed: %s", rte_strerror(rte_errno));
-		skip(E, why);
-		return;
-	}
-	failed = 0;
-	enospc = 0;
-	first_err = 0;
-	t0 = now_s();
-	for (size_t i = 0; i < opt.n_routes; i++) {
-		const struct route6 *r = &opt.r6[i];
-		int ret = rte_fib6_add(fib, r->ip, r->depth, r->nh);
-		if (ret < 0) {
-			failed++;
-			enospc += ret == -ENOSPC;
-			if (!first_err)
-				first_err = ret;
-		}
-	}
-	t1 = now_s();
-	mem = heap_allocated() - before;
-	if (enospc && retries < 4 && cfg.trie.num_tbl8 < (1u << 23)) {
-		/* sizing was short: start again with twice the tbl8 groups */
-		fprintf(stderr, "dpdk: %s: %zu routes refused for lack of tbl8 groups with %u, retrying with %u\n",
-			E, enospc, (unsigned)cfg.trie.num_tbl8, (unsigned)cfg.trie.num_tbl8 * 2);
-		rte_fib6_free(fib);
-		cfg.trie.num_tbl8 *= 2;
-		retries++;
-		goto again;
-	}
-	if (failed)
-		fprintf(stderr, "dpdk: %s: %zu routes refused, first error %s\n", E, failed, strerror(-first_err));
-	char note[256];
-	snprintf(note, sizeof(note),
-		 "rte_fib6_add of %zu routes, create excluded; max_routes %d, num_tbl8 %u, 4-byte next hops",
-		 opt.n_routes, cfg.max_routes, cfg.trie.num_tbl8);
-	if (retries)
-		snprintf(note + strlen(note), sizeof(note) - strlen(note), " (after %u doublings)", retries);
-	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
-	record(E, "memory", NULL, (double)mem, "bytes", 1, 0,
-	       "rte_malloc heap delta (heap_allocsz_bytes, all sockets) around create+add, includes the RIB");
-	record(E, "failed_routes", NULL, (double)failed, "routes", 1, 0, NULL);
-
-	char fnbuf[128];
-	const char *fn = fib6_select(fib, fnbuf, sizeof(fnbuf));
-	fprintf(stderr, "dpdk: %s lookup function: %s\n", E, fn);
-
-	uint64_t *out = aligned_alloc(64, ((opt.bulk * sizeof(uint64_t)) + 63) / 64 * 64);
-	double ns[opt.runs];
-	if (!out)
-		die("out of memory");
-	for (size_t w = 0; w < opt.n_wl; w++) {
-		const struct workload *wl = &opt.wl[w];
-		uint8_t (*a)[16] = wl->v6;
-		const size_t n = wl->count;
-		const unsigned B = opt.bulk;
-
-		size_t nc = opt.check_n < n ? opt.check_n : n;
-		FILE *cf = open_check(E, wl->name);
-		for (size_t i = 0; i < nc; i += B) {
-			unsigned k = (unsigned)(nc - i < B ? nc - i : B);
-			rte_fib6_lookup_bulk(fib, a + i, out, (int)k);
-			for (unsigned j = 0; j < k; j++) {
-				uint64_t nh;
-				rte_fib6_lookup_bulk(fib, a + i + j, &nh, 1);
-				int64_t s = nh == FIB_MISS_NH ? -1 : (int64_t)nh;
-				int64_t b = out[j] == FIB_MISS_NH ? -1 : (int64_t)out[j];
-				if (s != b)
-					bulk_mismatch(E, wl->name, i + j, s, b);
-				fprintf(cf, "%" PRId64 "\n", s);
-			}
-		}
-		close_check(cf);
-		if (n == 0) {
-			fprintf(stderr, "dpdk: %s: workload %s is empty, nothing to time\n", E, wl->name);
-			continue;
-		}
-
-		char note1[384];
-		snprintf(note1, sizeof(note1),
-			 "rte_fib6_lookup_bulk with n=1 per address (rte_fib6 has no single-address API); lookup fn: %s", fn);
-		TIME_RUNS(ns, n, {
-			uint64_t acc = 0;
-			for (size_t i = 0; i < n; i++) {
-				uint64_t nh;
-				rte_fib6_lookup_bulk(fib, a + i, &nh, 1);
-				acc += nh;
-			}
-			g_sink += acc;
-		});
-		report_runs(E, "lookup", wl->name, ns, opt.runs, note1);
-
-		TIME_RUNS(ns, n, {
-			uint64_t acc = 0;
-			for (size_t i = 0; i < n; i += B) {
-				unsigned k = (unsigned)(n - i < B ? n - i : B);
-				rte_fib6_lookup_bulk(fib, a + i, out, (int)k);
-				KEEP(out);
-				acc += out[0];
-			}
-			g_sink += acc;
-		});
-		char bnote[384];
-		snprintf(bnote, sizeof(bnote), "rte_fib6_lookup_bulk, batches of %u; lookup fn: %s", B, fn);
-		report_runs(E, "lookup_bulk", wl->name, ns, opt.runs, bnote);
-
-		char lnote[384];
-		snprintf(lnote, sizeof(lnote),
-			 "dependent chain of rte_fib6_lookup_bulk(n=1): low 64 bits of addr[i] ^ (previous next_hop & volatile 0); lookup fn: %s",
-			 fn);
-		TIME_RUNS(ns, n, {
-			uint64_t zero = g_zero;
-			uint64_t nh = 0;
-			uint8_t ip[1][16] __attribute__((aligned(16)));
-			for (size_t i = 0; i < n; i++) {
-				uint64_t hi, lo;
-				memcpy(&hi, a[i], 8);
-				memcpy(&lo, a[i] + 8, 8);
-				lo ^= nh & zero;
-				memcpy(ip[0], &hi, 8);
-				memcpy(ip[0] + 8, &lo, 8);
-				rte_fib6_lookup_bulk(fib, ip, &nh, 1);
-			}
-			g_sink += nh;
-		});
-		report_runs(E, "latency", wl->name, ns, opt.runs, lnote);
-	}
-	free(out);
-	rte_fib6_free(fib);
+	struct rte_fib6_conf cfg = { .type = RTE_FIB6_TRIE, .default_nh = FIB_MISS_NH, .max_routes = (int)max,
+				     .rib_ext_sz = 0, .trie = { .nh_sz = RTE_FIB6_TRIE_4B, .num_tbl8 = tbl8 } };
+	return rte_fib6_create("fibre_fib6", (int)rte_socket_id(), &cfg);
 }
+
+static int fib6_add(void *t, size_t i)
+{
+	const struct route6 *r = &opt.r6[i];
+	return rte_fib6_add(t, r->ip, r->depth, r->nh);
+}
+
+static void fib6_free(void *t)
+{
+	rte_fib6_free(t);
+}
+
+static void fib6_answer_bulk(void *t, const struct workload *wl, size_t i, unsigned k, void *out, int64_t *res)
+{
+	rte_fib6_lookup_bulk(t, wl->v6 + i, out, (int)k);
+	fib_answers(out, k, res);
+}
+
+static void fib6_pass(void *t, const struct workload *wl, enum pass p, void *outp)
+{
+	struct rte_fib6 *fib = t;
+	uint8_t (*a)[16] = wl->v6;
+	const size_t n = wl->count;
+	const unsigned B = opt.bulk;
+	uint64_t *out = outp;
+	switch (p) {
+	case PASS_LOOKUP: {
+		uint64_t acc = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t nh;
+			rte_fib6_lookup_bulk(fib, a + i, &nh, 1);
+			acc += nh;
+		}
+		g_sink += acc;
+		break;
+	}
+	case PASS_BULK: {
+		uint64_t acc = 0;
+		for (size_t i = 0; i < n; i += B) {
+			unsigned k = (unsigned)(n - i < B ? n - i : B);
+			rte_fib6_lookup_bulk(fib, a + i, out, (int)k);
+			KEEP(out);
+			acc += out[0];
+		}
+		g_sink += acc;
+		break;
+	}
+	case PASS_LATENCY: {
+		uint64_t zero = g_zero;
+		uint64_t nh = 0;
+		uint8_t ip[1][16] __attribute__((aligned(16)));
+		for (size_t i = 0; i < n; i++) {
+			uint64_t hi, lo;
+			memcpy(&hi, a[i], 8);
+			memcpy(&lo, a[i] + 8, 8);
+			lo ^= nh & zero;
+			memcpy(ip[0], &hi, 8);
+			memcpy(ip[0] + 8, &lo, 8);
+			rte_fib6_lookup_bulk(fib, ip, &nh, 1);
+		}
+		g_sink += nh;
+		break;
+	}
+	}
+}
+
+static const struct engine ENGINE_FIB6 = {
+	.name = "dpdk-fib6-trie", .api = "rte_fib6",
+	.max_name = "max_routes", .tbl8_name = "num_tbl8", .conf_extra = ", 4-byte next hops",
+	.memory_note = FIB_MEMORY_NOTE,
+	.out_size = sizeof(uint64_t),
+	.lookup_note = "rte_fib6_lookup_bulk with n=1 per address (rte_fib6 has no single-address API)",
+	.bulk_note = "rte_fib6_lookup_bulk",
+	.latency_note = "dependent chain of rte_fib6_lookup_bulk(n=1): low 64 bits of addr[i] ^ (previous next_hop & volatile 0)",
+	.create = fib6_create, .add = fib6_add, .free = fib6_free, .select = fib6_select,
+	.answer_bulk = fib6_answer_bulk, .pass = fib6_pass,
+};
 
 /* ---------------------------------------------------------------- main */
 
@@ -1319,10 +1274,8 @@ int main(int argc, char **argv)
 	if (opt.family == 4) {
 		fprintf(stderr, "dpdk: %zu routes; tbl8 groups: %zu needed, %zu configured; EAL -m %u\n",
 			opt.n_routes, need, tbl8, mem_mb);
-		if (wanted("dpdk-lpm"))
-			run_lpm(tbl8);
-		if (wanted("dpdk-fib-dir24-8"))
-			run_fib(tbl8);
+		run_engine(&ENGINE_LPM, tbl8);
+		run_engine(&ENGINE_FIB, tbl8);
 	} else {
 		size_t rsvd = fib6_reserved_tbl8();
 		size_t tbl8_fib6 = rsvd + 1 + TBL8_SLACK(rsvd);
@@ -1331,10 +1284,8 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"dpdk: %zu routes; tbl8 groups: lpm6 %zu needed, %zu configured; fib6 %zu reserved, %zu configured; EAL -m %u\n",
 			opt.n_routes, need, tbl8, rsvd, tbl8_fib6, mem_mb);
-		if (wanted("dpdk-lpm6"))
-			run_lpm6(tbl8);
-		if (wanted("dpdk-fib6-trie"))
-			run_fib6(tbl8_fib6);
+		run_engine(&ENGINE_LPM6, tbl8);
+		run_engine(&ENGINE_FIB6, tbl8_fib6);
 	}
 	rte_eal_cleanup();
 	return 0;
