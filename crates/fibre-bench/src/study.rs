@@ -132,6 +132,7 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
         results: &mut results,
         bar: ProgressBar::hidden(),
         history: BTreeMap::new(),
+        disagreements: Vec::new(),
     };
     let total = points::<Ipv4Addr>(&ctx).len() * cfg.families.contains(&4) as usize
         + points::<Ipv6Addr>(&ctx).len() * cfg.families.contains(&6) as usize;
@@ -150,6 +151,10 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
         study_family::<Ipv6Addr>(&mut ctx)?;
     }
     ctx.bar.finish_and_clear();
+    let disagreements = std::mem::take(&mut ctx.disagreements);
+    results
+        .notes
+        .extend(disagreements.iter().map(|d| format!("DISAGREEMENT: {d}")));
     let meta = &mut results.meta;
     meta.insert("machine".into(), machine());
     meta.insert("pinned to cpu".into(), pinned);
@@ -164,6 +169,14 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
     );
     let report =
         report::write_all(&results, &cfg.out).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+    if !disagreements.is_empty() {
+        return Err(format!(
+            "{} disagreement(s) with {REFERENCE} (their records left out; report written to {}):\n{}",
+            disagreements.len(),
+            report.display(),
+            disagreements.join("\n")
+        ));
+    }
     Ok(StudyOutput { results, report })
 }
 
@@ -175,6 +188,9 @@ struct Ctx<'a> {
     bar: ProgressBar,
     /// Build times so far, by (engine, family, scenario): (routes, seconds).
     history: BuildHistory,
+    /// Engines whose answers differed from the reference: their records of that point are
+    /// dropped, the report says so, and the run fails once the report is written.
+    disagreements: Vec<String>,
 }
 
 /// Build times by (engine, family, scenario): (routes, seconds), in increasing size.
@@ -380,7 +396,7 @@ fn study_point<A: StudyFamily + PickView>(
             engines.push((e, (0.0, None)));
         }
     }
-    for (mut engine, built) in engines {
+    'engines: for (mut engine, built) in engines {
         let (secs, bytes) = if engine.name() == REFERENCE {
             built
         } else {
@@ -395,7 +411,10 @@ fn study_point<A: StudyFamily + PickView>(
                 .take(cfg.check_n)
                 .map(|&a| engine.lookup(a))
                 .collect();
-            compare::<A>(name, scenario, size, w, &got)?;
+            if let Err(e) = compare::<A>(name, scenario, size, w, &got) {
+                ctx.disagreements.push(e);
+                continue 'engines;
+            }
         }
         record(name, "insert_time", Summary::once(secs), "s", None);
         if let Some(b) = bytes {
@@ -486,9 +505,28 @@ fn study_point<A: StudyFamily + PickView>(
                 continue;
             }
         };
+        // An engine that refused routes does not hold the table: its answers and times are
+        // not comparable (rte_fib6 runs out of tbl8 groups for a million /128s).
+        let mut left_out: Vec<String> = Vec::new();
+        for r in recs
+            .iter()
+            .filter(|r| r.metric == "failed_routes" && r.value > 0.0)
+        {
+            ctx.results.notes.push(format!(
+                "{} refused {} of {size} routes ({} {scenario}): left out of this point{}",
+                r.engine,
+                r.value,
+                A::LABEL,
+                r.note
+                    .as_deref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            ));
+            left_out.push(r.engine.clone());
+        }
         let mut checked: Vec<String> = Vec::new();
         for r in recs {
-            if !wanted(&r.engine) {
+            if !wanted(&r.engine) || left_out.contains(&r.engine) {
                 continue;
             }
             if let Some(why) = &r.skip {
@@ -499,11 +537,16 @@ fn study_point<A: StudyFamily + PickView>(
                 continue;
             }
             if !checked.contains(&r.engine) {
-                for w in &loads {
-                    let got = harness::read_check(&out, &r.engine, w.name)?;
-                    compare::<A>(&r.engine, scenario, size, w, &got)?;
-                }
                 checked.push(r.engine.clone());
+                let agreed = loads.iter().try_for_each(|w| {
+                    let got = harness::read_check(&out, &r.engine, w.name)?;
+                    compare::<A>(&r.engine, scenario, size, w, &got)
+                });
+                if let Err(e) = agreed {
+                    ctx.disagreements.push(e);
+                    left_out.push(r.engine.clone());
+                    continue;
+                }
             }
             let s = Summary {
                 value: r.value,

@@ -141,6 +141,11 @@ echo '{"engine":"bart-table","metric":"build","value":0.1,"unit":"s","runs":1,"s
         .expect("a lying engine must fail the run");
     assert!(err.contains("bart-table disagrees with fibre-rib"), "{err}");
     assert!(err.contains("next hop 7"), "{err}");
+    // The report is still written, says so, and holds no record of the liar.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("DISAGREEMENT: bart-table disagrees"));
+    let json = std::fs::read_to_string(out.join("results.json")).unwrap();
+    assert!(!json.contains("\"engine\": \"bart-table\""));
     std::fs::remove_dir_all(&out).unwrap();
 }
 

@@ -128,3 +128,63 @@ fn a_trailing_command_runs_after_the_batch_file() {
     assert_eq!(missing.status.code(), Some(2));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn bench_refuses_bad_options_with_status_2_naming_them() {
+    let out = fibre(&["bench", "--scenarios", "full-view,spread48-d7"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("unknown scenario \"spread48-d7\""),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = fibre(&["bench", "--sizes", "100,0"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--sizes"));
+    let out = fibre(&["bench", "--family", "5"], "");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// A tiny study through the command: the summary on stdout, the report on disk, memory measured
+/// by the counting allocator the binary installs.
+#[test]
+fn bench_runs_a_tiny_study_and_names_its_report() {
+    let dir = std::env::temp_dir().join(format!("fibre-cli-bench-{}", std::process::id()));
+    let out = fibre(
+        &[
+            "bench",
+            "--synthetic",
+            "--family",
+            "4",
+            "--scenarios",
+            "full-view",
+            "--sizes",
+            "500",
+            "--runs",
+            "1",
+            "--w-count",
+            "1000",
+            "--engines",
+            "fibre-rib,prefix-trie",
+            "--quiet",
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("ipv4 full view, 500 routes"), "{stdout}");
+    assert!(stdout.contains("| fibre-rib |") && stdout.contains("| prefix-trie |"));
+    assert!(stdout.contains(&format!("report: {}", dir.join("report.html").display())));
+    let results = std::fs::read_to_string(dir.join("results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&results).unwrap();
+    let memory = v["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["engine"] == "fibre-rib" && r["metric"] == "memory")
+        .expect("memory measured");
+    assert!(memory["value"].as_f64().unwrap() > 8.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
