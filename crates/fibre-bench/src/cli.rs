@@ -43,6 +43,9 @@ pub struct BenchArgs {
     /// Only these engines, comma-separated (e.g. fibre-rib,linux-kernel,dpdk-lpm)
     #[arg(long, value_delimiter = ',')]
     pub engines: Option<Vec<String>>,
+    /// Leave an engine out of larger points once its build is projected past this many seconds
+    #[arg(long, value_name = "SECS")]
+    pub max_build_secs: Option<f64>,
     /// Directory of the peer harnesses [default: target/harness]
     #[arg(long, value_name = "DIR")]
     pub harness_dir: Option<PathBuf>,
@@ -97,6 +100,9 @@ impl BenchArgs {
             cfg.w_count = w.max(1);
         }
         cfg.engines = self.engines.clone();
+        if let Some(b) = self.max_build_secs {
+            cfg.max_build_secs = b;
+        }
         cfg.harness_dir = self.harness_dir.clone();
         cfg.cpu = self.cpu;
         cfg.out = self.out.clone();

@@ -755,7 +755,7 @@ fn is_executable(p: &Path) -> bool {
 
 /// Pins the process (and the harnesses it starts, which inherit it) to one core.
 fn pin(cpu: Option<usize>) -> String {
-    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let n = online_cpus();
     let cpu = cpu.unwrap_or(n - 1);
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -766,6 +766,12 @@ fn pin(cpu: Option<usize>) -> String {
             format!("not pinned ({})", std::io::Error::last_os_error())
         }
     }
+}
+
+/// CPUs online (not the affinity mask, which pinning narrows to one).
+fn online_cpus() -> usize {
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).max(1)
 }
 
 fn machine() -> String {
@@ -781,8 +787,7 @@ fn machine() -> String {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    format!("{cpu}, {cores} cores, Linux {kernel}")
+    format!("{cpu}, {} cores, Linux {kernel}", online_cpus())
 }
 
 /// The records as a map by key, for tests and callers that look values up.
