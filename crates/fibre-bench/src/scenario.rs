@@ -41,6 +41,8 @@ pub trait StudyFamily: KernelSemantics<Bits = <Self as StudyFamily>::K> {
     const SPREAD: (u8, Self::K);
     /// W2: uniform random addresses over this range (IPv6: 2000::/3).
     const UNIFORM_RANGE: (Self::K, Self::K);
+    /// The /108 that the random /128 scenario fills (IPv6 only): 2001:db8:cafe::/108.
+    const RANDOM128_NET: Option<(Self::K, u8)>;
     /// The subnet the kernel harness uses for its gateways (bench/harness/PROTOCOL.md): no bench
     /// route may lie inside it, and no address of W2 may fall in it.
     const RESERVED: (Self::K, u8);
@@ -80,6 +82,7 @@ impl StudyFamily for Ipv4Addr {
     ];
     const SPREAD: (u8, u32) = (32, 0x1000_0000); // 16.0.0.0
     const UNIFORM_RANGE: (u32, u32) = (0, u32::MAX);
+    const RANDOM128_NET: Option<(u32, u8)> = None;
     const RESERVED: (u32, u8) = (0xc612_0000, 24); // 198.18.0.0/24
 }
 
@@ -138,11 +141,9 @@ impl StudyFamily for Ipv6Addr {
     ];
     const SPREAD: (u8, u128) = (48, 0x2400 << 112);
     const UNIFORM_RANGE: (u128, u128) = (0x2000 << 112, (0x4000 << 112) - 1);
+    const RANDOM128_NET: Option<(u128, u8)> = Some((0x2001_0db8_cafe << 80, 108));
     const RESERVED: (u128, u8) = (0xfd00_00fb << 96, 64); // fd00:fb::/64
 }
-
-/// The /108 that the random /128 scenario fills: 2001:db8:cafe::/108.
-pub const RANDOM128_NET: (u128, u8) = (0x2001_0db8_cafe << 80, 108);
 
 /// Whether `(addr, len)` lies inside `net`.
 pub fn inside<K: Bits>(addr: K, len: u8, net: (K, u8)) -> bool {
@@ -190,7 +191,7 @@ impl ScenarioKind {
         }
     }
     pub fn applies_to<A: StudyFamily>(&self) -> bool {
-        !matches!(self, ScenarioKind::Random128) || A::WIDTH == 128
+        !matches!(self, ScenarioKind::Random128) || A::RANDOM128_NET.is_some()
     }
 }
 
@@ -350,8 +351,8 @@ pub fn generate<A: StudyFamily + PickView>(
             // A random sample of the full view, inserted in address order, as a RIB dump or
             // `ip route show` lists it (some peers, poptrie among them, build far faster so).
             let mut all = view.prefixes.clone();
-            all.shuffle(&mut rng);
-            all.truncate(size);
+            let (sample, _) = all.partial_shuffle(&mut rng, size);
+            let mut all = sample.to_vec();
             all.sort_unstable();
             (all, A::FULL_VIEW_RANGE)
         }
@@ -372,22 +373,21 @@ pub fn generate<A: StudyFamily + PickView>(
             (list, (base, end))
         }
         ScenarioKind::Random128 => {
-            let (base, plen) = RANDOM128_NET;
-            let hosts = 1usize << (128 - plen);
-            if A::WIDTH != 128 || size > hosts {
+            let (base, plen) = A::RANDOM128_NET?;
+            let hosts = 1u64 << (A::WIDTH - plen);
+            if size as u64 > hosts {
                 return None;
             }
             let mut picks: HashSet<u64> = HashSet::with_capacity(size);
             let mut list = Vec::with_capacity(size);
             use rand::Rng;
             while list.len() < size {
-                let h = rng.gen_range(0..hosts as u64);
+                let h = rng.gen_range(0..hosts);
                 if picks.insert(h) {
-                    list.push((to_key::<A>(base) | A::K::from_u64(h), A::WIDTH));
+                    list.push((base | A::K::from_u64(h), A::WIDTH));
                 }
             }
-            let lo = to_key::<A>(base);
-            (list, (lo, lo | A::K::from_u64(hosts as u64 - 1)))
+            (list, (base, base | A::K::from_u64(hosts - 1)))
         }
     };
     let routes = prefixes
@@ -400,17 +400,6 @@ pub fn generate<A: StudyFamily + PickView>(
         })
         .collect();
     Some((routes, range))
-}
-
-/// A u128 constant as the family's key (only called for IPv6).
-fn to_key<A: StudyFamily>(v: u128) -> A::K {
-    let hi = A::K::from_u64((v >> 64) as u64);
-    let lo = A::K::from_u64(v as u64);
-    if A::WIDTH == 128 {
-        (hi << 64u32) | lo
-    } else {
-        lo
-    }
 }
 
 /// Text of a route for the harness files: `PREFIX/LEN NH`.
@@ -446,7 +435,7 @@ mod tests {
         assert_eq!(set.len(), 5000);
         assert!(r
             .iter()
-            .all(|x| x.len == 128 && inside(x.addr, 108, RANDOM128_NET)));
+            .all(|x| x.len == 128 && inside(x.addr, 108, Ipv6Addr::RANDOM128_NET.unwrap())));
         assert_eq!(range.1 - range.0, (1 << 20) - 1);
         assert!(generate::<Ipv6Addr>(&ScenarioKind::Random128, (1 << 20) + 1, &views, 1).is_none());
         assert!(generate::<Ipv4Addr>(&ScenarioKind::Random128, 10, &views, 1).is_none());

@@ -134,8 +134,9 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
         history: BTreeMap::new(),
         disagreements: Vec::new(),
     };
-    let total = points::<Ipv4Addr>(&ctx).len() * cfg.families.contains(&4) as usize
-        + points::<Ipv6Addr>(&ctx).len() * cfg.families.contains(&6) as usize;
+    let (points4, points6) = (points::<Ipv4Addr>(&ctx), points::<Ipv6Addr>(&ctx));
+    let total = points4.len() * cfg.families.contains(&4) as usize
+        + points6.len() * cfg.families.contains(&6) as usize;
     if cfg.progress {
         ctx.bar = ProgressBar::new(total as u64);
         ctx.bar.set_style(
@@ -145,10 +146,10 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
         );
     }
     if cfg.families.contains(&4) {
-        study_family::<Ipv4Addr>(&mut ctx)?;
+        study_family::<Ipv4Addr>(&mut ctx, points4)?;
     }
     if cfg.families.contains(&6) {
-        study_family::<Ipv6Addr>(&mut ctx)?;
+        study_family::<Ipv6Addr>(&mut ctx, points6)?;
     }
     ctx.bar.finish_and_clear();
     let disagreements = std::mem::take(&mut ctx.disagreements);
@@ -257,8 +258,10 @@ fn points<A: StudyFamily + PickView>(ctx: &Ctx) -> Vec<(ScenarioKind, usize)> {
     out
 }
 
-fn study_family<A: StudyFamily + PickView>(ctx: &mut Ctx) -> Result<(), String> {
-    let points = points::<A>(ctx);
+fn study_family<A: StudyFamily + PickView>(
+    ctx: &mut Ctx,
+    points: Vec<(ScenarioKind, usize)>,
+) -> Result<(), String> {
     let w_size = points
         .iter()
         .filter(|(k, _)| *k == ScenarioKind::FullView)
@@ -445,26 +448,23 @@ fn study_point<A: StudyFamily + PickView>(
             record(name, "nodes", Summary::once(shape.nodes), "nodes", None);
         }
         for w in &loads {
-            let prefix = if w.name == "study" {
-                "lookup_time".to_string()
-            } else {
-                format!("{}_lookup", w.name)
-            };
             let single = repeat(cfg.runs, || engine.time_lookup(&w.addrs));
-            record(name, &prefix, single, "ns", note.clone());
+            record(
+                name,
+                &timing_metric("lookup", w.name),
+                single,
+                "ns",
+                note.clone(),
+            );
             if engine.has_bulk() {
                 let bulk = repeat(cfg.runs, || engine.time_lookup_bulk(&w.addrs, cfg.bulk));
-                record(name, &format!("{prefix}_bulk"), bulk, "ns", note.clone());
+                let metric = timing_metric("lookup_bulk", w.name);
+                record(name, &metric, bulk, "ns", note.clone());
             }
             if w.name != "study" {
                 let chain = repeat(cfg.runs, || engine.time_latency(&w.addrs));
-                record(
-                    name,
-                    &format!("{}_latency", w.name),
-                    chain,
-                    "ns",
-                    note.clone(),
-                );
+                let metric = timing_metric("latency", w.name);
+                record(name, &metric, chain, "ns", note.clone());
             }
         }
     }
@@ -566,26 +566,12 @@ fn study_point<A: StudyFamily + PickView>(
                     record(&r.engine, "memory", per, "bytes/route", r.note.clone());
                     continue;
                 }
-                ("lookup", "study") => "lookup_time".into(),
-                ("lookup_bulk", "study") => "lookup_time_bulk".into(),
+                // The study set measures lookup time only, as the study did.
                 ("latency", "study") => continue,
-                ("lookup" | "lookup_bulk" | "latency", w) => format!(
-                    "{w}_{}",
-                    if r.metric == "lookup" {
-                        "lookup"
-                    } else if r.metric == "lookup_bulk" {
-                        "lookup_bulk"
-                    } else {
-                        "latency"
-                    }
-                ),
+                (kind @ ("lookup" | "lookup_bulk" | "latency"), w) => timing_metric(kind, w),
                 (other, _) => other.to_string(),
             };
-            let unit = match metric.as_str() {
-                "insert_time" => "s".to_string(),
-                _ => r.unit.clone(),
-            };
-            record(&r.engine, &metric, s, &unit, r.note.clone());
+            record(&r.engine, &metric, s, &r.unit, r.note.clone());
         }
     }
     // What each build took feeds the budget of the next, larger point.
@@ -601,6 +587,16 @@ fn study_point<A: StudyFamily + PickView>(
             .push((size, r.value));
     }
     Ok(())
+}
+
+/// The record name of a timing of `workload`: `lookup_time[_bulk]` for the study set (the
+/// study's own term), `w1_lookup`, `w1_lookup_bulk`, `w1_latency` ... for the others.
+fn timing_metric(kind: &str, workload: &str) -> String {
+    match (kind, workload) {
+        ("lookup", "study") => "lookup_time".into(),
+        ("lookup_bulk", "study") => "lookup_time_bulk".into(),
+        (kind, w) => format!("{w}_{kind}"),
+    }
 }
 
 /// Seconds a build took, and heap bytes it retained when they can be counted.

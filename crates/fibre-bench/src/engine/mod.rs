@@ -73,13 +73,16 @@ pub trait Engine<A: StudyFamily>: Send {
         start.elapsed().as_nanos() as f64 / addrs.len().max(1) as f64
     }
     /// ns per lookup of a dependent chain: each address waits for the previous answer
-    /// (`addr ^ (nh & zero)` with an opaque zero), which exposes latency instead of throughput.
+    /// (`addr ^ ((nh & zero) << (width - 32))` with an opaque zero), which exposes latency
+    /// instead of throughput. The answer goes into the top bits, which every lookup reads first:
+    /// mixed into the low half of an IPv6 key, a /48 lookup could start before it arrived.
     fn time_latency(&self, addrs: &[A::K]) -> f64 {
         let zero: A::K = black_box(A::K::from_u64(0));
+        let shift = A::WIDTH as u32 - 32;
         let start = Instant::now();
         let mut nh = 0u32;
         for &a in addrs {
-            nh = self.lookup(a ^ (A::K::from_u64(nh as u64) & zero));
+            nh = self.lookup(a ^ ((A::K::from_u64(nh as u64) & zero) << shift));
         }
         black_box(nh);
         start.elapsed().as_nanos() as f64 / addrs.len().max(1) as f64
