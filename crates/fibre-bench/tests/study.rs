@@ -193,3 +193,28 @@ fn the_kernel_agrees_with_fibre_through_the_xdp_harness() {
     }
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+/// The shared real table reads whole: the family sizes the bench and the notes quote.
+#[test]
+fn the_shared_full_table_loads_with_its_family_sizes() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(study::SHARED_TABLE);
+    if !path.exists() {
+        assert!(
+            std::env::var_os("FIBRE_DATA_REQUIRED").is_none(),
+            "FIBRE_DATA_REQUIRED is set but {} is absent",
+            path.display()
+        );
+        eprintln!("skipped: {} absent", path.display());
+        return;
+    }
+    let views = fibre_bench::scenario::load_table(&path).unwrap();
+    assert_eq!(views.v4.prefixes.len(), 901_899);
+    assert_eq!(views.v6.prefixes.len(), 160_147);
+    // /24s are 537,698 of the IPv4 prefixes, as the per-length table of scenario.rs says.
+    assert_eq!(
+        views.v4.prefixes.iter().filter(|p| p.1 == 24).count(),
+        537_698
+    );
+}

@@ -45,7 +45,13 @@ mod tests {
             .join(name);
         match std::fs::File::open(&path) {
             Ok(f) => Some(f),
-            Err(_) => {
+            Err(e) => {
+                // A user's fresh clone has no shared data; CI has it and sets this.
+                assert!(
+                    std::env::var_os("FIBRE_DATA_REQUIRED").is_none(),
+                    "FIBRE_DATA_REQUIRED is set but {} cannot be read: {e}",
+                    path.display()
+                );
                 eprintln!(
                     "skipped: {} absent (shared data not beside the repo)",
                     path.display()

@@ -197,10 +197,11 @@ impl KernelSemantics for Ipv6Addr {
         sel: &RouteSelector<Self>,
         nhs: &NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, Errno> {
-        debug_assert!(
-            sel.hops.is_empty(),
-            "multipath deletes are split into legs by the router"
-        );
+        // The router splits multipath deletes into legs; a selector with hops reaching here would
+        // otherwise match every sibling.
+        if !sel.hops.is_empty() {
+            return Err(Errno::EINVAL);
+        }
         let Some(i) = list.iter().position(|r| {
             let h = hop(r, nhs);
             sel.metric.is_none_or(|m| m == r.metric)

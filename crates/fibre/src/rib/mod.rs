@@ -59,8 +59,13 @@ pub struct RouteSelector<A: Address> {
 }
 
 impl<A: Address> RouteSelector<A> {
-    /// Names exactly this route (every attribute, first next hop): `del` of one given route.
+    /// Names exactly this route (every attribute and every next hop): `del` of one given route.
+    /// A multipath route is named by all its legs (a first-leg match could pick another route);
+    /// an IPv6 reject route, which IPv6 deletes tell apart by device only, by `lo`.
     pub fn exact(spec: &crate::route::RouteSpec<A>) -> Self {
+        let single = (spec.hops.len() == 1).then(|| &spec.hops[0]);
+        let reject_dev = (A::FAMILY == crate::addr::Family::Inet6 && spec.hops.is_empty())
+            .then_some(crate::route::LOOPBACK_IFINDEX);
         RouteSelector {
             dst: spec.dst,
             src: spec.src,
@@ -70,9 +75,13 @@ impl<A: Address> RouteSelector<A> {
             protocol: Some(spec.protocol),
             scope: Some(spec.scope),
             prefsrc: spec.prefsrc,
-            hops: Vec::new(),
-            dev: spec.hops.first().and_then(|h| h.dev),
-            gateway: spec.hops.first().and_then(|h| h.gateway),
+            hops: if spec.hops.len() > 1 {
+                spec.hops.clone()
+            } else {
+                Vec::new()
+            },
+            dev: single.and_then(|h| h.dev).or(reject_dev),
+            gateway: single.and_then(|h| h.gateway),
             leg: false,
         }
     }
@@ -421,9 +430,10 @@ impl<A: KernelSemantics> Rib<A> {
         let (mut a, mut b) = ([None; 129], [None; 129]);
         let (na, nb) = (collect(first, &mut a), collect(second, &mut b));
         let (mut i, mut j) = (0, 0);
+        let len = |m: Option<(u8, &DstEntry<A>)>| m.map_or(0, |x| x.0);
         while i < na || j < nb {
-            let (la, lb) = (a[i.min(128)].map(|x| x.0), b[j.min(128)].map(|x| x.0));
-            let take_first = j >= nb || (i < na && la >= lb);
+            // Short-circuits keep both indexes inside what was collected.
+            let take_first = j >= nb || (i < na && len(a[i]) >= len(b[j]));
             let (_, entry) = if take_first {
                 i += 1;
                 a[i - 1]

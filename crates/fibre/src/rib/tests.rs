@@ -265,28 +265,6 @@ fn insert<A: KernelSemantics>(
     }
 }
 
-fn exact<A: Address>(r: &RouteSpec<A>) -> RouteSelector<A> {
-    // IPv6 deletes do not look at the type; reject routes are told apart by their device, lo.
-    let reject_dev = (A::FAMILY == crate::addr::Family::Inet6 && r.hops.is_empty())
-        .then_some(crate::route::LOOPBACK_IFINDEX);
-    RouteSelector {
-        tos: r.tos,
-        metric: Some(r.metric),
-        kind: Some(r.kind),
-        hops: if r.hops.len() > 1 {
-            r.hops.clone()
-        } else {
-            vec![]
-        },
-        dev: (r.hops.len() == 1)
-            .then(|| r.hops[0].dev)
-            .flatten()
-            .or(reject_dev),
-        gateway: (r.hops.len() == 1).then(|| r.hops[0].gateway).flatten(),
-        ..RouteSelector::prefix(r.dst)
-    }
-}
-
 /// Builds both from the same `add`s; they must agree on which fail.
 fn build<A: KernelSemantics>(specs: &[RouteSpec<A>]) -> (Rib<A>, NhTable<A>, Model<A>) {
     let mut rib = Rib::new(TABLE_MAIN);
@@ -388,7 +366,7 @@ proptest! {
         let groups = nhs.len();
         if insert(&mut rib, &mut nhs, &extra, InsertMode::Append).is_ok() {
             prop_assert_eq!(rib.len(), model.routes.len() + 1);
-            let removed = rib.delete(&RouteSelector { leg: true, ..exact(&extra) }, &nhs, &mut Vec::new()).expect("present");
+            let removed = rib.delete(&RouteSelector { leg: true, ..RouteSelector::exact(&extra) }, &nhs, &mut Vec::new()).expect("present");
             prop_assert_eq!(removed.len(), 1);
             for r in removed {
                 nhs.release(r.nh);
@@ -408,7 +386,7 @@ proptest! {
             let victim = model.routes[pick.index(model.routes.len())].1.clone();
             // The kernel deletes the first route of the list matching the selector; with every
             // attribute named, that is the first identical route.
-            let removed = rib.delete(&exact(&victim), &nhs, &mut Vec::new()).expect("present");
+            let removed = rib.delete(&RouteSelector::exact(&victim), &nhs, &mut Vec::new()).expect("present");
             prop_assert_eq!(removed.len(), 1);
             prop_assert_eq!(RouteSpec::of(&removed[0], nhs.get(removed[0].nh)), victim.clone());
             for r in removed {

@@ -139,14 +139,15 @@ impl RouterFamily for Ipv4Addr {
         // Fast path: local and main are one trie, reported as table main; then, if main has
         // nothing (or throws), the default table, if it exists.
         let (local, main) = (&st.tables[&TABLE_LOCAL], &st.tables[&TABLE_MAIN]);
+        let default = st.tables.get(&TABLE_DEFAULT);
         let (table, result) = match Rib::lookup_merged(local, main, flow, &st.nhs, links) {
             TableLookup::None
             | TableLookup::Reject {
                 errno: Errno::EAGAIN,
                 ..
-            } if st.tables.contains_key(&TABLE_DEFAULT) => (
+            } if default.is_some() => (
                 TABLE_DEFAULT,
-                st.tables[&TABLE_DEFAULT].lookup(flow, &st.nhs, links),
+                default.expect("guarded").lookup(flow, &st.nhs, links),
             ),
             other => (TABLE_MAIN, other),
         };
@@ -212,8 +213,10 @@ impl RouterFamily for Ipv4Addr {
                         .iter()
                         .filter_map(|h| h.dev)
                         .filter(|d| r.links.is_up(*d));
-                    let verdicts: Vec<_> = legs.map(|d| validate_source(r, &flow, d)).collect();
-                    if !verdicts.iter().any(Result::is_ok) {
+                    if !legs
+                        .into_iter()
+                        .any(|d| validate_source(r, &flow, d).is_ok())
+                    {
                         return Err(Errno::EINVAL);
                     }
                 }

@@ -367,12 +367,21 @@ impl Batch {
         routes
             .iter()
             .map(|r| {
-                (
-                    route_text(r, links, show_table),
-                    Value::Object(route_json(r, links, show_table)),
+                self.line(
+                    || route_text(r, links, show_table),
+                    || Value::Object(route_json(r, links, show_table)),
                 )
             })
             .collect()
+    }
+
+    /// One printable line in the form [`Batch::emit`] will print: only that side is built.
+    fn line(&self, text: impl FnOnce() -> String, json: impl FnOnce() -> Value) -> (String, Value) {
+        if self.json {
+            (String::new(), json())
+        } else {
+            (text(), Value::Null)
+        }
     }
 }
 
@@ -382,13 +391,16 @@ fn merge_siblings<A: Address>(routes: Vec<RouteSpec<A>>) -> Vec<RouteSpec<A>> {
     for r in routes {
         let ecmp = r.hops.len() == 1 && r.hops[0].gateway.is_some();
         if ecmp {
-            if let Some(prev) = out.iter_mut().find(|p| {
-                p.table == r.table
-                    && p.dst == r.dst
-                    && p.src == r.src
-                    && p.metric == r.metric
-                    && p.hops.first().is_some_and(|h| h.gateway.is_some())
-            }) {
+            // Routes of one (table, dst, src) come together: the sibling can only be in the
+            // trailing run (a search of all output would make `show` quadratic).
+            if let Some(prev) = out
+                .iter_mut()
+                .rev()
+                .take_while(|p| p.table == r.table && p.dst == r.dst && p.src == r.src)
+                .find(|p| {
+                    p.metric == r.metric && p.hops.first().is_some_and(|h| h.gateway.is_some())
+                })
+            {
                 prev.hops.extend(r.hops);
                 continue;
             }
