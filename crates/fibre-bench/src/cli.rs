@@ -46,6 +46,10 @@ pub struct BenchArgs {
     /// Leave an engine out of larger points once its build is projected past this many seconds
     #[arg(long, value_name = "SECS")]
     pub max_build_secs: Option<f64>,
+    /// Routes deleted and put back in the update benchmark [default: 20000; 100000 with --full;
+    /// 0 skips it]
+    #[arg(long, value_name = "N")]
+    pub updates: Option<usize>,
     /// Directory of the peer harnesses [default: target/harness]
     #[arg(long, value_name = "DIR")]
     pub harness_dir: Option<PathBuf>,
@@ -100,6 +104,9 @@ impl BenchArgs {
             cfg.w_count = w.max(1);
         }
         cfg.engines = self.engines.clone();
+        if let Some(n) = self.updates {
+            cfg.updates = n;
+        }
         if let Some(b) = self.max_build_secs {
             cfg.max_build_secs = b;
         }

@@ -16,6 +16,7 @@ pub mod report;
 pub mod scenario;
 pub mod stats;
 pub mod study;
+pub mod updates;
 pub mod workload;
 
 pub use study::{run, StudyConfig};

@@ -27,7 +27,9 @@ pub struct BenchRoute<K> {
 }
 
 /// What differs between the families in the study.
-pub trait StudyFamily: KernelSemantics<Bits = <Self as StudyFamily>::K> {
+pub trait StudyFamily:
+    KernelSemantics<Bits = <Self as StudyFamily>::K> + fibre::fib::FibFamily
+{
     type K: Key + crate::engine::peers::PeerKey;
     /// `ipv4` / `ipv6`, as records name the family.
     const LABEL: &'static str;

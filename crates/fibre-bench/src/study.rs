@@ -57,6 +57,12 @@ pub struct StudyConfig {
     /// An engine whose build at the next size is projected (from its last builds in the same
     /// scenario) to take longer than this is left out there, with a note.
     pub max_build_secs: f64,
+    /// Routes of the full view deleted and put back one at a time in the update benchmark
+    /// (0: no update benchmark).
+    pub updates: usize,
+    /// Routes of the table the update benchmark runs on: a sample of the full view (`None`: all
+    /// of it, as the study asks).
+    pub update_table: Option<usize>,
 }
 
 impl StudyConfig {
@@ -84,6 +90,8 @@ impl StudyConfig {
             cpu: None,
             progress: true,
             max_build_secs: 60.0,
+            updates: 20_000,
+            update_table: None,
         }
     }
     /// The full study: every density, 100 to 2,000,000 routes, 11 runs.
@@ -98,6 +106,7 @@ impl StudyConfig {
         StudyConfig {
             scenarios,
             sizes: vec![100, 1_000, 10_000, 100_000, 1_000_000, 2_000_000],
+            updates: 100_000,
             runs: 11,
             w_count: 1_000_000,
             ..Self::quick()
@@ -258,7 +267,7 @@ fn points<A: StudyFamily + PickView>(ctx: &Ctx) -> Vec<(ScenarioKind, usize)> {
     out
 }
 
-fn study_family<A: StudyFamily + PickView>(
+fn study_family<A: StudyFamily + PickView + crate::updates::UpdateFamily>(
     ctx: &mut Ctx,
     points: Vec<(ScenarioKind, usize)>,
 ) -> Result<(), String> {
@@ -281,6 +290,115 @@ fn study_family<A: StudyFamily + PickView>(
         let with_w = w_size == Some(size) && kind == ScenarioKind::FullView;
         study_point::<A>(ctx, &name, &routes, range, with_w)?;
         ctx.bar.inc(1);
+    }
+    if ctx.cfg.updates > 0 && ctx.cfg.scenarios.contains(&ScenarioKind::FullView) {
+        update_point::<A>(ctx)?;
+    }
+    Ok(())
+}
+
+/// The update benchmark on the full view (see [`crate::updates`]).
+fn update_point<A: StudyFamily + PickView + crate::updates::UpdateFamily>(
+    ctx: &mut Ctx,
+) -> Result<(), String> {
+    let whole = A::view(ctx.views).prefixes.len();
+    let size = ctx.cfg.update_table.map_or(whole, |n| n.min(whole));
+    let Some((routes, _)) = generate::<A>(&ScenarioKind::FullView, size, ctx.views, ctx.cfg.seed)
+    else {
+        return Ok(());
+    };
+    ctx.bar.set_message(format!(
+        "{} updates ({} changes)",
+        A::LABEL,
+        2 * ctx.cfg.updates
+    ));
+    let keys = workload::inside_prefixes::<A>(&routes, 1 << 16, ctx.cfg.seed);
+    // The reader runs on another core than the writer (pinned to the last one).
+    let n = online_cpus();
+    let writer = ctx.cfg.cpu.unwrap_or(n - 1);
+    let reader_cpu = (n > 1).then_some(if writer == 0 { 1 } else { 0 });
+    let run = crate::updates::run::<A>(&routes, &keys, ctx.cfg.updates, ctx.cfg.seed, reader_cpu)?;
+    let fib_name = format!(
+        "fibre-fib-{}",
+        <fibre::fib::Poptrie<A> as fibre::fib::LpmAlgorithm<A>>::NAME
+    );
+    let note = |what: &str| {
+        Some(format!(
+            "{what}; {} random routes deleted then put back, one change and one publication \
+             each, a reader doing bulk lookups on cpu {}",
+            ctx.cfg.updates,
+            reader_cpu.map_or("-".to_string(), |c| c.to_string())
+        ))
+    };
+    let mut rows = Vec::new();
+    for (engine, t, what) in [
+        (
+            "fibre-router",
+            &run.router,
+            "Router::change: RIB + FIBs of main and local+main",
+        ),
+        (
+            fib_name.as_str(),
+            &run.fib,
+            "bare FIB: Fib::set + Fib::publish",
+        ),
+    ] {
+        let all = t.all();
+        for (metric, v) in [
+            ("update_median", crate::updates::quantile(&all, 0.5)),
+            ("update_p999", crate::updates::quantile(&all, 0.999)),
+            (
+                "update_delete_median",
+                crate::updates::quantile(&t.delete, 0.5),
+            ),
+            (
+                "update_insert_median",
+                crate::updates::quantile(&t.insert, 0.5),
+            ),
+            ("update_reader_lookup", t.reader_ns),
+        ] {
+            rows.push((engine.to_string(), metric, v, note(what)));
+        }
+    }
+    rows.push((
+        "fibre-router".to_string(),
+        "router_load",
+        run.router_load,
+        Some("the whole table in one change set: RIB inserts, then the FIBs built".into()),
+    ));
+    for (metric, v, how) in [
+        (
+            "route_get_fib",
+            run.route_get_fib,
+            "plain flows: one FIB probe, then the id resolved",
+        ),
+        (
+            "route_get_rib",
+            run.route_get_rib,
+            "FIBs off: the RIB walk non-plain flows take",
+        ),
+    ] {
+        rows.push((
+            "fibre-router".to_string(),
+            metric,
+            v,
+            Some(format!("Router::route_get, W1 addresses; {how}")),
+        ));
+    }
+    for (engine, metric, value, note) in rows {
+        let unit = if metric == "router_load" { "s" } else { "ns" };
+        ctx.results.records.push(Record {
+            engine,
+            family: A::LABEL.to_string(),
+            scenario: "updates".to_string(),
+            size,
+            metric: metric.to_string(),
+            value,
+            unit: unit.to_string(),
+            runs: 1,
+            spread: 0.0,
+            note,
+        });
     }
     Ok(())
 }
@@ -429,6 +547,10 @@ fn study_point<A: StudyFamily + PickView>(
                 None,
             );
             record(name, "memory_total", Summary::once(b as f64), "bytes", None);
+        }
+        if let Some(b) = engine.structure_bytes() {
+            let per = Summary::once(b as f64 / size as f64);
+            record(name, "memory_structure", per, "bytes/route", None);
         }
         if let Some(shape) = engine.shape() {
             record(
@@ -761,6 +883,16 @@ fn pin(cpu: Option<usize>) -> String {
         } else {
             format!("not pinned ({})", std::io::Error::last_os_error())
         }
+    }
+}
+
+/// Pins the calling thread to `cpu` (best effort).
+pub(crate) fn pin_thread(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the call only reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
 

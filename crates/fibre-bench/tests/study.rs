@@ -21,6 +21,8 @@ fn tiny(out: &Path) -> StudyConfig {
         out: out.to_path_buf(),
         harness_dir: Some(out.join("no-harnesses")),
         progress: false,
+        updates: 300,
+        update_table: Some(3000),
         ..StudyConfig::quick()
     }
 }
@@ -50,7 +52,7 @@ fn a_small_study_writes_every_output_and_a_record_per_measurement() {
     assert!(out.join("work/ipv4/full-view/3000/routes.txt").exists());
 
     let idx = study::index(&run.results);
-    for engine in ["fibre-rib", "prefix-trie", "poptrie"] {
+    for engine in ["fibre-rib", "fibre-fib-poptrie", "prefix-trie", "poptrie"] {
         for (family, scenario) in [
             ("ipv4", "full-view"),
             ("ipv4", "spread32-d0.1"),
@@ -100,9 +102,32 @@ fn a_small_study_writes_every_output_and_a_record_per_measurement() {
         (hits.value / hits.runs as f64 - 0.1).abs() < 0.02,
         "{hits:?}"
     );
+    // The update benchmark: per-change medians and tails, for the router and the bare FIB.
+    for family in ["ipv4", "ipv6"] {
+        for (engine, metric) in [
+            ("fibre-router", "update_median"),
+            ("fibre-router", "update_p999"),
+            ("fibre-router", "router_load"),
+            ("fibre-router", "route_get_fib"),
+            ("fibre-router", "route_get_rib"),
+            ("fibre-fib-poptrie", "update_median"),
+            ("fibre-fib-poptrie", "update_reader_lookup"),
+        ] {
+            let key = (
+                engine.into(),
+                family.into(),
+                "updates".into(),
+                3000,
+                metric.into(),
+            );
+            let v = idx.get(&key).unwrap_or_else(|| panic!("{key:?} missing"));
+            assert!(*v > 0.0 && v.is_finite(), "{key:?} = {v}");
+        }
+    }
     let summary = run.results.summary();
     assert_eq!(summary.len(), 2);
-    assert_eq!(summary[0].rows.len(), 3);
+    // fibre's RIB and FIB, prefix-trie, poptrie.
+    assert_eq!(summary[0].rows.len(), 4);
     std::fs::remove_dir_all(&out).unwrap();
 }
 

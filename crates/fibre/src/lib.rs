@@ -5,6 +5,8 @@
 //!   for IPv4 (`u32`) and IPv6 (`u128`).
 //! - [`route`] and [`nexthop`]: routes with the kernel's attributes; next-hop groups interned and
 //!   shared, referred to by small ids.
+//! - [`fib`]: compiled lookup structures (Poptrie) built from a RIB and patched as it changes,
+//!   published RCU-style to lock-free readers.
 //! - [`rib`]: one table of one family, a path-compressed trie of ordered route lists with the
 //!   kernel's insert, delete and selection rules (`rib::ipv4`, `rib::ipv6`).
 //! - [`rules`]: policy rules (`ip rule`).
@@ -25,6 +27,7 @@
 //! ```
 pub mod addr;
 pub mod error;
+pub mod fib;
 pub mod flow;
 pub mod io;
 pub mod link;

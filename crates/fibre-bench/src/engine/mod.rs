@@ -8,6 +8,7 @@ use crate::scenario::{BenchRoute, StudyFamily};
 use std::hint::black_box;
 use std::time::Instant;
 
+pub mod fibre_fib;
 pub mod fibre_rib;
 pub mod harness;
 pub mod peers;
@@ -43,6 +44,11 @@ pub trait Engine<A: StudyFamily>: Send {
         }
     }
     fn shape(&self) -> Option<Shape> {
+        None
+    }
+    /// Bytes of the structure lookups read, when the engine can tell them apart from the rest
+    /// of what its build allocated (a FIB's copy of its route set, spare arena room).
+    fn structure_bytes(&self) -> Option<usize> {
         None
     }
     /// A note for the report (what the engine is, which API is timed).
@@ -94,11 +100,20 @@ use fibre::addr::Bits;
 /// Every in-process engine, in report order. The one registration point: the study, the
 /// agreement check and the tests iterate over this list.
 pub fn in_process<A: StudyFamily>() -> Vec<Box<dyn Engine<A>>> {
-    vec![
-        Box::new(fibre_rib::FibreRib::<A>::new()),
-        Box::new(peers::PrefixTrieEngine::<A>::new()),
-        Box::new(peers::PoptrieEngine::<A>::new()),
-    ]
+    struct Fibs<A: StudyFamily>(Vec<Box<dyn Engine<A>>>);
+    impl<A: StudyFamily> fibre::fib::AlgorithmVisitor<A> for Fibs<A> {
+        fn visit<L: fibre::fib::LpmAlgorithm<A>>(&mut self) {
+            self.0.push(Box::new(fibre_fib::FibreFib::<A, L>::new()));
+        }
+    }
+    let mut engines: Vec<Box<dyn Engine<A>>> = vec![Box::new(fibre_rib::FibreRib::<A>::new())];
+    // Every FIB algorithm fibre registers.
+    let mut fibs = Fibs(Vec::new());
+    fibre::fib::for_each_algorithm::<A>(&mut fibs);
+    engines.extend(fibs.0);
+    engines.push(Box::new(peers::PrefixTrieEngine::<A>::new()));
+    engines.push(Box::new(peers::PoptrieEngine::<A>::new()));
+    engines
 }
 
 /// The reference engine every other is checked against.

@@ -40,6 +40,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ("lookup_time_bulk", "ns", "lookup time, bulk API"),
     ("insert_time", "s", "insertion time, whole table"),
     ("memory", "bytes/route", "memory per route"),
+    (
+        "memory_structure",
+        "bytes/route",
+        "memory per route, lookup structure only",
+    ),
     ("depth_max", "nodes", "tree depth, max"),
     ("depth_mean", "nodes", "tree depth, mean"),
     ("w1_lookup", "ns", "W1 throughput, single lookups"),
@@ -48,6 +53,22 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ("w2_lookup", "ns", "W2 throughput, single lookups"),
     ("w2_lookup_bulk", "ns", "W2 throughput, bulk API"),
     ("w2_latency", "ns", "W2 dependent-chain latency"),
+    ("update_median", "ns", "update, median per change"),
+    ("update_p999", "ns", "update, 99.9th percentile per change"),
+    ("update_delete_median", "ns", "update, median per delete"),
+    ("update_insert_median", "ns", "update, median per insert"),
+    (
+        "update_reader_lookup",
+        "ns",
+        "reader lookup time during updates",
+    ),
+    ("router_load", "s", "whole table into a router"),
+    ("route_get_fib", "ns", "route get through the FIB"),
+    (
+        "route_get_rib",
+        "ns",
+        "route get through the RIB (fallback)",
+    ),
 ];
 
 impl Results {

@@ -239,6 +239,11 @@ impl<A: KernelSemantics> Rib<A> {
         self.trie.heap_bytes() + lists
     }
 
+    /// Everything stored for destination `dst`.
+    pub fn entry(&self, dst: &Prefix<A>) -> Option<&DstEntry<A>> {
+        self.trie.get(dst)
+    }
+
     /// The routes of exactly (`dst`, `src`), in kernel order.
     pub fn get(&self, dst: &Prefix<A>, src: &Prefix<A>) -> &[Route<A>] {
         self.trie

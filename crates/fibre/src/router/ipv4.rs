@@ -140,7 +140,10 @@ impl RouterFamily for Ipv4Addr {
         // nothing (or throws), the default table, if it exists.
         let (local, main) = (&st.tables[&TABLE_LOCAL], &st.tables[&TABLE_MAIN]);
         let default = st.tables.get(&TABLE_DEFAULT);
-        let (table, result) = match Rib::lookup_merged(local, main, flow, &st.nhs, links) {
+        let merged = st
+            .fib_lookup_merged(flow, links)
+            .unwrap_or_else(|| Rib::lookup_merged(local, main, flow, &st.nhs, links));
+        let (table, result) = match merged {
             TableLookup::None
             | TableLookup::Reject {
                 errno: Errno::EAGAIN,

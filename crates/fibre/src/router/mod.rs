@@ -19,8 +19,11 @@ use crate::rules::{Rule, RuleAction, RuleSelector, RuleSet};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+pub mod fibs;
 mod ipv4;
 mod ipv6;
+
+use fibs::Fibs;
 
 /// Everything one family keeps.
 #[derive(Clone, Debug)]
@@ -34,6 +37,8 @@ pub struct FamilyState<A: RouterFamily> {
     /// IPv4: a user added a `local` route (the kernel then checks sources the slow way).
     pub custom_local_routes: bool,
     journal: Vec<(TableId, SavedList<A>)>,
+    /// The compiled FIBs of the tables, following the RIB at each commit.
+    pub fibs: Fibs<A>,
 }
 
 impl<A: RouterFamily> Default for FamilyState<A> {
@@ -49,6 +54,10 @@ impl<A: RouterFamily> Default for FamilyState<A> {
             derived: Vec::new(),
             custom_local_routes: false,
             journal: Vec::new(),
+            fibs: Fibs {
+                links_changed: true,
+                ..Fibs::default()
+            },
         }
     }
 }
@@ -143,6 +152,9 @@ impl<A: RouterFamily> FamilyState<A> {
         flow: &Flow<A>,
         links: &dyn LinkState,
     ) -> TableLookup<'a, A> {
+        if let Some(answer) = self.fib_lookup_table(id, flow, links) {
+            return answer;
+        }
         self.tables
             .get(&id)
             .map_or(TableLookup::None, |t| t.lookup(flow, &self.nhs, links))
@@ -240,7 +252,7 @@ pub struct RouteAnswer<A: Address> {
 }
 
 /// Family-specific parts of the router.
-pub trait RouterFamily: KernelSemantics {
+pub trait RouterFamily: KernelSemantics + crate::fib::FibFamily {
     fn state(r: &Router) -> &FamilyState<Self>;
     fn state_mut(r: &mut Router) -> &mut FamilyState<Self>;
     /// The routes the kernel derives from addresses and link state.
@@ -361,6 +373,13 @@ impl Router {
         Self::default()
     }
 
+    /// Turns the FIB path off (every lookup walks the RIB) or back on: the reference that the
+    /// FIB path is tested against.
+    pub fn set_fibs_enabled(&mut self, on: bool) {
+        self.v4.fibs.disabled = !on;
+        self.v6.fibs.disabled = !on;
+    }
+
     /// Opens a change set.
     pub fn begin(&mut self) {
         assert!(self.snapshot.is_none(), "change sets do not nest");
@@ -372,9 +391,11 @@ impl Router {
         self.v4.nhs.begin();
         self.v6.nhs.begin();
     }
-    /// Keeps every change since [`Router::begin`].
+    /// Keeps every change since [`Router::begin`]; the FIBs follow (one publication each).
     pub fn commit(&mut self) {
         if self.snapshot.take().is_some() {
+            self.v4.follow_commit(&self.links);
+            self.v6.follow_commit(&self.links);
             self.v4.journal.clear();
             self.v6.journal.clear();
             self.v4.nhs.commit();
@@ -415,6 +436,14 @@ impl Router {
                 _ => self.commit(),
             }
             return r;
+        }
+        if matches!(
+            c,
+            Change::LinkAddVeth { .. } | Change::LinkSet { .. } | Change::LinkDel { .. }
+        ) {
+            // Next hops die or come back: the FIBs are rebuilt at commit.
+            self.v4.fibs.links_changed = true;
+            self.v6.fibs.links_changed = true;
         }
         match c {
             Change::LinkAddVeth { name, peer } => {

@@ -1,0 +1,84 @@
+//! fibre's compiled FIB as a lookup engine: one per registered algorithm
+//! ([`fibre::fib::for_each_algorithm`]), the bench's next-hop indexes as the FIB's ids.
+use super::{Engine, Shape, MISS};
+use crate::scenario::{BenchRoute, StudyFamily};
+use fibre::fib::{Fib, LpmAlgorithm, LpmView, NO_ROUTE};
+use fibre::Prefix;
+use std::sync::Arc;
+
+pub struct FibreFib<A: StudyFamily, L: LpmAlgorithm<A>> {
+    name: &'static str,
+    fib: Fib<A, L>,
+    /// The version lookups read: loaded once after the build, as a data-plane thread would
+    /// hold it between quiescent points.
+    view: Arc<L::View>,
+}
+
+impl<A: StudyFamily, L: LpmAlgorithm<A>> FibreFib<A, L> {
+    pub fn new() -> Self {
+        let fib = Fib::new();
+        FibreFib {
+            // One per algorithm and process: the study's engine names are static.
+            name: Box::leak(format!("fibre-fib-{}", L::NAME).into_boxed_str()),
+            view: fib.reader().snapshot(),
+            fib,
+        }
+    }
+}
+
+impl<A: StudyFamily, L: LpmAlgorithm<A>> Default for FibreFib<A, L> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[inline(always)]
+fn answer(id: u32) -> u32 {
+    if id == NO_ROUTE {
+        MISS
+    } else {
+        id
+    }
+}
+
+impl<A: StudyFamily, L: LpmAlgorithm<A>> Engine<A> for FibreFib<A, L> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn note(&self) -> &'static str {
+        "fibre::fib compiled FIB (next-hop index as id); bulk = lookup_bulk, 16 lookups interleaved"
+    }
+    fn build(&mut self, routes: &[BenchRoute<A::K>]) {
+        self.fib = Fib::from_routes(
+            routes
+                .iter()
+                .map(|r| (Prefix::new(A::from_bits(r.addr), r.len), r.nh as u32)),
+        );
+        self.view = self.fib.reader().snapshot();
+    }
+    #[inline(always)]
+    fn lookup(&self, addr: A::K) -> u32 {
+        answer(self.view.lookup(addr))
+    }
+    fn has_bulk(&self) -> bool {
+        true
+    }
+    fn lookup_bulk(&self, addrs: &[A::K], out: &mut [u32]) {
+        self.view.lookup_bulk(addrs, out);
+        for o in out.iter_mut() {
+            *o = answer(*o);
+        }
+    }
+    fn shape(&self) -> Option<Shape> {
+        let s = self.fib.stats();
+        Some(Shape {
+            // Direct pointing (root and chunk) counts as one level, then the nodes.
+            depth_max: s.max_depth as f64 + 1.0,
+            depth_mean: s.mean_depth + 1.0,
+            nodes: s.nodes as f64,
+        })
+    }
+    fn structure_bytes(&self) -> Option<usize> {
+        Some(self.fib.stats().bytes)
+    }
+}

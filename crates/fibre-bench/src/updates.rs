@@ -1,0 +1,250 @@
+//! The update benchmark: random routes of the full view deleted and put back one change at a
+//! time while a reader thread on another core looks up in the published FIB.
+//!
+//! Two paths are timed per change (each its own publication):
+//! - `fibre-router`: `Router::change` (a change set of one: the RIB edit with the kernel's
+//!   semantics, the commit, the FIBs of table main and of merged local+main following it);
+//! - `fibre-fib-<algorithm>`: the bare FIB (`Fib::set` + `Fib::publish`).
+//!
+//! The reader loads the current version for each batch of 64 lookups (as a forwarding loop
+//! between quiescent points); its lookup rate during the updates is reported too.
+use crate::scenario::{BenchRoute, StudyFamily};
+use fibre::fib::{Fib, LpmView, Poptrie, Reader};
+use fibre::io::iproute2::Batch;
+use fibre::nexthop::NextHop;
+use fibre::rib::{InsertMode, RouteSelector};
+use fibre::route::TABLE_MAIN;
+use fibre::router::{Change, RouterFamily};
+use fibre::{Prefix, RouteSpec, Router};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Router changes of one family.
+pub trait UpdateFamily: StudyFamily + RouterFamily {
+    /// `ip -batch` lines giving the bench's gateways a connected subnet on `veth0`.
+    const SETUP: &'static str;
+    fn add(spec: RouteSpec<Self>) -> Change;
+    fn del(spec: &RouteSpec<Self>) -> Change;
+    /// `route get`; whether it found a route.
+    fn get(router: &Router, q: &fibre::RouteQuery) -> bool;
+}
+
+impl UpdateFamily for Ipv4Addr {
+    const SETUP: &'static str = "link add veth0 type veth peer name veth1\nlink set veth0 up\n\
+        link set veth1 up\naddr add 198.18.0.1/24 dev veth0\n";
+    fn add(spec: RouteSpec<Self>) -> Change {
+        Change::Route4(spec, InsertMode::Add)
+    }
+    fn del(spec: &RouteSpec<Self>) -> Change {
+        Change::RouteDel4(TABLE_MAIN, RouteSelector::exact(spec))
+    }
+    fn get(router: &Router, q: &fibre::RouteQuery) -> bool {
+        router.route_get_v4(q).is_ok()
+    }
+}
+
+impl UpdateFamily for Ipv6Addr {
+    const SETUP: &'static str = "link add veth0 type veth peer name veth1\nlink set veth0 up\n\
+        link set veth1 up\naddr add fd00:fb::1/64 dev veth0\n";
+    fn add(spec: RouteSpec<Self>) -> Change {
+        Change::Route6(spec, InsertMode::Add)
+    }
+    fn del(spec: &RouteSpec<Self>) -> Change {
+        Change::RouteDel6(TABLE_MAIN, RouteSelector::exact(spec))
+    }
+    fn get(router: &Router, q: &fibre::RouteQuery) -> bool {
+        router.route_get_v6(q).is_ok()
+    }
+}
+
+/// Per-change times of one path, ns.
+#[derive(Debug, Default)]
+pub struct Timings {
+    pub delete: Vec<f64>,
+    pub insert: Vec<f64>,
+    /// ns per lookup of the reader while the changes ran.
+    pub reader_ns: f64,
+}
+
+impl Timings {
+    pub fn all(&self) -> Vec<f64> {
+        self.delete.iter().chain(&self.insert).copied().collect()
+    }
+}
+
+/// What the benchmark measured.
+#[derive(Debug, Default)]
+pub struct UpdateRun {
+    pub router: Timings,
+    pub fib: Timings,
+    /// Seconds to load the whole table into a router (one change set, one FIB build).
+    pub router_load: f64,
+    /// ns per `Router::route_get` (plain flows, W1 addresses): through the FIB, and with the
+    /// FIBs off (the RIB walk every non-plain flow falls back to).
+    pub route_get_fib: f64,
+    pub route_get_rib: f64,
+}
+
+/// The `q` quantile of `xs` (nearest rank).
+pub fn quantile(xs: &[f64], q: f64) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
+}
+
+fn spec<A: UpdateFamily>(r: &BenchRoute<A::K>, dev: u32) -> RouteSpec<A> {
+    let gw = if A::WIDTH == 32 {
+        format!("198.18.0.{}", 10 + r.nh)
+    } else {
+        format!("fd00:fb::{:x}", 10 + r.nh)
+    };
+    let gw: A = gw.parse().ok().expect("gateway literal");
+    RouteSpec::new(
+        Prefix::new(A::from_bits(r.addr), r.len),
+        vec![NextHop::via(gw, dev)],
+    )
+}
+
+/// A reader thread on `cpu` doing bulk lookups of `keys` until `stop`; returns ns per lookup.
+fn reader<A: StudyFamily, V: LpmView<A>>(
+    reader: Reader<V>,
+    keys: Arc<Vec<A::K>>,
+    stop: Arc<AtomicBool>,
+    cpu: Option<usize>,
+    sink: Arc<AtomicU64>,
+) -> std::thread::JoinHandle<f64> {
+    std::thread::spawn(move || {
+        if let Some(cpu) = cpu {
+            crate::study::pin_thread(cpu);
+        }
+        let mut out = [0u32; 64];
+        let (mut n, mut acc) = (0u64, 0u32);
+        let start = Instant::now();
+        'outer: loop {
+            for chunk in keys.chunks_exact(64) {
+                if stop.load(Ordering::Relaxed) {
+                    break 'outer;
+                }
+                reader.load().lookup_bulk(chunk, &mut out);
+                acc = acc.wrapping_add(out[0]);
+                n += 64;
+            }
+        }
+        sink.fetch_add(acc as u64, Ordering::Relaxed);
+        start.elapsed().as_nanos() as f64 / n.max(1) as f64
+    })
+}
+
+/// Deletes and puts back `count` random routes of `routes`, one change at a time, through the
+/// router and through a bare FIB, with a reader on `reader_cpu`.
+pub fn run<A: UpdateFamily>(
+    routes: &[BenchRoute<A::K>],
+    keys: &[A::K],
+    count: usize,
+    seed: u64,
+    reader_cpu: Option<usize>,
+) -> Result<UpdateRun, String> {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    let chosen: Vec<&BenchRoute<A::K>> = routes
+        .choose_multiple(&mut rng, count.min(routes.len()))
+        .collect();
+    let keys = Arc::new(keys.to_vec());
+    let sink = Arc::new(AtomicU64::new(0));
+    let mut run = UpdateRun::default();
+
+    // Through the router.
+    let mut batch = Batch::new(Router::new());
+    let out = batch.run_text(A::SETUP);
+    if !out.success() {
+        return Err(format!("update bench set-up: {}", out.stderr));
+    }
+    let mut router = batch.router;
+    let dev = router
+        .links
+        .by_name("veth0")
+        .ok_or("update bench set-up: no veth0")?
+        .index;
+    let changes: Vec<Change> = routes.iter().map(|r| A::add(spec::<A>(r, dev))).collect();
+    let start = Instant::now();
+    router
+        .apply(&changes)
+        .map_err(|(i, e)| format!("loading route {i}: {e:?}"))?;
+    run.router_load = start.elapsed().as_secs_f64();
+    drop(changes);
+    let queries: Vec<fibre::RouteQuery> = keys
+        .iter()
+        .take(20_000)
+        .map(|&k| fibre::RouteQuery {
+            dst: Some(A::from_bits(k).into()),
+            ..Default::default()
+        })
+        .collect();
+    let time_gets = |router: &Router| {
+        let t = Instant::now();
+        let mut ok = 0usize;
+        for q in &queries {
+            ok += A::get(router, q) as usize;
+        }
+        std::hint::black_box(ok);
+        t.elapsed().as_nanos() as f64 / queries.len().max(1) as f64
+    };
+    run.route_get_fib = time_gets(&router);
+    router.set_fibs_enabled(false);
+    run.route_get_rib = time_gets(&router);
+    router.set_fibs_enabled(true);
+    let fib_reader = A::state(&router)
+        .fib_reader(TABLE_MAIN)
+        .ok_or("table main has no FIB")?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let handle = reader::<A, _>(
+        fib_reader,
+        keys.clone(),
+        stop.clone(),
+        reader_cpu,
+        sink.clone(),
+    );
+    for r in &chosen {
+        let s = spec::<A>(r, dev);
+        let del = A::del(&s);
+        let add = A::add(s);
+        let t = Instant::now();
+        router.change(&del).map_err(|e| format!("delete: {e:?}"))?;
+        run.router.delete.push(t.elapsed().as_nanos() as f64);
+        let t = Instant::now();
+        router.change(&add).map_err(|e| format!("insert: {e:?}"))?;
+        run.router.insert.push(t.elapsed().as_nanos() as f64);
+    }
+    stop.store(true, Ordering::Relaxed);
+    run.router.reader_ns = handle.join().map_err(|_| "reader panicked")?;
+    drop(router);
+
+    // The bare FIB.
+    let mut fib: Fib<A, Poptrie<A>> = Fib::from_routes(
+        routes
+            .iter()
+            .map(|r| (Prefix::new(A::from_bits(r.addr), r.len), r.nh as u32)),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let handle = reader::<A, _>(fib.reader(), keys, stop.clone(), reader_cpu, sink);
+    for r in &chosen {
+        let p = Prefix::new(A::from_bits(r.addr), r.len);
+        let t = Instant::now();
+        fib.set(p, None);
+        fib.publish();
+        run.fib.delete.push(t.elapsed().as_nanos() as f64);
+        let t = Instant::now();
+        fib.set(p, Some(r.nh as u32));
+        fib.publish();
+        run.fib.insert.push(t.elapsed().as_nanos() as f64);
+    }
+    stop.store(true, Ordering::Relaxed);
+    run.fib.reader_ns = handle.join().map_err(|_| "reader panicked")?;
+    Ok(run)
+}

@@ -1,0 +1,143 @@
+//! Fixed-capacity arrays that never move, shared between one writer and many readers.
+//!
+//! A published FIB version points into these arrays by index. The writer only ever writes cells
+//! that no published version reaches (fresh blocks, or blocks whose last reader has gone), and
+//! publishes through an `ArcSwap` store (release) that readers load (acquire): the writes of a
+//! block happen-before every read of it. That is the whole safety argument; it is why the arrays
+//! are raw allocations rather than `Vec`s (a `Vec` would reallocate, and `&mut Vec` would claim
+//! the cells readers are reading).
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::collections::HashMap;
+
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Asks for transparent huge pages (`madvise`: the usual system setting is "madvise", where
+/// only regions that ask get them). A refusal only costs TLB misses.
+fn advise_huge_pages(ptr: *mut u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    if len >= HUGE_PAGE / 2 && std::env::var_os("FIBRE_NO_THP").is_none() {
+        // SAFETY: the range is one live allocation of ours; MADV_HUGEPAGE does not change its
+        // contents.
+        unsafe {
+            libc::madvise(ptr as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, len);
+}
+
+/// An array of `cap` zero-initialised `T`s at a fixed address.
+pub(crate) struct RawArena<T: Copy> {
+    ptr: *mut T,
+    cap: usize,
+}
+
+// SAFETY: see the module comment: cells are written only while unreachable by readers, and the
+// publication that makes them reachable is a release/acquire pair.
+unsafe impl<T: Copy + Send> Send for RawArena<T> {}
+unsafe impl<T: Copy + Sync> Sync for RawArena<T> {}
+
+impl<T: Copy> RawArena<T> {
+    /// `T` must be valid when all-zero (plain integers and structs of them).
+    pub(crate) fn new(cap: usize) -> Self {
+        let cap = cap.max(1);
+        let layout = Self::layout(cap);
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) } as *mut T;
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        advise_huge_pages(ptr as *mut u8, layout.size());
+        RawArena { ptr, cap }
+    }
+
+    /// Arenas of a megabyte or more are aligned to huge pages (2 MiB), so the kernel can back
+    /// them with transparent huge pages: random lookups over a few megabytes then miss no TLB.
+    fn layout(cap: usize) -> Layout {
+        let layout = Layout::array::<T>(cap).expect("arena size");
+        if layout.size() >= HUGE_PAGE / 2 {
+            layout.align_to(HUGE_PAGE).expect("arena alignment")
+        } else {
+            layout
+        }
+    }
+    pub(crate) fn cap(&self) -> usize {
+        self.cap
+    }
+    /// Reads cell `i`.
+    #[inline(always)]
+    pub(crate) fn get(&self, i: u32) -> T {
+        debug_assert!((i as usize) < self.cap);
+        // SAFETY: indexes come from the structure the writer built inside the capacity.
+        unsafe { self.ptr.add(i as usize).read() }
+    }
+    /// The address of cell `i`, for prefetching.
+    #[inline(always)]
+    pub(crate) fn addr(&self, i: u32) -> *const T {
+        self.ptr.wrapping_add(i as usize)
+    }
+    /// Writes cell `i`. The writer's side only, on cells no published version reaches.
+    #[inline]
+    pub(crate) fn set(&self, i: u32, v: T) {
+        assert!((i as usize) < self.cap, "arena index out of range");
+        // SAFETY: in range; unreachable by readers (module comment).
+        unsafe { self.ptr.add(i as usize).write(v) }
+    }
+}
+
+impl<T: Copy> Drop for RawArena<T> {
+    fn drop(&mut self) {
+        let layout = Self::layout(self.cap);
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.ptr as *mut u8, layout) }
+    }
+}
+
+/// The writer's bookkeeping of one arena: a bump pointer and free blocks by exact length.
+///
+/// Blocks of a size come back in the sizes they went out in (a subtree rebuilt after a change is
+/// mostly as big as before), so exact-size reuse keeps the high-water mark close to the live
+/// size; when the arena is full the FIB is rebuilt into fresh arenas (compaction).
+#[derive(Default, Debug)]
+pub(crate) struct BlockAlloc {
+    top: u32,
+    cap: u32,
+    live: usize,
+    free: HashMap<u32, Vec<u32>>,
+}
+
+impl BlockAlloc {
+    pub(crate) fn new(top: u32, cap: usize) -> Self {
+        BlockAlloc {
+            top,
+            cap: cap.min(u32::MAX as usize) as u32,
+            live: top as usize,
+            free: HashMap::new(),
+        }
+    }
+    /// A block of `len` cells, or `None` when the arena is full.
+    pub(crate) fn alloc(&mut self, len: u32) -> Option<u32> {
+        if let Some(off) = self.free.get_mut(&len).and_then(|v| v.pop()) {
+            self.live += len as usize;
+            return Some(off);
+        }
+        let end = self.top.checked_add(len)?;
+        if end > self.cap {
+            return None;
+        }
+        let off = self.top;
+        self.top = end;
+        self.live += len as usize;
+        Some(off)
+    }
+    pub(crate) fn free(&mut self, off: u32, len: u32) {
+        if len > 0 {
+            self.live -= len as usize;
+            self.free.entry(len).or_default().push(off);
+        }
+    }
+    /// Cells in blocks that are handed out (or retired and not yet reclaimed).
+    pub(crate) fn live(&self) -> usize {
+        self.live
+    }
+}

@@ -1,0 +1,249 @@
+//! The FIB: a compiled, read-optimised longest-prefix-match structure, built from a RIB and
+//! patched as it changes.
+//!
+//! The split follows DPDK's rib/fib and the Poptrie paper: the [`crate::rib::Rib`] keeps every
+//! route with every attribute and the kernel's ordering; a FIB maps an address to a small id (the
+//! caller decides what an id stands for: the router uses one per destination that answers, the
+//! bench a next-hop index) and knows nothing else.
+//!
+//! - [`LpmAlgorithm`] is the pluggable part: an encoding that builds from a set of
+//!   `(prefix, id)`, re-encodes what a change touches, and publishes versions readers look up in.
+//!   [`for_each_algorithm`] is its one registration point: the tests and the bench iterate it.
+//! - [`Fib`] wraps an algorithm with the set it encodes: stage changes with [`Fib::set`], make
+//!   them visible at once with [`Fib::publish`].
+//! - Readers ([`Reader`]) load the current version lock-free (`arc-swap`) and keep it as long as
+//!   they like: a loaded version never changes, and its memory is reclaimed once no reader holds
+//!   it (RCU-style). Lookups neither allocate nor lock.
+use crate::addr::Address;
+use crate::prefix::Prefix;
+use crate::rib::PrefixTrie;
+use arc_swap::ArcSwap;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+mod arena;
+pub mod poptrie;
+
+pub use poptrie::{Poptrie, PoptrieView};
+
+/// The answer where no prefix matches.
+pub const NO_ROUTE: u32 = 0x7FFF_FFFF;
+/// The largest id a FIB stores (ids share 31 bits with the encodings' tags).
+pub const MAX_ID: u32 = NO_ROUTE - 1;
+
+/// Per-family shape of the compiled structures.
+pub trait FibFamily: Address {
+    /// Bits resolved by direct pointing (Poptrie's first step).
+    const DP_BITS: u32;
+    /// Of those, bits resolved by the root of the direct-pointing array (the rest by chunks).
+    const ROOT_BITS: u32;
+}
+
+impl FibFamily for Ipv4Addr {
+    /// 2^18 slots: /24s, most of the table, end in the first node level (18 + 6).
+    const DP_BITS: u32 = 18;
+    const ROOT_BITS: u32 = 9;
+}
+
+impl FibFamily for Ipv6Addr {
+    /// 2^20 slots, a wider step than IPv4's: routes cluster in 2000::/3 (the root's chunks for
+    /// the rest are single leaves), /32s end in the first node level and /48s in the fifth.
+    const DP_BITS: u32 = 20;
+    const ROOT_BITS: u32 = 10;
+}
+
+/// A published version of a compiled structure.
+pub trait LpmView<A: Address>: Send + Sync + 'static {
+    /// Publications before this one (0: the first build).
+    fn version(&self) -> u64;
+    /// The id of the longest prefix containing `key`, or [`NO_ROUTE`].
+    fn lookup(&self, key: A::Bits) -> u32;
+    /// Lookups of `keys` into `out` (same length), overlapping their memory accesses where the
+    /// algorithm can.
+    fn lookup_bulk(&self, keys: &[A::Bits], out: &mut [u32]) {
+        assert_eq!(keys.len(), out.len(), "one answer slot per key");
+        for (k, o) in keys.iter().zip(out.iter_mut()) {
+            *o = self.lookup(*k);
+        }
+    }
+}
+
+/// Sizes of a compiled structure.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FibStats {
+    /// Bytes of the structure readers use (blocks awaiting reclamation included).
+    pub bytes: usize,
+    pub nodes: usize,
+    pub leaves: usize,
+    /// Node levels below direct pointing.
+    pub max_depth: usize,
+    /// Node levels below direct pointing, mean over the stored answers (leaves and entries).
+    pub mean_depth: f64,
+    /// Full re-encodings since the first build.
+    pub rebuilds: u64,
+}
+
+/// A compiled longest-prefix-match encoding: the pluggable part of the FIB.
+pub trait LpmAlgorithm<A: FibFamily>: Send + Sync + Sized + 'static {
+    const NAME: &'static str;
+    type View: LpmView<A>;
+    /// Encodes `routes` (prefix -> id, ids at most [`MAX_ID`]) and publishes it.
+    fn build(routes: &PrefixTrie<A, u32>) -> Self;
+    /// `routes` changed at `changed` (already applied): re-encodes what that touches and
+    /// publishes once.
+    fn update(&mut self, routes: &PrefixTrie<A, u32>, changed: &[Prefix<A>]);
+    /// A handle readers on any thread load versions from.
+    fn reader(&self) -> Reader<Self::View>;
+    fn stats(&self) -> FibStats;
+    /// The encoding's content without arena offsets, in key order: equal images are equal
+    /// structures bit for bit (what an incrementally patched FIB is checked against).
+    fn image(&self) -> Vec<u64>;
+}
+
+/// Something done once per registered algorithm (a test, a bench engine).
+pub trait AlgorithmVisitor<A: FibFamily> {
+    fn visit<L: LpmAlgorithm<A>>(&mut self);
+}
+
+/// The one registration point of FIB algorithms.
+pub fn for_each_algorithm<A: FibFamily>(v: &mut impl AlgorithmVisitor<A>) {
+    v.visit::<Poptrie<A>>();
+}
+
+/// Where readers load published versions. Cloned freely, one per reader thread.
+pub struct Reader<V> {
+    cell: Arc<ArcSwap<V>>,
+}
+
+impl<V> Clone for Reader<V> {
+    fn clone(&self) -> Self {
+        Reader {
+            cell: self.cell.clone(),
+        }
+    }
+}
+
+impl<V> Reader<V> {
+    pub(crate) fn new(cell: Arc<ArcSwap<V>>) -> Self {
+        Reader { cell }
+    }
+    /// The current version, for a short while (no reference count touched).
+    #[inline]
+    pub fn load(&self) -> arc_swap::Guard<Arc<V>> {
+        self.cell.load()
+    }
+    /// The current version, to keep: later publications do not change it.
+    pub fn snapshot(&self) -> Arc<V> {
+        self.cell.load_full()
+    }
+}
+
+/// A FIB: the `(prefix, id)` set and its compiled encoding.
+pub struct Fib<A: FibFamily, L: LpmAlgorithm<A> = Poptrie<A>> {
+    routes: PrefixTrie<A, u32>,
+    lpm: L,
+    reader: Reader<L::View>,
+    staged: Vec<Prefix<A>>,
+}
+
+impl<A: FibFamily, L: LpmAlgorithm<A>> Default for Fib<A, L> {
+    fn default() -> Self {
+        Self::from_routes(std::iter::empty())
+    }
+}
+
+impl<A: FibFamily, L: LpmAlgorithm<A>> std::fmt::Debug for Fib<A, L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fib")
+            .field("algorithm", &L::NAME)
+            .field("prefixes", &self.routes.len())
+            .field("staged", &self.staged.len())
+            .finish()
+    }
+}
+
+impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Builds from `(prefix, id)` pairs (a later pair for the same prefix wins).
+    pub fn from_routes(routes: impl IntoIterator<Item = (Prefix<A>, u32)>) -> Self {
+        let mut set = PrefixTrie::new();
+        for (p, id) in routes {
+            assert!(id <= MAX_ID, "FIB ids are at most {MAX_ID}");
+            set.insert(p, id);
+        }
+        let lpm = L::build(&set);
+        Fib {
+            reader: lpm.reader(),
+            lpm,
+            routes: set,
+            staged: Vec::new(),
+        }
+    }
+    /// Stages `prefix -> id` (`None`: no entry); readers see it after [`Fib::publish`].
+    pub fn set(&mut self, prefix: Prefix<A>, id: Option<u32>) {
+        let changed = match id {
+            Some(id) => {
+                assert!(id <= MAX_ID, "FIB ids are at most {MAX_ID}");
+                self.routes.insert(prefix, id) != Some(id)
+            }
+            None => self.routes.remove(&prefix).is_some(),
+        };
+        if changed {
+            self.staged.push(prefix);
+        }
+    }
+    /// Re-encodes what the staged changes touch and publishes it as one version.
+    pub fn publish(&mut self) {
+        if !self.staged.is_empty() {
+            self.lpm.update(&self.routes, &self.staged);
+            self.staged.clear();
+        }
+    }
+    /// Whether changes wait for [`Fib::publish`].
+    pub fn has_staged(&self) -> bool {
+        !self.staged.is_empty()
+    }
+    /// The id stored for exactly `prefix`.
+    pub fn get(&self, prefix: &Prefix<A>) -> Option<u32> {
+        self.routes.get(prefix).copied()
+    }
+    /// Prefixes stored.
+    pub fn len(&self) -> usize {
+        self.routes.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+    pub fn reader(&self) -> Reader<L::View> {
+        self.reader.clone()
+    }
+    /// A lookup in the current version (hot loops keep a loaded version instead).
+    #[inline]
+    pub fn lookup(&self, addr: A) -> u32 {
+        self.reader.load().lookup(addr.to_bits())
+    }
+    /// The current version.
+    #[inline]
+    pub fn load(&self) -> arc_swap::Guard<Arc<L::View>> {
+        self.reader.load()
+    }
+    pub fn stats(&self) -> FibStats {
+        self.lpm.stats()
+    }
+    pub fn image(&self) -> Vec<u64> {
+        self.lpm.image()
+    }
+    /// The `(prefix, id)` set, in order.
+    pub fn routes(&self) -> impl Iterator<Item = (Prefix<A>, u32)> + '_ {
+        self.routes.iter().map(|(p, &id)| (p, id))
+    }
+    /// Bytes of the writer's own copy of the set (not read by lookups).
+    pub fn set_bytes(&self) -> usize {
+        self.routes.heap_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests;

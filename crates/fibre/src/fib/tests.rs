@@ -1,0 +1,338 @@
+//! Every registered algorithm against a linear-scan model, against a fresh build of itself, and
+//! under concurrent readers.
+use super::*;
+use crate::addr::Bits;
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+
+/// The oracle: the longest prefix containing `key`, by scanning every route.
+fn linear<A: FibFamily>(routes: &[(Prefix<A>, u32)], key: A::Bits) -> u32 {
+    routes
+        .iter()
+        .filter(|(p, _)| p.contains(A::from_bits(key)))
+        .max_by_key(|(p, _)| p.len())
+        .map_or(NO_ROUTE, |(_, id)| *id)
+}
+
+/// Addresses worth probing for a table: each prefix's first and last address and their
+/// neighbours (where answers change), plus `extra`.
+fn probes<A: FibFamily>(routes: &[(Prefix<A>, u32)], extra: &[A::Bits]) -> Vec<A::Bits> {
+    let mut out = extra.to_vec();
+    for (p, _) in routes {
+        let (first, last) = (p.bits(), p.last().to_bits());
+        out.extend([first, last, last.wrapping_add_one()]);
+        if first != A::Bits::ZERO {
+            out.push(!(!first).wrapping_add_one()); // first - 1
+        }
+    }
+    out
+}
+
+/// Checks single and bulk lookups of `fib` against the model over `keys`.
+fn check<A: FibFamily, L: LpmAlgorithm<A>>(
+    fib: &Fib<A, L>,
+    model: &[(Prefix<A>, u32)],
+    keys: &[A::Bits],
+) -> Result<(), TestCaseError> {
+    let view = fib.reader().snapshot();
+    let mut bulk = vec![0; keys.len()];
+    view.lookup_bulk(keys, &mut bulk);
+    for (k, b) in keys.iter().zip(&bulk) {
+        let want = linear(model, *k);
+        prop_assert_eq!(view.lookup(*k), want, "{} {:?}", L::NAME, A::from_bits(*k));
+        prop_assert_eq!(*b, want, "bulk {} {:?}", L::NAME, A::from_bits(*k));
+    }
+    Ok(())
+}
+
+/// A prefix drawn so that tables nest and collide: a few base addresses, any length.
+fn prefix_strategy<A: FibFamily>(bases: Vec<A::Bits>) -> impl Strategy<Value = Prefix<A>> + Clone {
+    (0..bases.len(), 0..=A::WIDTH, any::<u64>()).prop_map(move |(b, len, noise)| {
+        // Noise in the low bits of the base, so prefixes differ below the shared part.
+        let key = bases[b] ^ A::Bits::from_u64(noise) & !A::Bits::mask(A::WIDTH.saturating_sub(12));
+        let key = key ^ (A::Bits::from_u64(noise >> 52) << (A::WIDTH as u32 / 2));
+        Prefix::new(A::from_bits(key), len)
+    })
+}
+
+fn bases<A: FibFamily>() -> Vec<A::Bits> {
+    let w = A::WIDTH as u32;
+    vec![
+        A::Bits::ZERO,
+        A::Bits::from_u64(0x0a00_0000) << (w - 32),
+        A::Bits::from_u64(0x0a01_0200) << (w - 32),
+        A::Bits::from_u64(0xc633_6400) << (w - 32),
+        A::Bits::ONES,
+    ]
+}
+
+#[derive(Clone, Debug)]
+enum Op<A: Address> {
+    Set(Prefix<A>, u32),
+    Del(Prefix<A>),
+    /// Publish what is staged (the ops between two publishes are one batch).
+    Publish,
+}
+
+/// A starting table and the updates applied to it.
+type Case<A> = (Vec<(Prefix<A>, u32)>, Vec<Op<A>>);
+
+fn ops<A: FibFamily>() -> impl Strategy<Value = Case<A>> {
+    let p = prefix_strategy::<A>(bases::<A>());
+    let table = prop::collection::vec((p.clone(), 0..40u32), 0..60);
+    let op = prop_oneof![
+        4 => (p.clone(), 0..40u32).prop_map(|(p, id)| Op::Set(p, id)),
+        3 => p.prop_map(Op::Del),
+        2 => Just(Op::Publish),
+    ];
+    (table, prop::collection::vec(op, 0..40))
+}
+
+/// One property, per algorithm: random table, random updates in random batches; after every
+/// publish, lookups equal the model; at the end, the patched encoding equals a fresh one.
+fn fib_equals_model<A: FibFamily, L: LpmAlgorithm<A>>(
+    table: Vec<(Prefix<A>, u32)>,
+    ops: Vec<Op<A>>,
+) -> Result<(), TestCaseError> {
+    let mut model: Vec<(Prefix<A>, u32)> = Vec::new();
+    let set = |model: &mut Vec<(Prefix<A>, u32)>, p: Prefix<A>, id: Option<u32>| {
+        model.retain(|(q, _)| *q != p);
+        if let Some(id) = id {
+            model.push((p, id));
+        }
+    };
+    for (p, id) in &table {
+        set(&mut model, *p, Some(*id));
+    }
+    let mut fib = Fib::<A, L>::from_routes(table.iter().copied());
+    let extra = [A::Bits::ZERO, A::Bits::ONES];
+    check(&fib, &model, &probes(&model, &extra))?;
+    let mut published = model.clone();
+    for op in ops {
+        match op {
+            Op::Set(p, id) => {
+                fib.set(p, Some(id));
+                set(&mut model, p, Some(id));
+            }
+            Op::Del(p) => {
+                fib.set(p, None);
+                set(&mut model, p, None);
+            }
+            Op::Publish => {
+                // Before publishing, readers still see the last published table.
+                check(&fib, &published, &probes(&model, &extra))?;
+                fib.publish();
+                published = model.clone();
+                check(&fib, &model, &probes(&model, &extra))?;
+            }
+        }
+    }
+    fib.publish();
+    check(&fib, &model, &probes(&model, &extra))?;
+    let fresh = Fib::<A, L>::from_routes(model.iter().copied());
+    prop_assert!(
+        fib.image() == fresh.image(),
+        "patched != fresh ({})",
+        L::NAME
+    );
+    let (a, b) = (fib.stats(), fresh.stats());
+    prop_assert_eq!(
+        (a.max_depth, a.nodes, a.leaves),
+        (b.max_depth, b.nodes, b.leaves)
+    );
+    Ok(())
+}
+
+struct PropertyRun<A> {
+    cases: u32,
+    _a: std::marker::PhantomData<A>,
+}
+
+impl<A: FibFamily> AlgorithmVisitor<A> for PropertyRun<A> {
+    fn visit<L: LpmAlgorithm<A>>(&mut self) {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+            cases: self.cases,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        });
+        if let Err(e) = runner.run(&ops::<A>(), |(t, o)| fib_equals_model::<A, L>(t, o)) {
+            panic!("{} ({}): {e}", L::NAME, A::FAMILY.name());
+        }
+    }
+}
+
+/// 10^4 random tables and update sequences per family and algorithm (the bar).
+#[test]
+fn fib_equals_linear_scan_v4() {
+    for_each_algorithm::<Ipv4Addr>(&mut PropertyRun {
+        cases: 10_000,
+        _a: Default::default(),
+    });
+}
+
+#[test]
+fn fib_equals_linear_scan_v6() {
+    for_each_algorithm::<Ipv6Addr>(&mut PropertyRun {
+        cases: 10_000,
+        _a: Default::default(),
+    });
+}
+
+/// Prefix lengths at every edge of the encoding: direct pointing, chunk, node levels, padding.
+#[test]
+fn edges_of_the_encoding() {
+    struct Edges;
+    impl AlgorithmVisitor<Ipv4Addr> for Edges {
+        fn visit<L: LpmAlgorithm<Ipv4Addr>>(&mut self) {
+            let mut routes = Vec::new();
+            for (i, len) in (0..=32u8).enumerate() {
+                let p: Prefix<Ipv4Addr> = Prefix::new("10.1.2.3".parse().unwrap(), len);
+                routes.push((p, i as u32));
+            }
+            let fib = Fib::<Ipv4Addr, L>::from_routes(routes.iter().copied());
+            check(&fib, &routes, &probes(&routes, &[])).unwrap();
+            // Remove them one by one, longest first, checking each step.
+            let mut fib = fib;
+            while let Some((p, _)) = routes.pop() {
+                fib.set(p, None);
+                fib.publish();
+                check(&fib, &routes, &probes(&routes, &[0x0a01_0203])).unwrap();
+            }
+            assert_eq!(fib.lookup("10.1.2.3".parse().unwrap()), NO_ROUTE);
+        }
+    }
+    for_each_algorithm::<Ipv4Addr>(&mut Edges);
+}
+
+/// Readers look up while a writer applies 10^6 random updates. Every answer is checked against
+/// the table of the version it was read in, replayed from the writer's log afterwards.
+#[test]
+fn readers_see_a_possible_table_while_a_writer_updates() {
+    struct Concurrent;
+    impl AlgorithmVisitor<Ipv4Addr> for Concurrent {
+        fn visit<L: LpmAlgorithm<Ipv4Addr>>(&mut self) {
+            concurrent::<L>(1_000_000);
+        }
+    }
+    for_each_algorithm::<Ipv4Addr>(&mut Concurrent);
+}
+
+fn concurrent<L: LpmAlgorithm<Ipv4Addr>>(updates: usize) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(4);
+    // A pool of nested prefixes in 10.0.0.0/8, lengths 8..=32, and probes inside them.
+    let pool: Vec<Prefix<Ipv4Addr>> = (0..4000)
+        .map(|_| {
+            let len: u8 = [8, 12, 16, 18, 19, 20, 22, 24, 24, 24, 25, 28, 32][rng.gen_range(0..13)];
+            let key = 0x0a00_0000 | (rng.gen::<u32>() & 0x00ff_ffff & !0x00f0_f0f0);
+            Prefix::new(Ipv4Addr::from_bits(key), len)
+        })
+        .collect();
+    let keys: Vec<u32> = (0..512)
+        .map(|_| 0x0a00_0000 | (rng.gen::<u32>() & 0x00ff_ffff & !0x00f0_f0f0))
+        .collect();
+    // The writer's log: (prefix, id) per update, `None` a delete; a publish after each, but
+    // every 100th update starts a batch of 10 published at once.
+    let log: Vec<(Prefix<Ipv4Addr>, Option<u32>)> = (0..updates)
+        .map(|_| {
+            let p = pool[rng.gen_range(0..pool.len())];
+            (p, rng.gen_bool(0.5).then(|| rng.gen_range(0..1000)))
+        })
+        .collect();
+    let batch_end = |i: usize| i % 100 < 90 || i % 100 == 99;
+    // Fib::publish makes a version when something changed since the last one.
+    let mut changed = false;
+
+    let mut fib = Fib::<Ipv4Addr, L>::new();
+    let stop = AtomicBool::new(false);
+    // (version, key index, answer), sampled by readers.
+    let samples: Vec<Vec<(u64, u16, u32)>> = std::thread::scope(|s| {
+        let readers: Vec<_> = (0..2)
+            .map(|r| {
+                let reader = fib.reader();
+                let (keys, stop) = (&keys, &stop);
+                s.spawn(move || {
+                    let mut seen = Vec::new();
+                    let mut out = vec![0u32; keys.len()];
+                    let mut round = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let view = reader.load();
+                        if round % 2 == r {
+                            view.lookup_bulk(keys, &mut out);
+                        } else {
+                            for (k, o) in keys.iter().zip(out.iter_mut()) {
+                                *o = view.lookup(*k);
+                            }
+                        }
+                        let v = view.version();
+                        // Every answer is a plausible id; a sample is checked exactly below
+                        // (every key now and then, a few keys often).
+                        assert!(out.iter().all(|&a| a < 1000 || a == NO_ROUTE));
+                        let step = match round % 1024 {
+                            0 => 1,
+                            r if r % 8 == 0 => 61,
+                            _ => 0,
+                        };
+                        if step > 0 {
+                            for i in (round as usize % step..keys.len()).step_by(step) {
+                                seen.push((v, i as u16, out[i]));
+                            }
+                        }
+                        round += 1;
+                    }
+                    seen
+                })
+            })
+            .collect();
+        for (i, (p, id)) in log.iter().enumerate() {
+            fib.set(*p, *id);
+            if batch_end(i) {
+                fib.publish();
+            }
+        }
+        fib.publish();
+        stop.store(true, Ordering::Relaxed);
+        readers.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut samples: Vec<(u64, u16, u32)> = samples.into_iter().flatten().collect();
+    assert!(
+        samples.len() > 10_000,
+        "readers ran: {} samples",
+        samples.len()
+    );
+    samples.sort_unstable();
+    // Replay: the table of version v is the log up to its v-th publish.
+    let mut table = PrefixTrie::<Ipv4Addr, u32>::new();
+    let mut version = 0u64;
+    let mut next = 0;
+    let mut versions_seen = 0;
+    let mut check_up_to = |table: &PrefixTrie<Ipv4Addr, u32>, version: u64, next: &mut usize| {
+        if *next < samples.len() && samples[*next].0 == version {
+            versions_seen += 1;
+        }
+        while *next < samples.len() && samples[*next].0 == version {
+            let (_, k, got) = samples[*next];
+            let key = Ipv4Addr::from_bits(keys[k as usize]);
+            let want = table.longest_match(key).map_or(NO_ROUTE, |(_, id)| *id);
+            assert_eq!(got, want, "{} version {version} key {key}", L::NAME);
+            *next += 1;
+        }
+    };
+    check_up_to(&table, version, &mut next);
+    for (i, (p, id)) in log.iter().enumerate() {
+        changed |= match id {
+            Some(id) => table.insert(*p, *id) != Some(*id),
+            None => table.remove(p).is_some(),
+        };
+        if batch_end(i) && std::mem::take(&mut changed) {
+            version += 1;
+            check_up_to(&table, version, &mut next);
+        }
+    }
+    assert_eq!(
+        next,
+        samples.len(),
+        "every sample was from a published version"
+    );
+    assert!(versions_seen > 10, "readers saw {versions_seen} versions");
+}

@@ -1,0 +1,334 @@
+//! The router's compiled FIBs: one per table, and for IPv4 one for local+main merged (the
+//! kernel's trie while no rule was changed).
+//!
+//! A FIB id names a destination prefix of the RIB whose route list answers a *plain* flow
+//! (no output device, no TOS where TOS routes exist, IPv4 scope universe, IPv6 no source where
+//! source routes exist and no preferred device): the list's selection is the same for every
+//! such flow, so the FIB can skip the longest-prefix walk and the router only resolves the id
+//! (one exact get and the list's selection). A prefix whose list answers nothing (every route
+//! dead or TOS-only) is left out, as the kernel's walk passes over it. IPv6 destinations with a
+//! source subtree map to [`ASK_RIB`]: the walk there depends on the source; the RIB answers.
+//!
+//! FIBs follow the RIB at commit: the journal names every edited destination; a link change
+//! (next hops die or come back) re-encodes all of them. While a change set is open, lookups use
+//! the RIB (the FIBs show the last committed state, as readers on other threads see it).
+use super::{FamilyState, RouterFamily};
+use crate::fib::{Fib, PoptrieView, Reader, MAX_ID, NO_ROUTE};
+use crate::flow::Flow;
+use crate::prefix::Prefix;
+use crate::rib::{LinkState, TableLookup};
+use crate::route::{TableId, TABLE_LOCAL, TABLE_MAIN};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The id of a destination the FIB cannot decide alone.
+pub const ASK_RIB: u32 = MAX_ID;
+
+/// One compiled FIB and what its ids stand for.
+#[derive(Debug)]
+pub struct TableFib<A: RouterFamily> {
+    /// The tables it covers, in the order their lists compete at equal prefixes.
+    tables: Vec<TableId>,
+    fib: Fib<A>,
+    /// Id -> destination prefix and the table whose list answers.
+    slots: Vec<Option<(Prefix<A>, TableId)>>,
+    free: Vec<u32>,
+    /// A covered table ever held a TOS route (IPv4) or a source route (IPv6): flows that carry
+    /// TOS or a source go to the RIB. Sticky until the next full build.
+    pub tos_or_source_routes: bool,
+}
+
+impl<A: RouterFamily> Clone for TableFib<A> {
+    fn clone(&self) -> Self {
+        TableFib {
+            tables: self.tables.clone(),
+            fib: Fib::from_routes(self.fib.routes()),
+            slots: self.slots.clone(),
+            free: self.free.clone(),
+            tos_or_source_routes: self.tos_or_source_routes,
+        }
+    }
+}
+
+/// What a destination's own lists answer a plain flow.
+enum Own {
+    Answer(TableId),
+    AskRib,
+    Nothing,
+}
+
+impl<A: RouterFamily> TableFib<A> {
+    fn build(st: &FamilyState<A>, tables: Vec<TableId>, links: &dyn LinkState) -> Self {
+        let mut tf = TableFib {
+            tables,
+            fib: Fib::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            tos_or_source_routes: false,
+        };
+        let dsts: BTreeSet<Prefix<A>> = tf
+            .tables
+            .iter()
+            .filter_map(|t| st.tables.get(t))
+            .flat_map(|rib| rib.iter().map(|r| r.dst))
+            .collect();
+        let mut pairs = Vec::new();
+        for dst in dsts {
+            if let Some(id) = tf.assign(st, dst, links) {
+                pairs.push((dst, id));
+            }
+        }
+        tf.fib = Fib::from_routes(pairs);
+        tf
+    }
+
+    fn own(&mut self, st: &FamilyState<A>, dst: Prefix<A>, links: &dyn LinkState) -> Own {
+        let flow = Flow::to(dst.addr());
+        for &t in &self.tables {
+            let Some(entry) = st.tables.get(&t).and_then(|r| r.entry(&dst)) else {
+                continue;
+            };
+            if entry.routes.iter().any(|r| r.tos != 0) {
+                self.tos_or_source_routes = true;
+            }
+            if entry.sources.is_some() {
+                self.tos_or_source_routes = true;
+                return Own::AskRib;
+            }
+            if !matches!(
+                A::select(&entry.routes, &flow, &st.nhs, links),
+                TableLookup::None
+            ) {
+                return Own::Answer(t);
+            }
+        }
+        Own::Nothing
+    }
+
+    /// The id `dst` should have now (allocating a slot), or `None`.
+    fn assign(
+        &mut self,
+        st: &FamilyState<A>,
+        dst: Prefix<A>,
+        links: &dyn LinkState,
+    ) -> Option<u32> {
+        let table = match self.own(st, dst, links) {
+            Own::Nothing => return None,
+            Own::AskRib => return Some(ASK_RIB),
+            Own::Answer(t) => t,
+        };
+        let id = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() as u32 - 1
+        });
+        assert!(id < ASK_RIB, "FIB slots exhausted");
+        self.slots[id as usize] = Some((dst, table));
+        Some(id)
+    }
+
+    /// Re-derives the entries of `dsts` and publishes once.
+    fn refresh(&mut self, st: &FamilyState<A>, dsts: &BTreeSet<Prefix<A>>, links: &dyn LinkState) {
+        for &dst in dsts {
+            if let Some(old) = self.fib.get(&dst).filter(|&id| id != ASK_RIB) {
+                self.slots[old as usize] = None;
+                self.free.push(old);
+            }
+            let id = self.assign(st, dst, links);
+            self.fib.set(dst, id);
+        }
+        self.fib.publish();
+    }
+
+    /// The probe: what the covered tables answer a plain flow.
+    fn lookup<'a>(
+        &self,
+        st: &'a FamilyState<A>,
+        flow: &Flow<A>,
+        links: &dyn LinkState,
+    ) -> Option<(TableId, TableLookup<'a, A>)> {
+        match self.fib.lookup(flow.dst) {
+            NO_ROUTE => Some((self.tables[0], TableLookup::None)),
+            ASK_RIB => None,
+            id => {
+                let (dst, table) = self.slots[id as usize].expect("published ids have slots");
+                let list = st.tables[&table].get(&dst, &Prefix::any());
+                Some((table, A::select(list, flow, &st.nhs, links)))
+            }
+        }
+    }
+
+    pub fn reader(&self) -> Reader<PoptrieView<A>> {
+        self.fib.reader()
+    }
+    pub fn fib(&self) -> &Fib<A> {
+        &self.fib
+    }
+}
+
+/// A family's FIBs.
+#[derive(Clone, Debug)]
+pub struct Fibs<A: RouterFamily> {
+    pub tables: BTreeMap<TableId, TableFib<A>>,
+    /// IPv4 local+main as one trie, local's lists first at equal prefixes.
+    pub merged: Option<TableFib<A>>,
+    /// Links changed since the FIBs were built (or nothing was built yet): they are rebuilt at
+    /// the next commit, and the RIB answers until then.
+    pub links_changed: bool,
+    /// Off: every lookup walks the RIB (the reference the FIB path is tested against).
+    pub disabled: bool,
+}
+
+impl<A: RouterFamily> Default for Fibs<A> {
+    fn default() -> Self {
+        Fibs {
+            tables: BTreeMap::new(),
+            merged: None,
+            links_changed: false,
+            disabled: false,
+        }
+    }
+}
+
+impl<A: RouterFamily> Fibs<A> {
+    /// Builds every FIB from scratch.
+    pub fn rebuild(st: &FamilyState<A>, links: &dyn LinkState) -> Self {
+        let tables = st
+            .tables
+            .keys()
+            .map(|&t| (t, TableFib::build(st, vec![t], links)))
+            .collect();
+        let merged = (A::FAMILY == crate::addr::Family::Inet)
+            .then(|| TableFib::build(st, vec![TABLE_LOCAL, TABLE_MAIN], links));
+        Fibs {
+            tables,
+            merged,
+            links_changed: false,
+            disabled: false,
+        }
+    }
+
+    /// Follows the committed edits `touched` (table, destination).
+    pub fn follow(
+        &mut self,
+        st: &FamilyState<A>,
+        touched: &[(TableId, Prefix<A>)],
+        links: &dyn LinkState,
+    ) {
+        let mut by_table: BTreeMap<TableId, BTreeSet<Prefix<A>>> = BTreeMap::new();
+        for &(t, dst) in touched {
+            by_table.entry(t).or_default().insert(dst);
+        }
+        let mut merged = BTreeSet::new();
+        for (t, dsts) in by_table {
+            if t == TABLE_LOCAL || t == TABLE_MAIN {
+                merged.extend(dsts.iter().copied());
+            }
+            match self.tables.get_mut(&t) {
+                Some(tf) if !Self::wholesale(dsts.len(), tf) => tf.refresh(st, &dsts, links),
+                _ => {
+                    self.tables.insert(t, TableFib::build(st, vec![t], links));
+                }
+            }
+        }
+        self.tables.retain(|t, _| st.tables.contains_key(t));
+        if let Some(m) = self.merged.as_mut().filter(|_| !merged.is_empty()) {
+            if Self::wholesale(merged.len(), m) {
+                *m = TableFib::build(st, vec![TABLE_LOCAL, TABLE_MAIN], links);
+            } else {
+                m.refresh(st, &merged, links);
+            }
+        }
+    }
+
+    /// A change set that touches a good part of a FIB (a table load) builds it anew: one pass
+    /// instead of a patch per destination.
+    fn wholesale(touched: usize, tf: &TableFib<A>) -> bool {
+        touched > 4096 && touched * 4 > tf.fib.len()
+    }
+
+    /// Whether a FIB answers `flow` as the RIB would.
+    fn plain(tf: &TableFib<A>, flow: &Flow<A>) -> bool {
+        let tos_or_src = if A::FAMILY == crate::addr::Family::Inet {
+            flow.tos & crate::rib::ipv4::ROUTE_TOS_MASK != 0
+        } else {
+            flow.src.is_some()
+        };
+        flow.oif.is_none()
+            && !flow.strict_oif
+            && flow.scope == 0
+            && flow.iif.is_none_or(|i| {
+                A::FAMILY == crate::addr::Family::Inet || i == crate::route::LOOPBACK_IFINDEX
+            })
+            && !(tos_or_src && tf.tos_or_source_routes)
+    }
+}
+
+impl<A: RouterFamily> FamilyState<A> {
+    /// FIBs hold the committed state; inside a change set the RIB answers.
+    fn fibs_current(&self) -> bool {
+        self.journal.is_empty() && !self.fibs.links_changed && !self.fibs.disabled
+    }
+
+    /// Brings the FIBs to the state about to be committed (the journal names what changed).
+    pub(super) fn follow_commit(&mut self, links: &dyn LinkState) {
+        let mut fibs = std::mem::take(&mut self.fibs);
+        if fibs.links_changed {
+            let disabled = fibs.disabled;
+            fibs = Fibs::rebuild(self, links);
+            fibs.disabled = disabled;
+        } else if !self.journal.is_empty() {
+            let touched: Vec<(TableId, Prefix<A>)> =
+                self.journal.iter().map(|(t, s)| (*t, s.dst)).collect();
+            fibs.follow(self, &touched, links);
+        }
+        self.fibs = fibs;
+    }
+
+    /// One table's answer through its FIB, when the FIB can decide; `None`: ask the RIB.
+    pub(super) fn fib_lookup_table<'a>(
+        &'a self,
+        id: TableId,
+        flow: &Flow<A>,
+        links: &dyn LinkState,
+    ) -> Option<TableLookup<'a, A>> {
+        let tf = self.fibs.tables.get(&id)?;
+        if !self.fibs_current() || !Fibs::plain(tf, flow) {
+            return None;
+        }
+        tf.lookup(self, flow, links).map(|(_, r)| r)
+    }
+
+    /// IPv4's merged local+main answer through its FIB, when it can decide.
+    pub(super) fn fib_lookup_merged<'a>(
+        &'a self,
+        flow: &Flow<A>,
+        links: &dyn LinkState,
+    ) -> Option<TableLookup<'a, A>> {
+        let tf = self.fibs.merged.as_ref()?;
+        if !self.fibs_current() || !Fibs::plain(tf, flow) {
+            return None;
+        }
+        tf.lookup(self, flow, links).map(|(_, r)| r)
+    }
+
+    /// A reader of table `id`'s FIB (lookups on other threads), ids resolved with
+    /// [`FamilyState::fib_route`].
+    pub fn fib_reader(&self, id: TableId) -> Option<Reader<PoptrieView<A>>> {
+        self.fibs.tables.get(&id).map(|tf| tf.reader())
+    }
+
+    /// The compiled FIB of table `id`.
+    pub fn table_fib(&self, id: TableId) -> Option<&TableFib<A>> {
+        self.fibs.tables.get(&id)
+    }
+
+    /// What a FIB id of table `id` stands for: the destination and the table whose list answers.
+    pub fn fib_route(&self, id: TableId, fib_id: u32) -> Option<(Prefix<A>, TableId)> {
+        self.fibs
+            .tables
+            .get(&id)?
+            .slots
+            .get(fib_id as usize)
+            .copied()
+            .flatten()
+    }
+}
