@@ -76,6 +76,23 @@ impl<T: Copy> RawArena<T> {
     pub(crate) fn addr(&self, i: u32) -> *const T {
         self.ptr.wrapping_add(i as usize)
     }
+    /// Copies `len` cells from `src` to `dst` (ranges apart). The writer's side only: `dst` is a
+    /// block no published version reaches.
+    pub(crate) fn copy(&self, src: u32, dst: u32, len: u32) {
+        let (s, d, n) = (src as usize, dst as usize, len as usize);
+        assert!(s + n <= self.cap && d + n <= self.cap && (s + n <= d || d + n <= s));
+        // SAFETY: both ranges are in the allocation and do not overlap; `dst` is unreachable by
+        // readers (module comment).
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(s), self.ptr.add(d), n) }
+    }
+    /// Sets `len` cells from `dst` on to `v` (the writer's side, as [`RawArena::copy`]).
+    pub(crate) fn fill(&self, dst: u32, len: u32, v: T) {
+        assert!(dst as usize + len as usize <= self.cap);
+        for i in dst..dst + len {
+            // SAFETY: in range (asserted above); unreachable by readers.
+            unsafe { self.ptr.add(i as usize).write(v) }
+        }
+    }
     /// Writes cell `i`. The writer's side only, on cells no published version reaches.
     #[inline]
     pub(crate) fn set(&self, i: u32, v: T) {
@@ -93,18 +110,27 @@ impl<T: Copy> Drop for RawArena<T> {
     }
 }
 
-/// The writer's bookkeeping of one arena: a bump pointer and free blocks by exact length.
+/// The writer's bookkeeping of one arena: a bump pointer and free blocks by length.
 ///
-/// Blocks of a size come back in the sizes they went out in (a subtree rebuilt after a change is
-/// mostly as big as before), so exact-size reuse keeps the high-water mark close to the live
-/// size; when the arena is full the FIB is rebuilt into fresh arenas (compaction).
+/// After the first build every block is one node's children or leaves (at most 64 cells) or one
+/// direct-pointing chunk: free blocks are kept in exact-length lists, and a request whose list is
+/// empty splits the shortest longer free block (a bitmap finds it in one instruction), so freed
+/// cells serve any later size and the high-water mark stays close to the live size. When the
+/// arena is full the FIB is rebuilt into fresh arenas (compaction).
 #[derive(Default, Debug)]
 pub(crate) struct BlockAlloc {
     top: u32,
     cap: u32,
     live: usize,
-    free: HashMap<u32, Vec<u32>>,
+    /// Free blocks of length 1..=SMALL, by length; `small_map` bit `n` says list `n` is non-empty.
+    small: Vec<Vec<u32>>,
+    small_map: u128,
+    /// Longer free blocks (chunks, and pieces of the first build), by exact length.
+    large: HashMap<u32, Vec<u32>>,
 }
+
+/// Longest block length kept in the split-able lists (a node has at most 64 children or leaves).
+const SMALL: u32 = 64;
 
 impl BlockAlloc {
     pub(crate) fn new(top: u32, cap: usize) -> Self {
@@ -112,12 +138,27 @@ impl BlockAlloc {
             top,
             cap: cap.min(u32::MAX as usize) as u32,
             live: top as usize,
-            free: HashMap::new(),
+            small: vec![Vec::new(); SMALL as usize + 1],
+            small_map: 0,
+            large: HashMap::new(),
         }
     }
-    /// A block of `len` cells, or `None` when the arena is full.
+    /// A block of `len` cells (`len > 0`), or `None` when the arena is full.
     pub(crate) fn alloc(&mut self, len: u32) -> Option<u32> {
-        if let Some(off) = self.free.get_mut(&len).and_then(|v| v.pop()) {
+        debug_assert!(len > 0);
+        if len <= SMALL {
+            // The shortest non-empty list of blocks at least `len` long.
+            let fits = self.small_map & (u128::MAX << len);
+            if fits != 0 {
+                let have = fits.trailing_zeros();
+                let off = self.pop_small(have);
+                if have > len {
+                    self.push_small(off + len, have - len);
+                }
+                self.live += len as usize;
+                return Some(off);
+            }
+        } else if let Some(off) = self.large.get_mut(&len).and_then(|v| v.pop()) {
             self.live += len as usize;
             return Some(off);
         }
@@ -131,13 +172,52 @@ impl BlockAlloc {
         Some(off)
     }
     pub(crate) fn free(&mut self, off: u32, len: u32) {
-        if len > 0 {
-            self.live -= len as usize;
-            self.free.entry(len).or_default().push(off);
+        if len == 0 {
+            return;
         }
+        self.live -= len as usize;
+        if len <= SMALL {
+            self.push_small(off, len);
+        } else {
+            self.large.entry(len).or_default().push(off);
+        }
+    }
+    fn push_small(&mut self, off: u32, len: u32) {
+        self.small[len as usize].push(off);
+        self.small_map |= 1 << len;
+    }
+    fn pop_small(&mut self, len: u32) -> u32 {
+        let list = &mut self.small[len as usize];
+        let off = list.pop().expect("bitmap says non-empty");
+        if list.is_empty() {
+            self.small_map &= !(1 << len);
+        }
+        off
     }
     /// Cells in blocks that are handed out (or retired and not yet reclaimed).
     pub(crate) fn live(&self) -> usize {
         self.live
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn freed_cells_serve_other_lengths() {
+        let mut a = BlockAlloc::new(0, 100);
+        let x = a.alloc(10).unwrap();
+        let y = a.alloc(90).unwrap();
+        assert_eq!((x, y), (0, 10));
+        assert_eq!(a.alloc(1), None, "full");
+        a.free(x, 10);
+        // Split: 3 then 7 from the freed 10, nothing from the bump pointer.
+        assert_eq!(a.alloc(3), Some(0));
+        assert_eq!(a.alloc(7), Some(3));
+        assert_eq!(a.alloc(1), None);
+        assert_eq!(a.live(), 100);
+        a.free(y, 90);
+        assert_eq!(a.alloc(90), Some(10), "long blocks come back whole");
     }
 }

@@ -14,17 +14,20 @@
 //! - The last level of a key narrower than a multiple of 6 is padded with zero bits; a prefix
 //!   there covers the padded slots its bits allow, and lookups only reach the all-zero one.
 //!
-//! Updates rebuild the subtree of each direct-pointing slot a change touches (the paper's unit),
-//! into blocks of arenas that never move, then publish a new version of the root; the blocks a
-//! version stopped using are reused once every reader that could see them has let go
-//! (see [`PoptrieView`]'s `Drop`).
+//! Updates copy on write, into blocks of arenas that never move: a change of a prefix longer than
+//! the direct-pointing step re-encodes only the node at the prefix's level (the slots the prefix
+//! covers afresh, the other slots' children moved by their 24-byte cells, nothing below them
+//! touched), then copies the children blocks of its ancestors up to the direct-pointing entry
+//! (path copying). A change of a shorter prefix re-encodes each direct-pointing slot it covers
+//! (leaf pushing put its id in all of them). A batch publishes one new root; the blocks a version
+//! stopped using are reused once every reader that could see them has let go (see
+//! [`PoptrieView`]'s `Drop`).
 use super::arena::{BlockAlloc, RawArena};
 use super::{FibFamily, FibStats, LpmAlgorithm, LpmView, Reader, NO_ROUTE};
 use crate::addr::Bits;
 use crate::prefix::Prefix;
 use crate::rib::PrefixTrie;
 use arc_swap::ArcSwap;
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -263,6 +266,8 @@ struct Scratch<K> {
     nodes: Vec<Node>,
     leaves: Vec<u32>,
     prefixes: Vec<(K, u8, u32)>,
+    /// The prefixes below one slot, while `prefixes` holds a region's.
+    sub: Vec<(K, u8, u32)>,
 }
 
 /// Encodes the node at `at` covering bits `off..off + 6` of `prefixes` (in trie order: a prefix
@@ -329,26 +334,37 @@ fn encode_node<K: Bits>(
     }
 }
 
+/// Encodes the subtree of one direct-pointing slot from `prefixes` (all longer than `dp_bits`,
+/// in trie order) into `nodes` (top node at 0) and `leaves`; `Some(leaf)` when it is one leaf
+/// (no node needed).
+fn encode_slot<K: Bits>(
+    nodes: &mut Vec<Node>,
+    leaves: &mut Vec<u32>,
+    prefixes: &[(K, u8, u32)],
+    dp_bits: u32,
+    default: u32,
+) -> Option<u32> {
+    nodes.clear();
+    leaves.clear();
+    if prefixes.is_empty() {
+        return Some(default);
+    }
+    nodes.push(Node::default());
+    encode_node(nodes, leaves, prefixes, dp_bits, default, 0);
+    let top = nodes[0];
+    (top.vector == 0 && top.leafvec.count_ones() == 1).then(|| leaves[0])
+}
+
 impl<K: Bits> Scratch<K> {
-    /// Encodes the subtree of one direct-pointing slot from `self.prefixes`; `Some(leaf)` when
-    /// it is one leaf (no node needed).
+    /// [`encode_slot`] of `self.prefixes`.
     fn encode(&mut self, dp_bits: u32, default: u32) -> Option<u32> {
-        self.nodes.clear();
-        self.leaves.clear();
-        if self.prefixes.is_empty() {
-            return Some(default);
-        }
-        self.nodes.push(Node::default());
-        encode_node(
+        encode_slot(
             &mut self.nodes,
             &mut self.leaves,
             &self.prefixes,
             dp_bits,
             default,
-            0,
-        );
-        let top = self.nodes[0];
-        (top.vector == 0 && top.leafvec.count_ones() == 1).then(|| self.leaves[0])
+        )
     }
 }
 
@@ -363,8 +379,6 @@ pub struct Poptrie<A: FibFamily> {
     nodes: BlockAlloc,
     leaves: BlockAlloc,
     chunks: BlockAlloc,
-    /// Slot -> (node block, leaf block) of its subtree.
-    regions: HashMap<u32, (Block, Block)>,
     reclaim: Sender<Retired>,
     /// Only the writer receives; the lock is never contended (it makes the writer `Sync`).
     returned: Mutex<Receiver<Retired>>,
@@ -379,7 +393,6 @@ struct Encoded {
     nodes: Vec<Node>,
     leaves: Vec<u32>,
     chunks: Vec<u32>,
-    regions: HashMap<u32, (Block, Block)>,
 }
 
 impl<A: FibFamily> Poptrie<A> {
@@ -401,7 +414,6 @@ impl<A: FibFamily> Poptrie<A> {
             nodes: Vec::new(),
             leaves: Vec::new(),
             chunks: Vec::new(),
-            regions: HashMap::new(),
         };
         // Trie order: a prefix before those it covers, so painting in order leaves each cell
         // with its longest match; the prefixes longer than the root step come grouped by chunk.
@@ -435,7 +447,6 @@ impl<A: FibFamily> Poptrie<A> {
                 while let Some(p) = long.next_if(|p| bits(p.0, r, s) as usize == ci) {
                     scratch.prefixes.push(*p);
                 }
-                let slot = (ri * Self::CHUNK + ci) as u32;
                 chunk[ci] = match scratch.encode(s, chunk[ci]) {
                     Some(leaf) => leaf,
                     None => {
@@ -447,8 +458,6 @@ impl<A: FibFamily> Poptrie<A> {
                             ..*n
                         }));
                         out.leaves.extend_from_slice(&scratch.leaves);
-                        out.regions
-                            .insert(slot, Self::blocks(scratch, node_off, leaf_off));
                         INDEX | node_off
                     }
                 };
@@ -461,21 +470,6 @@ impl<A: FibFamily> Poptrie<A> {
             }
         }
         out
-    }
-
-    fn blocks(scratch: &Scratch<A::Bits>, node_off: u32, leaf_off: u32) -> (Block, Block) {
-        (
-            Block {
-                kind: Kind::Node,
-                off: node_off,
-                len: scratch.nodes.len() as u32,
-            },
-            Block {
-                kind: Kind::Leaf,
-                off: leaf_off,
-                len: scratch.leaves.len() as u32,
-            },
-        )
     }
 
     /// Fresh arenas holding `enc`, with room to grow by an eighth before the next compaction.
@@ -510,14 +504,12 @@ impl<A: FibFamily> Poptrie<A> {
         let enc = Self::encode_all(routes, &mut self.scratch);
         self.generation += 1;
         self.rebuilds += 1;
-        let regions = enc.regions.clone();
         let (arenas, [nodes, leaves, chunks], root) = Self::install(enc);
         self.arenas = arenas;
         self.nodes = nodes;
         self.leaves = leaves;
         self.chunks = chunks;
         self.root = root;
-        self.regions = regions;
         // The old arenas go with the last version that uses them.
         self.publish(Vec::new());
     }
@@ -572,10 +564,10 @@ impl<A: FibFamily> Poptrie<A> {
         let off = self.chunks.alloc(len)?;
         let ar = &self.arenas.chunks;
         if e & INDEX == 0 {
-            (0..len).for_each(|i| ar.set(off + i, e));
+            ar.fill(off, len, e);
         } else {
             let old = e & !INDEX;
-            (0..len).for_each(|i| ar.set(off + i, ar.get(old + i)));
+            ar.copy(old, off, len);
             retired.push(Block {
                 kind: Kind::Chunk,
                 off: old,
@@ -587,59 +579,424 @@ impl<A: FibFamily> Poptrie<A> {
         Some(off)
     }
 
-    /// Re-encodes the slots in `dirty` (ascending) and publishes once; `None` if the arenas ran
-    /// out of room (nothing was published; the caller rebuilds).
-    fn patch(&mut self, routes: &PrefixTrie<A, u32>, dirty: &[u32]) -> Option<()> {
+    /// The direct-pointing entry of `slot` (as edited so far in this batch).
+    fn entry(&self, slot: usize) -> u32 {
+        let r = self.root[slot / Self::CHUNK];
+        if r & INDEX == 0 {
+            return r;
+        }
+        self.arenas
+            .chunks
+            .get((r & !INDEX) + (slot % Self::CHUNK) as u32)
+    }
+
+    /// Sets the direct-pointing entry of `slot`, copying its chunk first if this batch has not.
+    fn set_entry(
+        &mut self,
+        slot: usize,
+        entry: u32,
+        fresh: &mut Vec<usize>,
+        retired: &mut Vec<Block>,
+    ) -> Option<()> {
+        let chunk = self.chunk_for_write(slot / Self::CHUNK, fresh, retired)?;
+        self.arenas
+            .chunks
+            .set(chunk + (slot % Self::CHUNK) as u32, entry);
+        Some(())
+    }
+
+    /// Retires every block below node `n`: its leaves, its children, theirs (not `n`'s cell).
+    fn retire_below(ar: &Arenas, n: Node, retired: &mut Vec<Block>) {
+        let leaves = n.leafvec.count_ones();
+        if leaves > 0 {
+            retired.push(Block {
+                kind: Kind::Leaf,
+                off: n.base0,
+                len: leaves,
+            });
+        }
+        let kids = n.vector.count_ones();
+        if kids > 0 {
+            retired.push(Block {
+                kind: Kind::Node,
+                off: n.base1,
+                len: kids,
+            });
+            for k in 0..kids {
+                Self::retire_below(ar, ar.nodes.get(n.base1 + k), retired);
+            }
+        }
+    }
+
+    /// Copies the subtree in `scratch` (top node at 0) into fresh blocks: the top's cell too when
+    /// `with_top` (then it is the first cell of the block returned), else only what is below it.
+    /// Returns the top node relocated and the first cell. `None`: an arena is full.
+    fn place(
+        nodes: &mut BlockAlloc,
+        leaves: &mut BlockAlloc,
+        ar: &Arenas,
+        scratch: &Scratch<A::Bits>,
+        with_top: bool,
+    ) -> Option<(Node, u32)> {
+        let skip = u32::from(!with_top);
+        let n = scratch.nodes.len() as u32 - skip;
+        let node_off = if n > 0 { nodes.alloc(n)? } else { 0 };
+        let l = scratch.leaves.len() as u32;
+        let leaf_off = if l > 0 { leaves.alloc(l)? } else { 0 };
+        // Scratch node `i` goes to cell `node_off + i - skip`. (A node without children keeps a
+        // base1 that is never followed.)
+        let reloc = |n: &Node| Node {
+            base0: n.base0.wrapping_add(leaf_off),
+            base1: n.base1.wrapping_add(node_off).wrapping_sub(skip),
+            ..*n
+        };
+        for (i, n) in scratch.nodes.iter().enumerate().skip(skip as usize) {
+            ar.nodes.set(node_off + i as u32 - skip, reloc(n));
+        }
+        for (i, &x) in scratch.leaves.iter().enumerate() {
+            ar.leaves.set(leaf_off + i as u32, x);
+        }
+        Some((reloc(&scratch.nodes[0]), node_off))
+    }
+
+    /// Re-encodes every direct-pointing slot under `p` (at most the direct-pointing step long)
+    /// from `routes`, in one pass over the prefixes `p` covers: leaf pushing put `p`'s id (or
+    /// what covered it) in all of them.
+    fn reencode_span(
+        &mut self,
+        routes: &PrefixTrie<A, u32>,
+        p: Prefix<A>,
+        fresh: &mut Vec<usize>,
+        retired: &mut Vec<Block>,
+    ) -> Option<()> {
         let s = Self::S;
-        let mut retired = Vec::new();
-        let mut fresh = Vec::new();
-        for &slot in dirty {
-            let sp = Self::slot_prefix(slot);
-            let default = routes
-                .find_map_matches(sp.addr(), |p, v| (p.len() as u32 <= s).then_some(*v))
-                .unwrap_or(NO_ROUTE);
-            self.scratch.prefixes.clear();
-            // (A slot can hold prefixes without a subtree: one that encodes as a single leaf.)
-            self.scratch.prefixes.extend(
-                routes
-                    .covered(&sp)
-                    .filter(|(p, _)| p.len() as u32 > s)
-                    .map(|(p, &id)| (p.bits(), p.len(), id)),
-            );
-            let entry = match self.scratch.encode(s, default) {
-                Some(leaf) => {
-                    if let Some((n, l)) = self.regions.remove(&slot) {
-                        retired.extend([n, l]);
-                    }
-                    leaf
+        let first = top(p.bits(), s);
+        let n = 1usize << (s - p.len() as u32);
+        let default = routes
+            .find_map_matches(p.addr(), |q, v| (q.len() < p.len()).then_some(*v))
+            .unwrap_or(NO_ROUTE);
+        self.scratch.prefixes.clear();
+        self.scratch
+            .prefixes
+            .extend(routes.covered(&p).map(|(q, &id)| (q.bits(), q.len(), id)));
+        // What each slot holds above its subtree (trie order: covering prefixes paint first).
+        let mut fill = vec![default; n];
+        for &(key, len, id) in self.scratch.prefixes.iter().filter(|q| q.1 as u32 <= s) {
+            let f = top(key, s) - first;
+            fill[f..f + (1 << (s - len as u32))].fill(id);
+        }
+        let mut long = 0;
+        for (i, &fill) in fill.iter().enumerate() {
+            let slot = first + i;
+            let old = self.entry(slot);
+            let Scratch {
+                nodes,
+                leaves,
+                prefixes,
+                sub,
+            } = &mut self.scratch;
+            sub.clear();
+            // The slot's long prefixes are contiguous in trie order, slots ascending.
+            while long < prefixes.len() && top(prefixes[long].0, s) <= slot {
+                if prefixes[long].1 as u32 > s {
+                    sub.push(prefixes[long]);
                 }
+                long += 1;
+            }
+            if old & INDEX != 0 {
+                let cell = old & !INDEX;
+                retired.push(Block {
+                    kind: Kind::Node,
+                    off: cell,
+                    len: 1,
+                });
+                Self::retire_below(&self.arenas, self.arenas.nodes.get(cell), retired);
+            }
+            let entry = match encode_slot(nodes, leaves, sub, s, fill) {
+                Some(leaf) => leaf,
                 None => {
-                    let node_off = self.nodes.alloc(self.scratch.nodes.len() as u32)?;
-                    let leaf_off = self.leaves.alloc(self.scratch.leaves.len() as u32)?;
-                    let ar = &self.arenas;
-                    for (i, n) in self.scratch.nodes.iter().enumerate() {
-                        let n = Node {
-                            base0: n.base0 + leaf_off,
-                            base1: n.base1 + node_off,
-                            ..*n
-                        };
-                        ar.nodes.set(node_off + i as u32, n);
-                    }
-                    for (i, &l) in self.scratch.leaves.iter().enumerate() {
-                        ar.leaves.set(leaf_off + i as u32, l);
-                    }
-                    let blocks = Self::blocks(&self.scratch, node_off, leaf_off);
-                    if let Some((n, l)) = self.regions.insert(slot, blocks) {
-                        retired.extend([n, l]);
-                    }
-                    INDEX | node_off
+                    let (_, cell) = Self::place(
+                        &mut self.nodes,
+                        &mut self.leaves,
+                        &self.arenas,
+                        &self.scratch,
+                        true,
+                    )?;
+                    INDEX | cell
                 }
             };
-            let ri = slot as usize / Self::CHUNK;
-            let chunk = self.chunk_for_write(ri, &mut fresh, &mut retired)?;
-            self.arenas
-                .chunks
-                .set(chunk + (slot as usize % Self::CHUNK) as u32, entry);
+            self.set_entry(slot, entry, fresh, retired)?;
+        }
+        Some(())
+    }
+
+    /// Re-encodes node `old`, which covers bits `off..off + 6` of the keys under the first `off`
+    /// bits of `region`, after a change inside `region` (`off < region.len() <= off + 6`): the slots
+    /// `region` covers are encoded afresh from `routes`; the other slots keep their leaves, and
+    /// their children move by their cells (nothing below them is touched). The new node is not
+    /// placed: its cell is the caller's.
+    fn reencode_node(
+        &mut self,
+        routes: &PrefixTrie<A, u32>,
+        old: Node,
+        off: u32,
+        region: Prefix<A>,
+        retired: &mut Vec<Block>,
+    ) -> Option<Outcome> {
+        let span = Prefix::new(region.addr(), off as u8);
+        let top_level = off == Self::S;
+        let ar = self.arenas.clone();
+        let mut leaf = [NO_ROUTE; 64];
+        let mut child = [Node::default(); 64];
+        for v in 0..64u32 {
+            let below = u64::MAX >> (63 - v);
+            if old.vector & (1 << v) != 0 {
+                child[v as usize] = ar
+                    .nodes
+                    .get(old.base1 + (old.vector & below).count_ones() - 1);
+            } else {
+                leaf[v as usize] = ar
+                    .leaves
+                    .get(old.base0 + (old.leafvec & below).count_ones() - 1);
+            }
+        }
+        // The region's slots, from scratch: what covers the region, then what it covers.
+        let first = stride(region.bits(), off) as usize;
+        let width = 1usize << (off + 6 - region.len() as u32);
+        let region_mask = (u64::MAX >> (64 - width)) << first;
+        let default = routes
+            .find_map_matches(region.addr(), |q, v| (q.len() < region.len()).then_some(*v))
+            .unwrap_or(NO_ROUTE);
+        leaf[first..first + width].fill(default);
+        self.scratch.prefixes.clear();
+        self.scratch.prefixes.extend(
+            routes
+                .covered(&region)
+                .map(|(p, &id)| (p.bits(), p.len(), id)),
+        );
+        let mut fresh_children = 0u64;
+        for &(key, len, id) in &self.scratch.prefixes {
+            let v = stride(key, off) as usize;
+            let len = len as u32;
+            if len <= off + 6 {
+                // Trie order: a more specific prefix is painted after the ones covering it.
+                leaf[v..v + (1 << (off + 6 - len))].fill(id);
+            } else {
+                fresh_children |= 1 << v;
+            }
+        }
+        let vector = (old.vector & !region_mask) | fresh_children;
+        if vector == 0 {
+            if top_level {
+                // A slot's top node that is one leaf throughout is stored as that leaf.
+                if leaf.iter().all(|&x| x == leaf[0]) {
+                    return Some(Outcome::Leaf(leaf[0]));
+                }
+            } else if !routes.covered(&span).any(|(q, _)| q.len() as u32 > off) {
+                // A node exists only while a prefix below its parent's slot is longer than the
+                // parent's step.
+                return Some(Outcome::Gone);
+            }
+        }
+        // The region's children, encoded afresh (their subtrees into fresh blocks).
+        let mut rest = fresh_children;
+        while rest != 0 {
+            let v = rest.trailing_zeros();
+            rest &= rest - 1;
+            let Scratch {
+                nodes,
+                leaves,
+                prefixes,
+                sub,
+            } = &mut self.scratch;
+            sub.clear();
+            sub.extend(
+                prefixes
+                    .iter()
+                    .filter(|p| p.1 as u32 > off + 6 && stride(p.0, off) == v),
+            );
+            nodes.clear();
+            leaves.clear();
+            nodes.push(Node::default());
+            encode_node(nodes, leaves, sub, off + 6, leaf[v as usize], 0);
+            let (top, _) =
+                Self::place(&mut self.nodes, &mut self.leaves, &ar, &self.scratch, false)?;
+            child[v as usize] = top;
+        }
+        // The node: leaves in runs over the slots without a child, children in slot order.
+        let mut leafvec = 0u64;
+        let mut runs = [0u32; 64];
+        let mut n_runs = 0;
+        let mut prev = None;
+        for (v, &x) in leaf.iter().enumerate() {
+            if vector & (1 << v) == 0 && prev != Some(x) {
+                leafvec |= 1 << v;
+                runs[n_runs] = x;
+                n_runs += 1;
+                prev = Some(x);
+            }
+        }
+        let kids = vector.count_ones();
+        let base0 = if n_runs > 0 {
+            self.leaves.alloc(n_runs as u32)?
+        } else {
+            0
+        };
+        let base1 = if kids > 0 { self.nodes.alloc(kids)? } else { 0 };
+        for (i, &x) in runs[..n_runs].iter().enumerate() {
+            ar.leaves.set(base0 + i as u32, x);
+        }
+        let mut at = base1;
+        let mut set = vector;
+        while set != 0 {
+            let v = set.trailing_zeros();
+            set &= set - 1;
+            ar.nodes.set(at, child[v as usize]);
+            at += 1;
+        }
+        // What the old node reached and the new one does not.
+        let old_leaves = old.leafvec.count_ones();
+        if old_leaves > 0 {
+            retired.push(Block {
+                kind: Kind::Leaf,
+                off: old.base0,
+                len: old_leaves,
+            });
+        }
+        let old_kids = old.vector.count_ones();
+        if old_kids > 0 {
+            retired.push(Block {
+                kind: Kind::Node,
+                off: old.base1,
+                len: old_kids,
+            });
+        }
+        let mut replaced = old.vector & region_mask;
+        while replaced != 0 {
+            let v = replaced.trailing_zeros();
+            replaced &= replaced - 1;
+            let below = u64::MAX >> (63 - v);
+            let cell = old.base1 + (old.vector & below).count_ones() - 1;
+            Self::retire_below(&ar, ar.nodes.get(cell), retired);
+        }
+        Some(Outcome::Node(Node {
+            vector,
+            leafvec,
+            base0,
+            base1,
+        }))
+    }
+
+    /// Follows a change of `p` (longer than the direct-pointing step): re-encodes the node at
+    /// `p`'s level (or the deepest existing node on its path), going up while nodes vanish, then
+    /// copies the ancestors' children blocks up to the direct-pointing entry.
+    fn patch_long(
+        &mut self,
+        routes: &PrefixTrie<A, u32>,
+        p: Prefix<A>,
+        fresh: &mut Vec<usize>,
+        retired: &mut Vec<Block>,
+    ) -> Option<()> {
+        let s = Self::S;
+        let slot = top(p.bits(), s);
+        let entry = self.entry(slot);
+        if entry & INDEX == 0 {
+            // No subtree yet: it is at most `p` and what shares its slot.
+            return self.reencode_span(routes, Self::slot_prefix(slot as u32), fresh, retired);
+        }
+        let top_cell = entry & !INDEX;
+        let level = (p.len() as u32 - s - 1) / 6;
+        // The path: (node, its cell), from the slot's top node down to `p`'s level at most.
+        let mut path = [(Node::default(), 0u32); 32];
+        let mut depth = 0usize;
+        path[0] = (self.arenas.nodes.get(top_cell), top_cell);
+        let mut off = s;
+        while (depth as u32) < level {
+            let node = path[depth].0;
+            let v = stride(p.bits(), off);
+            if node.vector & (1 << v) == 0 {
+                break;
+            }
+            let cell = node.base1 + (node.vector & (u64::MAX >> (63 - v))).count_ones() - 1;
+            depth += 1;
+            off += 6;
+            path[depth] = (self.arenas.nodes.get(cell), cell);
+        }
+        // `p` itself at its level; above it, the slot of the deepest node that holds `p`.
+        let mut region = if depth as u32 == level {
+            p
+        } else {
+            Prefix::new(p.addr(), (off + 6) as u8)
+        };
+        loop {
+            let span = Prefix::new(p.addr(), off as u8);
+            let (node, _) = path[depth];
+            match self.reencode_node(routes, node, off, region, retired)? {
+                Outcome::Gone => {
+                    region = span;
+                    depth -= 1;
+                    off -= 6;
+                }
+                Outcome::Leaf(id) => {
+                    retired.push(Block {
+                        kind: Kind::Node,
+                        off: top_cell,
+                        len: 1,
+                    });
+                    return self.set_entry(slot, id, fresh, retired);
+                }
+                Outcome::Node(mut new) => {
+                    // Path copying: each ancestor's children block, with the new child in.
+                    for j in (0..depth).rev() {
+                        let (parent, _) = path[j];
+                        let kids = parent.vector.count_ones();
+                        let block = self.nodes.alloc(kids)?;
+                        self.arenas.nodes.copy(parent.base1, block, kids);
+                        self.arenas
+                            .nodes
+                            .set(block + (path[j + 1].1 - parent.base1), new);
+                        retired.push(Block {
+                            kind: Kind::Node,
+                            off: parent.base1,
+                            len: kids,
+                        });
+                        new = Node {
+                            base1: block,
+                            ..parent
+                        };
+                    }
+                    let cell = self.nodes.alloc(1)?;
+                    self.arenas.nodes.set(cell, new);
+                    retired.push(Block {
+                        kind: Kind::Node,
+                        off: top_cell,
+                        len: 1,
+                    });
+                    return self.set_entry(slot, INDEX | cell, fresh, retired);
+                }
+            }
+        }
+    }
+
+    /// Follows the changes at `changed` (in trie order), then publishes once: a prefix at most
+    /// the direct-pointing step long re-encodes the slots it covers (and the changes under it
+    /// come with them), a longer one its node's path. Slots are visited in ascending order, so
+    /// each chunk is copied once. `None`: an arena ran out of room (nothing was published; the
+    /// caller rebuilds).
+    fn patch(&mut self, routes: &PrefixTrie<A, u32>, changed: &[Prefix<A>]) -> Option<()> {
+        let mut retired = Vec::new();
+        let mut fresh = Vec::new();
+        let mut done: Option<Prefix<A>> = None;
+        for &p in changed {
+            if done.is_some_and(|d| d.covers(&p)) {
+                continue;
+            }
+            if p.len() as u32 <= Self::S {
+                self.reencode_span(routes, p, &mut fresh, &mut retired)?;
+                done = Some(p);
+            } else {
+                self.patch_long(routes, p, &mut fresh, &mut retired)?;
+            }
         }
         // A chunk that became one leaf goes back into its root entry; it was never published.
         for ri in fresh {
@@ -689,6 +1046,16 @@ impl<A: FibFamily> Poptrie<A> {
     }
 }
 
+/// What re-encoding a node gave.
+enum Outcome {
+    /// The new node (not placed yet).
+    Node(Node),
+    /// A slot's top node became one leaf.
+    Leaf(u32),
+    /// The node is no longer needed: its parent's slot is a leaf now.
+    Gone,
+}
+
 /// What [`Poptrie::walk`] reports a value of.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Cell {
@@ -704,7 +1071,6 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
     fn build(routes: &PrefixTrie<A, u32>) -> Self {
         let mut scratch = Scratch::default();
         let enc = Self::encode_all(routes, &mut scratch);
-        let regions = enc.regions.clone();
         let (arenas, [nodes, leaves, chunks], root) = Self::install(enc);
         let (reclaim, returned) = channel();
         let view = Arc::new(PoptrieView {
@@ -726,7 +1092,6 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             nodes,
             leaves,
             chunks,
-            regions,
             reclaim,
             returned: Mutex::new(returned),
             scratch,
@@ -739,22 +1104,18 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             return;
         }
         self.reclaim();
+        // A change covering more slots than this is cheaper as a full build.
         let s = Self::S;
-        let mut dirty = Vec::new();
-        for p in changed {
-            let first = top(p.bits(), s) as u32;
-            let span = 1usize << s.saturating_sub(p.len() as u32);
-            if p.len() as u32 > s {
-                dirty.push(first);
-            } else if dirty.len() + span > FULL_REBUILD_SLOTS {
-                return self.rebuild(routes);
-            } else {
-                dirty.extend(first..first + span as u32);
-            }
+        if changed
+            .iter()
+            .any(|p| s.saturating_sub(p.len() as u32) > FULL_REBUILD_SLOTS.trailing_zeros())
+        {
+            return self.rebuild(routes);
         }
-        dirty.sort_unstable();
-        dirty.dedup();
-        if self.patch(routes, &dirty).is_none() {
+        let mut changed = changed.to_vec();
+        changed.sort_unstable();
+        changed.dedup();
+        if self.patch(routes, &changed).is_none() {
             self.rebuild(routes);
         }
     }

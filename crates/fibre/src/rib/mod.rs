@@ -244,6 +244,21 @@ impl<A: KernelSemantics> Rib<A> {
         self.trie.get(dst)
     }
 
+    /// Where `dst`'s entry is, for [`Rib::entry_at`]: stable while `dst` is stored.
+    pub fn entry_index(&self, dst: &Prefix<A>) -> Option<u32> {
+        self.trie.index_of(dst)
+    }
+
+    /// `dst`'s entry, reached through its index from [`Rib::entry_index`] without a walk when
+    /// the index still holds `dst` (after a rollback it may not: then by a walk).
+    #[inline]
+    pub fn entry_at(&self, index: u32, dst: &Prefix<A>) -> Option<&DstEntry<A>> {
+        match self.trie.at(index) {
+            Some((p, e)) if p == dst => Some(e),
+            _ => self.trie.get(dst),
+        }
+    }
+
     /// The routes of exactly (`dst`, `src`), in kernel order.
     pub fn get(&self, dst: &Prefix<A>, src: &Prefix<A>) -> &[Route<A>] {
         self.trie

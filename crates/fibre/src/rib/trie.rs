@@ -127,6 +127,19 @@ impl<A: Address, V> PrefixTrie<A, V> {
         self.find(p)
             .and_then(|i| self.nodes[i as usize].value.as_mut())
     }
+    /// The arena index of `p`'s node while it holds a value. It stays `p`'s while `p` is stored
+    /// (other inserts and removals do not move nodes): a compiled FIB keeps it to reach the
+    /// value without a walk, and checks it with [`PrefixTrie::at`].
+    pub fn index_of(&self, p: &Prefix<A>) -> Option<u32> {
+        self.find(p)
+            .filter(|&i| self.nodes[i as usize].value.is_some())
+    }
+    /// The prefix and value at an index from [`PrefixTrie::index_of`], if it holds a value.
+    #[inline]
+    pub fn at(&self, i: u32) -> Option<(&Prefix<A>, &V)> {
+        let n = self.nodes.get(i as usize)?;
+        n.value.as_ref().map(|v| (&n.prefix, v))
+    }
     pub fn contains_key(&self, p: &Prefix<A>) -> bool {
         self.get(p).is_some()
     }

@@ -29,8 +29,9 @@ pub struct TableFib<A: RouterFamily> {
     /// The tables it covers, in the order their lists compete at equal prefixes.
     tables: Vec<TableId>,
     fib: Fib<A>,
-    /// Id -> destination prefix and the table whose list answers.
-    slots: Vec<Option<(Prefix<A>, TableId)>>,
+    /// Id -> destination prefix, the table whose list answers, and where its entry is in that
+    /// table's RIB ([`crate::rib::Rib::entry_index`]): resolving an id walks nothing.
+    slots: Vec<Option<(Prefix<A>, TableId, u32)>>,
     free: Vec<u32>,
     /// A covered table ever held a TOS route (IPv4) or a source route (IPv6): flows that carry
     /// TOS or a source go to the RIB. Sticky until the next full build.
@@ -116,12 +117,15 @@ impl<A: RouterFamily> TableFib<A> {
             Own::AskRib => return Some(ASK_RIB),
             Own::Answer(t) => t,
         };
+        let index = st.tables[&table]
+            .entry_index(&dst)
+            .expect("an answering list is stored");
         let id = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() as u32 - 1
         });
         assert!(id < ASK_RIB, "FIB slots exhausted");
-        self.slots[id as usize] = Some((dst, table));
+        self.slots[id as usize] = Some((dst, table, index));
         Some(id)
     }
 
@@ -149,8 +153,11 @@ impl<A: RouterFamily> TableFib<A> {
             NO_ROUTE => Some((self.tables[0], TableLookup::None)),
             ASK_RIB => None,
             id => {
-                let (dst, table) = self.slots[id as usize].expect("published ids have slots");
-                let list = st.tables[&table].get(&dst, &Prefix::any());
+                let (dst, table, index) =
+                    self.slots[id as usize].expect("published ids have slots");
+                let list = st.tables[&table]
+                    .entry_at(index, &dst)
+                    .map_or(&[][..], |e| e.routes.as_slice());
                 Some((table, A::select(list, flow, &st.nhs, links)))
             }
         }
@@ -330,5 +337,6 @@ impl<A: RouterFamily> FamilyState<A> {
             .get(fib_id as usize)
             .copied()
             .flatten()
+            .map(|(dst, table, _)| (dst, table))
     }
 }
