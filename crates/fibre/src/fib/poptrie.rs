@@ -142,6 +142,14 @@ impl<A: FibFamily> PoptrieView<A> {
     const S: u32 = A::DP_BITS;
     const R: u32 = A::ROOT_BITS;
 
+    /// The top 6 bits of `rest` (a key shifted left past the bits already resolved).
+    #[inline(always)]
+    fn next6(rest: A::Bits) -> u32 {
+        // A constant shift: for u128 one instruction on the high word, where `stride`'s
+        // variable shift of a 128-bit key costs a branchy sequence on every level.
+        (rest >> (A::WIDTH as u32 - 6)).low_u64() as u32
+    }
+
     /// The id of the longest prefix containing `key`, or [`NO_ROUTE`].
     #[inline(always)]
     pub fn lookup(&self, key: A::Bits) -> u32 {
@@ -155,15 +163,15 @@ impl<A: FibFamily> PoptrieView<A> {
             return e;
         }
         let mut node = ar.nodes.get(e & !INDEX);
-        let mut off = Self::S;
+        let mut rest = key << Self::S;
         loop {
-            let v = stride(key, off);
+            let v = Self::next6(rest);
             let below = u64::MAX >> (63 - v);
             if node.vector & (1u64 << v) != 0 {
                 node = ar
                     .nodes
                     .get(node.base1 + (node.vector & below).count_ones() - 1);
-                off += 6;
+                rest = rest << 6;
             } else {
                 return ar
                     .leaves
@@ -182,67 +190,80 @@ impl<A: FibFamily> PoptrieView<A> {
         }
     }
 
+    /// One group of at most [`LANES`] lookups in lock step. Lanes still walking are kept packed
+    /// at the front of the state arrays (a finished lane takes the last one's place), so a step
+    /// touches only live lanes, without an index array.
     #[inline(always)]
     fn lookup_group(&self, keys: &[A::Bits], out: &mut [u32]) {
         /// A lane's next cell is a leaf (not a node).
         const LEAF: u32 = 1 << 31;
+        /// Lane indexes are masked with this: always in bounds, so the compiler drops the
+        /// bounds checks it cannot otherwise prove (lanes <= LANES, a power of two).
+        const M: usize = LANES - 1;
+        const _: () = assert!(LANES.is_power_of_two() && LANES <= 256);
         let ar = &*self.arenas;
-        let n = keys.len();
         let mut cell = [0u32; LANES];
-        let mut off = [0u32; LANES];
-        let mut live = [0u8; LANES];
-        let mut m = 0;
-        for i in 0..n {
-            let r = self.root[top(keys[i], Self::R)];
+        let mut rest = [A::Bits::ZERO; LANES];
+        let mut slot = [0u8; LANES];
+        // Direct pointing: the root (small, cached), then each lane's chunk entry, prefetched.
+        let mut lanes = 0;
+        for (i, &k) in keys.iter().enumerate() {
+            let r = self.root[top(k, Self::R)];
             if r & INDEX == 0 {
                 out[i] = r;
             } else {
-                cell[i] = (r & !INDEX) + bits(keys[i], Self::R, Self::S);
-                prefetch(ar.chunks.addr(cell[i]));
-                live[m] = i as u8;
-                m += 1;
+                let c = (r & !INDEX) + bits(k, Self::R, Self::S);
+                prefetch(ar.chunks.addr(c));
+                cell[lanes & M] = c;
+                rest[lanes & M] = k << Self::S;
+                slot[lanes & M] = i as u8;
+                lanes += 1;
             }
         }
-        let mut lanes = m;
-        m = 0;
-        for j in 0..lanes {
-            let i = live[j] as usize;
-            let e = ar.chunks.get(cell[i]);
+        let mut j = 0;
+        while j < lanes {
+            let e = ar.chunks.get(cell[j & M]);
             if e & INDEX == 0 {
-                out[i] = e;
+                out[slot[j & M] as usize] = e;
+                lanes -= 1;
+                cell[j & M] = cell[lanes & M];
+                rest[j & M] = rest[lanes & M];
+                slot[j & M] = slot[lanes & M];
             } else {
-                cell[i] = e & !INDEX;
-                off[i] = Self::S;
-                prefetch(ar.nodes.addr(cell[i]));
-                live[m] = i as u8;
-                m += 1;
+                cell[j & M] = e & !INDEX;
+                prefetch(ar.nodes.addr(e & !INDEX));
+                j += 1;
             }
         }
-        lanes = m;
+        // Node levels: each step reads the cell prefetched by the step before.
         while lanes > 0 {
-            m = 0;
-            for j in 0..lanes {
-                let i = live[j] as usize;
-                if cell[i] & LEAF != 0 {
-                    out[i] = ar.leaves.get(cell[i] & !LEAF);
+            let mut j = 0;
+            while j < lanes {
+                let c = cell[j & M];
+                if c & LEAF != 0 {
+                    out[slot[j & M] as usize] = ar.leaves.get(c & !LEAF);
+                    lanes -= 1;
+                    cell[j & M] = cell[lanes & M];
+                    rest[j & M] = rest[lanes & M];
+                    slot[j & M] = slot[lanes & M];
                     continue;
                 }
-                let node = ar.nodes.get(cell[i]);
-                let v = stride(keys[i], off[i]);
+                let node = ar.nodes.get(c);
+                let r = rest[j & M];
+                let v = Self::next6(r);
                 let below = u64::MAX >> (63 - v);
                 if node.vector & (1u64 << v) != 0 {
-                    cell[i] = node.base1 + (node.vector & below).count_ones() - 1;
-                    off[i] += 6;
-                    prefetch(ar.nodes.addr(cell[i]));
+                    let next = node.base1 + (node.vector & below).count_ones() - 1;
+                    prefetch(ar.nodes.addr(next));
+                    cell[j & M] = next;
+                    rest[j & M] = r << 6;
                 } else {
                     let leaf = node.base0 + (node.leafvec & below).count_ones() - 1;
                     prefetch(ar.leaves.addr(leaf));
-                    cell[i] = leaf | LEAF;
+                    cell[j & M] = leaf | LEAF;
                 }
-                live[m] = i as u8;
-                m += 1;
+                j += 1;
             }
-            lanes = m;
         }
     }
 }

@@ -1,0 +1,86 @@
+//! The FIB's lookup hot path, for instruction-level profilers (this VM exposes no hardware
+//! counters to `perf stat`, so instruction counts come from callgrind):
+//!
+//! ```sh
+//! cargo build --release -p fibre-bench --example fib_profile
+//! valgrind --tool=callgrind --callgrind-out-file=target/fib.callgrind \
+//!     target/release/examples/fib_profile 4 1000000
+//! callgrind_annotate --inclusive=yes target/fib.callgrind | grep fib_profile::
+//! ```
+//!
+//! Builds the FIB of the full view (the shared real table when present, else synthetic) of
+//! family 4 or 6, then does N single and N bulk lookups of W1 addresses (inside random prefixes)
+//! in functions of their own, so their instruction counts divided by N are per lookup.
+use fibre::fib::{Fib, PoptrieView};
+use fibre::Prefix;
+use fibre_bench::scenario::{load_table, synthetic_view, BenchRoute, FullViews, StudyFamily};
+use fibre_bench::workload;
+use std::hint::black_box;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::Path;
+
+#[inline(never)]
+fn single<A: StudyFamily>(view: &PoptrieView<A>, keys: &[A::K]) -> u32 {
+    let mut acc = 0u32;
+    for &k in keys {
+        acc = acc.wrapping_add(view.lookup(k));
+    }
+    acc
+}
+
+#[inline(never)]
+fn bulk<A: StudyFamily>(view: &PoptrieView<A>, keys: &[A::K], out: &mut [u32]) -> u32 {
+    view.lookup_bulk(keys, out);
+    out.iter().fold(0u32, |a, &x| a.wrapping_add(x))
+}
+
+fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
+    let routes: Vec<BenchRoute<A::K>> = prefixes
+        .iter()
+        .enumerate()
+        .map(|(i, &(addr, len))| BenchRoute {
+            addr,
+            len,
+            nh: (i % 16) as u8,
+        })
+        .collect();
+    let fib: Fib<A> = Fib::from_routes(
+        routes
+            .iter()
+            .map(|r| (Prefix::new(A::from_bits(r.addr), r.len), r.nh as u32)),
+    );
+    let keys = workload::inside_prefixes::<A>(&routes, n, 7);
+    let view = fib.reader().snapshot();
+    let mut out = vec![0u32; keys.len()];
+    let a = single::<A>(&view, black_box(&keys));
+    let b = bulk::<A>(&view, black_box(&keys), &mut out);
+    assert_eq!(a, b, "single and bulk lookups agree");
+    println!(
+        "{}: {} routes, {} lookups of each kind, checksum {a}",
+        A::LABEL,
+        routes.len(),
+        keys.len()
+    );
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let family = args.next().unwrap_or_else(|| "4".into());
+    let n: usize = args.next().map_or(1_000_000, |s| s.parse().expect("N"));
+    let table = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(fibre_bench::study::SHARED_TABLE);
+    let views = if table.exists() {
+        load_table(&table).expect("shared table")
+    } else {
+        FullViews {
+            v4: synthetic_view::<Ipv4Addr>(900_000, 1),
+            v6: synthetic_view::<Ipv6Addr>(160_000, 1),
+        }
+    };
+    match family.as_str() {
+        "4" => run::<Ipv4Addr>(&views.v4.prefixes, n),
+        "6" => run::<Ipv6Addr>(&views.v6.prefixes, n),
+        f => panic!("family 4 or 6, not {f}"),
+    }
+}
