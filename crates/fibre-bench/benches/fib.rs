@@ -11,6 +11,7 @@ use fibre::addr::Bits;
 use fibre::fib::Fib;
 use fibre::Prefix;
 use fibre_bench::scenario::{load_table, synthetic_view, BenchRoute, FullView, StudyFamily};
+use fibre_bench::updates::{loaded_router, spec, UpdateFamily};
 use fibre_bench::workload;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
@@ -38,7 +39,7 @@ fn view<A: StudyFamily>(
         .collect()
 }
 
-fn bench_family<A: StudyFamily>(c: &mut Criterion, routes: &[BenchRoute<A::K>]) {
+fn bench_family<A: UpdateFamily>(c: &mut Criterion, routes: &[BenchRoute<A::K>]) {
     let prefix = |r: &BenchRoute<A::K>| Prefix::new(A::from_bits(r.addr), r.len);
     let mut fib: Fib<A> = Fib::from_routes(routes.iter().map(|r| (prefix(r), r.nh as u32)));
     let keys = workload::inside_prefixes::<A>(routes, 1 << 16, 7);
@@ -86,6 +87,22 @@ fn bench_family<A: StudyFamily>(c: &mut Criterion, routes: &[BenchRoute<A::K>]) 
                 fib.publish();
                 fib.set(prefix(&r), Some(r.nh as u32));
                 fib.publish();
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    drop(fib);
+    // The same through the router: RIB with the kernel's semantics, then the FIBs following.
+    let (mut router, dev, _) = loaded_router::<A>(routes).expect("router loads");
+    g.bench_function("router-delete-insert", |b| {
+        b.iter_batched(
+            || {
+                i = (i * 7919 + 13) % routes.len();
+                spec::<A>(&routes[i], dev)
+            },
+            |s| {
+                router.change(&A::del(&s)).expect("delete");
+                router.change(&A::add(s)).expect("insert");
             },
             BatchSize::SmallInput,
         )

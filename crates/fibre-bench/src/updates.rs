@@ -99,7 +99,8 @@ pub fn quantile(xs: &[f64], q: f64) -> f64 {
     v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
 }
 
-fn spec<A: UpdateFamily>(r: &BenchRoute<A::K>, dev: u32) -> RouteSpec<A> {
+/// The route the bench installs for `r`: via a gateway on the connected subnet of `dev`.
+pub fn spec<A: UpdateFamily>(r: &BenchRoute<A::K>, dev: u32) -> RouteSpec<A> {
     let gw = if A::WIDTH == 32 {
         format!("198.18.0.{}", 10 + r.nh)
     } else {
@@ -142,6 +143,30 @@ fn reader<A: StudyFamily, V: LpmView<A>>(
     })
 }
 
+/// A router with the bench's link and subnet and `routes` in table main, loaded as one change
+/// set; the device index of the gateways' link, and the seconds the load took.
+pub fn loaded_router<A: UpdateFamily>(
+    routes: &[BenchRoute<A::K>],
+) -> Result<(Router, u32, f64), String> {
+    let mut batch = Batch::new(Router::new());
+    let out = batch.run_text(A::SETUP);
+    if !out.success() {
+        return Err(format!("update bench set-up: {}", out.stderr));
+    }
+    let mut router = batch.router;
+    let dev = router
+        .links
+        .by_name("veth0")
+        .ok_or("update bench set-up: no veth0")?
+        .index;
+    let changes: Vec<Change> = routes.iter().map(|r| A::add(spec::<A>(r, dev))).collect();
+    let start = Instant::now();
+    router
+        .apply(&changes)
+        .map_err(|(i, e)| format!("loading route {i}: {e:?}"))?;
+    Ok((router, dev, start.elapsed().as_secs_f64()))
+}
+
 /// Deletes and puts back `count` random routes of `routes`, one change at a time, through the
 /// router and through a bare FIB, with a reader on `reader_cpu`.
 pub fn run<A: UpdateFamily>(
@@ -160,24 +185,8 @@ pub fn run<A: UpdateFamily>(
     let mut run = UpdateRun::default();
 
     // Through the router.
-    let mut batch = Batch::new(Router::new());
-    let out = batch.run_text(A::SETUP);
-    if !out.success() {
-        return Err(format!("update bench set-up: {}", out.stderr));
-    }
-    let mut router = batch.router;
-    let dev = router
-        .links
-        .by_name("veth0")
-        .ok_or("update bench set-up: no veth0")?
-        .index;
-    let changes: Vec<Change> = routes.iter().map(|r| A::add(spec::<A>(r, dev))).collect();
-    let start = Instant::now();
-    router
-        .apply(&changes)
-        .map_err(|(i, e)| format!("loading route {i}: {e:?}"))?;
-    run.router_load = start.elapsed().as_secs_f64();
-    drop(changes);
+    let (mut router, dev, load) = loaded_router::<A>(routes)?;
+    run.router_load = load;
     let queries: Vec<fibre::RouteQuery> = keys
         .iter()
         .take(20_000)
@@ -199,8 +208,11 @@ pub fn run<A: UpdateFamily>(
     router.set_fibs_enabled(false);
     run.route_get_rib = time_gets(&router);
     router.set_fibs_enabled(true);
-    let fib_reader = A::state(&router)
-        .fib_reader(TABLE_MAIN)
+    // What a plain lookup probes: IPv4's merged local+main FIB, IPv6 main's.
+    let st = A::state(&router);
+    let fib_reader = st
+        .merged_fib_reader()
+        .or_else(|| st.fib_reader(TABLE_MAIN))
         .ok_or("table main has no FIB")?;
     let stop = Arc::new(AtomicBool::new(false));
     let handle = reader::<A, _>(

@@ -52,7 +52,8 @@ impl<A: RouterFamily> Clone for TableFib<A> {
 
 /// What a destination's own lists answer a plain flow.
 enum Own {
-    Answer(TableId),
+    /// The table whose list answers, and where the entry is in its RIB.
+    Answer(TableId, u32),
     AskRib,
     Nothing,
 }
@@ -85,7 +86,13 @@ impl<A: RouterFamily> TableFib<A> {
     fn own(&mut self, st: &FamilyState<A>, dst: Prefix<A>, links: &dyn LinkState) -> Own {
         let flow = Flow::to(dst.addr());
         for &t in &self.tables {
-            let Some(entry) = st.tables.get(&t).and_then(|r| r.entry(&dst)) else {
+            let Some(rib) = st.tables.get(&t) else {
+                continue;
+            };
+            let Some((index, entry)) = rib
+                .entry_index(&dst)
+                .and_then(|i| rib.entry_at(i, &dst).map(|e| (i, e)))
+            else {
                 continue;
             };
             if entry.routes.iter().any(|r| r.tos != 0) {
@@ -99,7 +106,7 @@ impl<A: RouterFamily> TableFib<A> {
                 A::select(&entry.routes, &flow, &st.nhs, links),
                 TableLookup::None
             ) {
-                return Own::Answer(t);
+                return Own::Answer(t, index);
             }
         }
         Own::Nothing
@@ -112,14 +119,11 @@ impl<A: RouterFamily> TableFib<A> {
         dst: Prefix<A>,
         links: &dyn LinkState,
     ) -> Option<u32> {
-        let table = match self.own(st, dst, links) {
+        let (table, index) = match self.own(st, dst, links) {
             Own::Nothing => return None,
             Own::AskRib => return Some(ASK_RIB),
-            Own::Answer(t) => t,
+            Own::Answer(t, index) => (t, index),
         };
-        let index = st.tables[&table]
-            .entry_index(&dst)
-            .expect("an answering list is stored");
         let id = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() as u32 - 1
@@ -132,6 +136,8 @@ impl<A: RouterFamily> TableFib<A> {
     /// Re-derives the entries of `dsts` and publishes once.
     fn refresh(&mut self, st: &FamilyState<A>, dsts: &BTreeSet<Prefix<A>>, links: &dyn LinkState) {
         for &dst in dsts {
+            // The old id is freed first, so an unchanged answer gets it back and the FIB sees
+            // no change there (the second walk of the set finds its path in cache).
             if let Some(old) = self.fib.get(&dst).filter(|&id| id != ASK_RIB) {
                 self.slots[old as usize] = None;
                 self.free.push(old);
@@ -196,11 +202,21 @@ impl<A: RouterFamily> Default for Fibs<A> {
 }
 
 impl<A: RouterFamily> Fibs<A> {
+    /// Whether table `t` gets a FIB of its own: IPv4 local and main are looked up through the
+    /// merged FIB while rules are the default ones (as the kernel's merged trie), so theirs are
+    /// built only once rules are customised.
+    fn own_fib(st: &FamilyState<A>, t: TableId) -> bool {
+        A::FAMILY != crate::addr::Family::Inet
+            || st.rules.customised
+            || (t != TABLE_LOCAL && t != TABLE_MAIN)
+    }
+
     /// Builds every FIB from scratch.
     pub fn rebuild(st: &FamilyState<A>, links: &dyn LinkState) -> Self {
         let tables = st
             .tables
             .keys()
+            .filter(|&&t| Self::own_fib(st, t))
             .map(|&t| (t, TableFib::build(st, vec![t], links)))
             .collect();
         let merged = (A::FAMILY == crate::addr::Family::Inet)
@@ -229,6 +245,9 @@ impl<A: RouterFamily> Fibs<A> {
             if t == TABLE_LOCAL || t == TABLE_MAIN {
                 merged.extend(dsts.iter().copied());
             }
+            if !Self::own_fib(st, t) {
+                continue;
+            }
             match self.tables.get_mut(&t) {
                 Some(tf) if !Self::wholesale(dsts.len(), tf) => tf.refresh(st, &dsts, links),
                 _ => {
@@ -237,6 +256,12 @@ impl<A: RouterFamily> Fibs<A> {
             }
         }
         self.tables.retain(|t, _| st.tables.contains_key(t));
+        // Rules customised in this change set: the tables that had no FIB of their own get one.
+        for &t in st.tables.keys() {
+            if Self::own_fib(st, t) && !self.tables.contains_key(&t) {
+                self.tables.insert(t, TableFib::build(st, vec![t], links));
+            }
+        }
         if let Some(m) = self.merged.as_mut().filter(|_| !merged.is_empty()) {
             if Self::wholesale(merged.len(), m) {
                 *m = TableFib::build(st, vec![TABLE_LOCAL, TABLE_MAIN], links);
@@ -323,7 +348,18 @@ impl<A: RouterFamily> FamilyState<A> {
         self.fibs.tables.get(&id).map(|tf| tf.reader())
     }
 
-    /// The compiled FIB of table `id`.
+    /// A reader of IPv4's merged local+main FIB (what plain lookups with default rules probe).
+    pub fn merged_fib_reader(&self) -> Option<Reader<PoptrieView<A>>> {
+        self.fibs.merged.as_ref().map(|tf| tf.reader())
+    }
+
+    /// IPv4's merged local+main FIB.
+    pub fn merged_fib(&self) -> Option<&TableFib<A>> {
+        self.fibs.merged.as_ref()
+    }
+
+    /// The compiled FIB of table `id` (IPv4 local and main have one only once rules are
+    /// customised; until then [`FamilyState::merged_fib`] answers for them).
     pub fn table_fib(&self, id: TableId) -> Option<&TableFib<A>> {
         self.fibs.tables.get(&id)
     }

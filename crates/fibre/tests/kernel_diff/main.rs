@@ -739,12 +739,11 @@ fn fib_path_answers_as_the_rib() {
                 }
             }
         }
-        // The FIB path was taken: the main tables have FIBs with entries.
-        assert!(batch
-            .router
-            .v4
-            .table_fib(254)
-            .is_some_and(|t| !t.fib().is_empty()));
+        // The FIB path was taken: IPv4's merged local+main and IPv6 main have FIBs with
+        // entries, and IPv4 main its own once rules are customised.
+        let v4 = &batch.router.v4;
+        assert!(v4.merged_fib().is_some_and(|t| !t.fib().is_empty()));
+        assert_eq!(v4.table_fib(254).is_some(), v4.rules.customised);
         assert!(batch
             .router
             .v6
