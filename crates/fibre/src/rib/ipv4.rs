@@ -145,7 +145,7 @@ impl KernelSemantics for Ipv4Addr {
                 if !links.is_up(dev) || flow.oif.is_some_and(|o| o != dev) {
                     continue;
                 }
-                return TableLookup::Match { route, hop };
+                return TableLookup::Match { route, hop, list };
             }
         }
         TableLookup::None

@@ -241,7 +241,11 @@ impl KernelSemantics for Ipv6Addr {
             None => TableLookup::None,
             Some(route) => match route.kind.reject_error() {
                 Some(errno) => TableLookup::Reject { route, errno },
-                None => TableLookup::Match { route, hop: 0 },
+                None => TableLookup::Match {
+                    route,
+                    hop: 0,
+                    list,
+                },
             },
         }
     }

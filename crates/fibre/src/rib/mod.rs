@@ -107,8 +107,13 @@ impl<A: Address> RouteSelector<A> {
 /// What a lookup in one table concluded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TableLookup<'a, A: Address> {
-    /// A route matched; `hop` is the next hop the kernel would consider first.
-    Match { route: &'a Route<A>, hop: usize },
+    /// A route matched; `hop` is the next hop the kernel would consider first; `list` is the
+    /// route list it is in (its ECMP siblings are there: no second walk to find them).
+    Match {
+        route: &'a Route<A>,
+        hop: usize,
+        list: &'a [Route<A>],
+    },
     /// A reject route matched (or, IPv4, `throw` as `EAGAIN`).
     Reject { route: &'a Route<A>, errno: Errno },
     /// Nothing in this table.

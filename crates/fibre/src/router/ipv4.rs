@@ -155,7 +155,12 @@ impl RouterFamily for Ipv4Addr {
             other => (TABLE_MAIN, other),
         };
         match result {
-            TableLookup::Match { route, hop } => Ok(Matched { table, route, hop }),
+            TableLookup::Match { route, hop, list } => Ok(Matched {
+                table,
+                route,
+                hop,
+                list,
+            }),
             TableLookup::Reject { errno, .. } if errno != Errno::EAGAIN => Err(errno),
             _ => Err(Errno::ENETUNREACH),
         }
@@ -358,10 +363,11 @@ impl RouterFamily for Ipv4Addr {
                         .then(|| st.tables.get(&spec.table))
                         .flatten()
                         .and_then(|t| match t.lookup(&flow, &st.nhs, &AllUp) {
-                            TableLookup::Match { route, hop } => Some(Matched {
+                            TableLookup::Match { route, hop, list } => Some(Matched {
                                 table: spec.table,
                                 route,
                                 hop,
+                                list,
                             }),
                             _ => None,
                         });

@@ -190,10 +190,11 @@ impl RouterFamily for Ipv6Addr {
                     };
                     let in_table = st.tables.get(&spec.table).and_then(|t| {
                         match t.lookup(&flow, &st.nhs, &r.links) {
-                            TableLookup::Match { route, hop } => direct(&Matched {
+                            TableLookup::Match { route, hop, list } => direct(&Matched {
                                 table: spec.table,
                                 route,
                                 hop,
+                                list,
                             }),
                             _ => None,
                         }
@@ -228,7 +229,8 @@ impl RouterFamily for Ipv6Addr {
     }
 
     fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> Vec<NextHop<Self>> {
-        let list = st.tables[&m.table].get(&m.route.dst, &m.route.src);
+        // The list the lookup matched in (no walk to find it again).
+        let list = m.list;
         let Some(i) = list.iter().position(|r| std::ptr::eq(r, m.route)) else {
             return st.nhs.get(m.route.nh).to_vec();
         };

@@ -182,14 +182,19 @@ impl<A: RouterFamily> FamilyState<A> {
                 },
                 RuleAction::Nop => i += 1,
                 RuleAction::Lookup(table) => match self.lookup_table(table, flow, links) {
-                    TableLookup::Match { route, hop } => {
+                    TableLookup::Match { route, hop, list } => {
                         if rule
                             .suppress_prefixlength
                             .is_some_and(|n| route.dst.len() <= n)
                         {
                             i += 1;
                         } else {
-                            return Ok(Matched { table, route, hop });
+                            return Ok(Matched {
+                                table,
+                                route,
+                                hop,
+                                list,
+                            });
                         }
                     }
                     TableLookup::Reject {
@@ -218,6 +223,8 @@ pub struct Matched<'a, A: Address> {
     pub table: TableId,
     pub route: &'a Route<A>,
     pub hop: usize,
+    /// The list `route` is in.
+    pub list: &'a [Route<A>],
 }
 
 /// What `ip route get` asks.
