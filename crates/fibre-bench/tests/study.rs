@@ -124,10 +124,19 @@ fn a_small_study_writes_every_output_and_a_record_per_measurement() {
             assert!(*v > 0.0 && v.is_finite(), "{key:?} = {v}");
         }
     }
+    // Per family: the full view (fibre's RIB and FIB, prefix-trie, poptrie), then the updates
+    // (the router and the bare FIB).
     let summary = run.results.summary();
-    assert_eq!(summary.len(), 2);
-    // fibre's RIB and FIB, prefix-trie, poptrie.
+    assert_eq!(summary.len(), 4);
     assert_eq!(summary[0].rows.len(), 4);
+    assert!(
+        summary[1].title.starts_with("ipv4 updates"),
+        "{}",
+        summary[1].title
+    );
+    let engines: Vec<&str> = summary[1].rows.iter().map(|r| r.engine.as_str()).collect();
+    assert_eq!(engines, ["fibre-router", "fibre-fib-poptrie"]);
+    assert!(summary[1].to_markdown().contains("| update_median |"));
     std::fs::remove_dir_all(&out).unwrap();
 }
 

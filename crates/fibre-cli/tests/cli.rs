@@ -166,6 +166,8 @@ fn bench_runs_a_tiny_study_and_names_its_report() {
             "1000",
             "--engines",
             "fibre-rib,prefix-trie",
+            "--updates",
+            "200",
             "--quiet",
             "--out",
             dir.to_str().unwrap(),
@@ -176,6 +178,9 @@ fn bench_runs_a_tiny_study_and_names_its_report() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("ipv4 full view, 500 routes"), "{stdout}");
     assert!(stdout.contains("| fibre-rib |") && stdout.contains("| prefix-trie |"));
+    // The update benchmark's summary: the router and the bare FIB, per change.
+    assert!(stdout.contains("ipv4 updates on the full view"), "{stdout}");
+    assert!(stdout.contains("| fibre-router |") && stdout.contains("| fibre-fib-poptrie |"));
     assert!(stdout.contains(&format!("report: {}", dir.join("report.html").display())));
     let results = std::fs::read_to_string(dir.join("results.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&results).unwrap();

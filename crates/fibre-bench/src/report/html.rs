@@ -24,11 +24,7 @@ pub fn render(results: &Results, plots: &[Plot]) -> String {
          (1.00× is the best).</p>\n",
     );
     for t in results.summary() {
-        let _ = write!(
-            s,
-            "<h3>{} — {} routes</h3><table><tr><th>engine</th>",
-            t.family, t.size
-        );
+        let _ = write!(s, "<h3>{}</h3><table><tr><th>engine</th>", esc(&t.title));
         for c in &t.columns {
             let _ = write!(s, "<th>{}</th>", esc(c));
         }

@@ -99,10 +99,11 @@ impl Results {
         std::fs::write(path, out)
     }
 
-    /// The summary: for each family, the W1/W2 point (the largest full view of the run), one
-    /// row per engine, each cell with its ratio to the best engine of that column.
+    /// The summary: for each family, the W1/W2 point (the largest full view of the run), then
+    /// the update benchmark; one row per engine, each cell with its ratio to the best engine of
+    /// that column.
     pub fn summary(&self) -> Vec<SummaryTable> {
-        let cols = [
+        const LOOKUPS: &[&str] = &[
             "w1_lookup",
             "w1_lookup_bulk",
             "w2_lookup",
@@ -113,64 +114,101 @@ impl Results {
             "insert_time",
             "memory",
         ];
+        const UPDATES: &[&str] = &[
+            "update_median",
+            "update_p999",
+            "update_delete_median",
+            "update_insert_median",
+            "update_reader_lookup",
+            "router_load",
+            "route_get_fib",
+            "route_get_rib",
+        ];
         let mut tables = Vec::new();
         for family in ["ipv4", "ipv6"] {
-            let size = self
-                .records
-                .iter()
-                .filter(|r| r.family == family && r.metric == "w1_lookup")
-                .map(|r| r.size)
-                .max();
-            let Some(size) = size else { continue };
-            let at =
-                |r: &&Record| r.family == family && r.scenario == "full-view" && r.size == size;
-            let mut engines: Vec<String> = Vec::new();
-            for r in self.records.iter().filter(at) {
-                if !engines.contains(&r.engine) {
-                    engines.push(r.engine.clone());
-                }
-            }
-            let value = |e: &str, m: &str| {
+            let largest = |scenario: &str, metric: &str| {
                 self.records
                     .iter()
-                    .filter(at)
-                    .find(|r| r.engine == e && r.metric == m)
-                    .map(|r| r.value)
+                    .filter(|r| r.family == family && r.scenario == scenario && r.metric == metric)
+                    .map(|r| r.size)
+                    .max()
             };
-            let best: Vec<Option<f64>> = cols
-                .iter()
-                .map(|m| {
-                    engines
-                        .iter()
-                        .filter_map(|e| value(e, m))
-                        .filter(|v| *v > 0.0)
-                        .min_by(f64::total_cmp)
-                })
-                .collect();
-            let rows = engines
-                .iter()
-                .filter(|e| cols.iter().any(|m| value(e, m).is_some()))
-                .map(|e| SummaryRow {
-                    engine: e.clone(),
-                    cells: cols
-                        .iter()
-                        .zip(&best)
-                        .map(|(m, b)| value(e, m).map(|v| (v, b.map_or(1.0, |b| v / b))))
-                        .collect(),
-                })
-                .collect();
-            tables.push(SummaryTable {
-                family: family.to_string(),
-                size,
-                columns: cols.iter().map(|c| c.to_string()).collect(),
-                rows,
-            });
+            if let Some(size) = largest("full-view", "w1_lookup") {
+                let title = format!(
+                    "{family} full view, {size} routes (ns per lookup; s; bytes/route; \
+                     × = ratio to the best)"
+                );
+                tables.extend(self.table(title, family, "full-view", size, LOOKUPS));
+            }
+            if let Some(size) = largest("updates", "update_median") {
+                let title = format!(
+                    "{family} updates on the full view, {size} routes (ns per change, a reader \
+                     on the other core; s; ns per route get; × = ratio to the best)"
+                );
+                tables.extend(self.table(title, family, "updates", size, UPDATES));
+            }
         }
         tables
+    }
+
+    /// The records of one point as a table of `cols`; `None` when no engine has any.
+    fn table(
+        &self,
+        title: String,
+        family: &str,
+        scenario: &str,
+        size: usize,
+        cols: &[&str],
+    ) -> Option<SummaryTable> {
+        let at = |r: &&Record| r.family == family && r.scenario == scenario && r.size == size;
+        let mut engines: Vec<String> = Vec::new();
+        for r in self.records.iter().filter(at) {
+            if !engines.contains(&r.engine) {
+                engines.push(r.engine.clone());
+            }
+        }
+        let value = |e: &str, m: &str| {
+            self.records
+                .iter()
+                .filter(at)
+                .find(|r| r.engine == e && r.metric == m)
+                .map(|r| r.value)
+        };
+        let best: Vec<Option<f64>> = cols
+            .iter()
+            .map(|m| {
+                engines
+                    .iter()
+                    .filter_map(|e| value(e, m))
+                    .filter(|v| *v > 0.0)
+                    .min_by(f64::total_cmp)
+            })
+            .collect();
+        let rows: Vec<SummaryRow> = engines
+            .iter()
+            .filter(|e| cols.iter().any(|m| value(e, m).is_some()))
+            .map(|e| SummaryRow {
+                engine: e.clone(),
+                cells: cols
+                    .iter()
+                    .zip(&best)
+                    .map(|(m, b)| value(e, m).map(|v| (v, b.map_or(1.0, |b| v / b))))
+                    .collect(),
+            })
+            .collect();
+        (!rows.is_empty()).then(|| SummaryTable {
+            title,
+            family: family.to_string(),
+            size,
+            columns: cols.iter().map(|c| c.to_string()).collect(),
+            rows,
+        })
     }
 }
 
 pub struct SummaryTable {
+    /// What the table shows, with its units.
+    pub title: String,
     pub family: String,
     pub size: usize,
     pub columns: Vec<String>,
@@ -186,10 +224,7 @@ pub struct SummaryRow {
 impl SummaryTable {
     /// A Markdown table (what the terminal and closing notes show).
     pub fn to_markdown(&self) -> String {
-        let mut s = format!(
-            "{} full view, {} routes (ns per lookup; s; bytes/route; × = ratio to the best)\n\n| engine |",
-            self.family, self.size
-        );
+        let mut s = format!("{}\n\n| engine |", self.title);
         for c in &self.columns {
             let _ = write!(s, " {c} |");
         }
