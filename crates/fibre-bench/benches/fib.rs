@@ -10,7 +10,9 @@ use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion
 use fibre::addr::Bits;
 use fibre::fib::Fib;
 use fibre::Prefix;
-use fibre_bench::scenario::{load_table, synthetic_view, BenchRoute, FullView, StudyFamily};
+use fibre_bench::scenario::{
+    load_table, synthetic_view, with_next_hops, BenchRoute, FullView, StudyFamily,
+};
 use fibre_bench::updates::{loaded_router, spec, UpdateFamily};
 use fibre_bench::workload;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -28,15 +30,7 @@ fn view<A: StudyFamily>(
         (true, false) => synthetic_view::<A>(1_000_000, 1),
         (false, _) => synthetic_view::<A>(20_000, 1),
     };
-    v.prefixes
-        .iter()
-        .enumerate()
-        .map(|(i, &(addr, len))| BenchRoute {
-            addr,
-            len,
-            nh: (i % 16) as u8,
-        })
-        .collect()
+    with_next_hops(&v.prefixes)
 }
 
 fn bench_family<A: UpdateFamily>(c: &mut Criterion, routes: &[BenchRoute<A::K>]) {

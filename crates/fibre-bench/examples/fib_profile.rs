@@ -13,7 +13,9 @@
 //! in functions of their own, so their instruction counts divided by N are per lookup.
 use fibre::fib::{Fib, PoptrieView};
 use fibre::Prefix;
-use fibre_bench::scenario::{load_table, synthetic_view, BenchRoute, FullViews, StudyFamily};
+use fibre_bench::scenario::{
+    load_table, synthetic_view, with_next_hops, BenchRoute, FullViews, StudyFamily,
+};
 use fibre_bench::workload;
 use std::hint::black_box;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -35,15 +37,7 @@ fn bulk<A: StudyFamily>(view: &PoptrieView<A>, keys: &[A::K], out: &mut [u32]) -
 }
 
 fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
-    let routes: Vec<BenchRoute<A::K>> = prefixes
-        .iter()
-        .enumerate()
-        .map(|(i, &(addr, len))| BenchRoute {
-            addr,
-            len,
-            nh: (i % 16) as u8,
-        })
-        .collect();
+    let routes: Vec<BenchRoute<A::K>> = with_next_hops(prefixes);
     let fib: Fib<A> = Fib::from_routes(
         routes
             .iter()

@@ -392,16 +392,20 @@ pub fn generate<A: StudyFamily + PickView>(
             (list, (base, base | A::K::from_u64(hosts - 1)))
         }
     };
-    let routes = prefixes
-        .into_iter()
+    Some((with_next_hops(&prefixes), range))
+}
+
+/// Routes for `prefixes`, next hops round-robin over [`NEXT_HOPS`] (the study's assignment).
+pub fn with_next_hops<K: Copy>(prefixes: &[(K, u8)]) -> Vec<BenchRoute<K>> {
+    prefixes
+        .iter()
         .enumerate()
-        .map(|(i, (addr, len))| BenchRoute {
+        .map(|(i, &(addr, len))| BenchRoute {
             addr,
             len,
             nh: (i % NEXT_HOPS as usize) as u8,
         })
-        .collect();
-    Some((routes, range))
+        .collect()
 }
 
 /// Text of a route for the harness files: `PREFIX/LEN NH`.

@@ -71,6 +71,12 @@ struct Block {
     len: u32,
 }
 
+impl Block {
+    fn new(kind: Kind, off: u32, len: u32) -> Self {
+        Block { kind, off, len }
+    }
+}
+
 /// Blocks a version stopped using, sent back to the writer when no reader can see them.
 type Retired = (u64, Vec<Block>);
 
@@ -626,26 +632,23 @@ impl<A: FibFamily> Poptrie<A> {
         Some(())
     }
 
-    /// Retires every block below node `n`: its leaves, its children, theirs (not `n`'s cell).
-    fn retire_below(ar: &Arenas, n: Node, retired: &mut Vec<Block>) {
+    /// Retires node `n`'s own blocks: its leaves and its children's cells.
+    fn retire_own(n: Node, retired: &mut Vec<Block>) {
         let leaves = n.leafvec.count_ones();
         if leaves > 0 {
-            retired.push(Block {
-                kind: Kind::Leaf,
-                off: n.base0,
-                len: leaves,
-            });
+            retired.push(Block::new(Kind::Leaf, n.base0, leaves));
         }
         let kids = n.vector.count_ones();
         if kids > 0 {
-            retired.push(Block {
-                kind: Kind::Node,
-                off: n.base1,
-                len: kids,
-            });
-            for k in 0..kids {
-                Self::retire_below(ar, ar.nodes.get(n.base1 + k), retired);
-            }
+            retired.push(Block::new(Kind::Node, n.base1, kids));
+        }
+    }
+
+    /// Retires every block below node `n`: its leaves, its children, theirs (not `n`'s cell).
+    fn retire_below(ar: &Arenas, n: Node, retired: &mut Vec<Block>) {
+        Self::retire_own(n, retired);
+        for k in 0..n.vector.count_ones() {
+            Self::retire_below(ar, ar.nodes.get(n.base1 + k), retired);
         }
     }
 
@@ -726,11 +729,7 @@ impl<A: FibFamily> Poptrie<A> {
             }
             if old & INDEX != 0 {
                 let cell = old & !INDEX;
-                retired.push(Block {
-                    kind: Kind::Node,
-                    off: cell,
-                    len: 1,
-                });
+                retired.push(Block::new(Kind::Node, cell, 1));
                 Self::retire_below(&self.arenas, self.arenas.nodes.get(cell), retired);
             }
             let entry = match encode_slot(nodes, leaves, sub, s, fill) {
@@ -876,22 +875,7 @@ impl<A: FibFamily> Poptrie<A> {
             at += 1;
         }
         // What the old node reached and the new one does not.
-        let old_leaves = old.leafvec.count_ones();
-        if old_leaves > 0 {
-            retired.push(Block {
-                kind: Kind::Leaf,
-                off: old.base0,
-                len: old_leaves,
-            });
-        }
-        let old_kids = old.vector.count_ones();
-        if old_kids > 0 {
-            retired.push(Block {
-                kind: Kind::Node,
-                off: old.base1,
-                len: old_kids,
-            });
-        }
+        Self::retire_own(old, retired);
         let mut replaced = old.vector & region_mask;
         while replaced != 0 {
             let v = replaced.trailing_zeros();
@@ -959,11 +943,7 @@ impl<A: FibFamily> Poptrie<A> {
                     off -= 6;
                 }
                 Outcome::Leaf(id) => {
-                    retired.push(Block {
-                        kind: Kind::Node,
-                        off: top_cell,
-                        len: 1,
-                    });
+                    retired.push(Block::new(Kind::Node, top_cell, 1));
                     return self.set_entry(slot, id, fresh, retired);
                 }
                 Outcome::Node(mut new) => {
@@ -976,11 +956,7 @@ impl<A: FibFamily> Poptrie<A> {
                         self.arenas
                             .nodes
                             .set(block + (path[j + 1].1 - parent.base1), new);
-                        retired.push(Block {
-                            kind: Kind::Node,
-                            off: parent.base1,
-                            len: kids,
-                        });
+                        retired.push(Block::new(Kind::Node, parent.base1, kids));
                         new = Node {
                             base1: block,
                             ..parent
@@ -988,11 +964,7 @@ impl<A: FibFamily> Poptrie<A> {
                     }
                     let cell = self.nodes.alloc(1)?;
                     self.arenas.nodes.set(cell, new);
-                    retired.push(Block {
-                        kind: Kind::Node,
-                        off: top_cell,
-                        len: 1,
-                    });
+                    retired.push(Block::new(Kind::Node, top_cell, 1));
                     return self.set_entry(slot, INDEX | cell, fresh, retired);
                 }
             }
