@@ -249,6 +249,12 @@ impl<A: KernelSemantics> Rib<A> {
         self.trie.get(dst)
     }
 
+    /// Every destination's entry in order, with its index (see [`Rib::entry_index`]).
+    pub fn entries(&self) -> impl Iterator<Item = (u32, Prefix<A>, &DstEntry<A>)> + '_ {
+        let mut it = self.trie.iter();
+        std::iter::from_fn(move || it.next_indexed())
+    }
+
     /// Where `dst`'s entry is, for [`Rib::entry_at`]: stable while `dst` is stored.
     pub fn entry_index(&self, dst: &Prefix<A>) -> Option<u32> {
         self.trie.index_of(dst)

@@ -436,9 +436,9 @@ pub struct Iter<'a, A: Address, V> {
     stack: Vec<u32>,
 }
 
-impl<'a, A: Address, V> Iterator for Iter<'a, A, V> {
-    type Item = (Prefix<A>, &'a V);
-    fn next(&mut self) -> Option<Self::Item> {
+impl<'a, A: Address, V> Iter<'a, A, V> {
+    /// The next stored prefix with its node's index ([`PrefixTrie::index_of`]).
+    pub fn next_indexed(&mut self) -> Option<(u32, Prefix<A>, &'a V)> {
         while let Some(n) = self.stack.pop() {
             let node = &self.trie.nodes[n as usize];
             if node.child[1] != NIL {
@@ -448,10 +448,17 @@ impl<'a, A: Address, V> Iterator for Iter<'a, A, V> {
                 self.stack.push(node.child[0]);
             }
             if let Some(v) = &node.value {
-                return Some((node.prefix, v));
+                return Some((n, node.prefix, v));
             }
         }
         None
+    }
+}
+
+impl<'a, A: Address, V> Iterator for Iter<'a, A, V> {
+    type Item = (Prefix<A>, &'a V);
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_indexed().map(|(_, p, v)| (p, v))
     }
 }
 

@@ -67,15 +67,28 @@ impl<A: RouterFamily> TableFib<A> {
             free: Vec::new(),
             tos_or_source_routes: false,
         };
-        let dsts: BTreeSet<Prefix<A>> = tf
-            .tables
-            .iter()
-            .filter_map(|t| st.tables.get(t))
-            .flat_map(|rib| rib.iter().map(|r| r.dst))
-            .collect();
-        let mut pairs = Vec::new();
-        for dst in dsts {
-            if let Some(id) = tf.assign(st, dst, links) {
+        // Every destination's entries, one pass over each table's trie (no walk per
+        // destination), in prefix order and, at equal prefixes, in the tables' order.
+        let mut all: Vec<(Prefix<A>, usize, u32)> = Vec::new();
+        for (pos, t) in tf.tables.iter().enumerate() {
+            if let Some(rib) = st.tables.get(t) {
+                all.extend(rib.entries().map(|(i, p, _)| (p, pos, i)));
+            }
+        }
+        if tf.tables.len() > 1 {
+            all.sort_unstable();
+        }
+        let mut pairs = Vec::with_capacity(all.len());
+        for group in all.chunk_by(|a, b| a.0 == b.0) {
+            let dst = group[0].0;
+            let own = Self::own_of(
+                &mut tf.tos_or_source_routes,
+                st,
+                dst,
+                links,
+                group.iter().map(|&(_, pos, i)| (tf.tables[pos], i)),
+            );
+            if let Some(id) = tf.assign_own(dst, own) {
                 pairs.push((dst, id));
             }
         }
@@ -84,22 +97,32 @@ impl<A: RouterFamily> TableFib<A> {
     }
 
     fn own(&mut self, st: &FamilyState<A>, dst: Prefix<A>, links: &dyn LinkState) -> Own {
+        let found = self.tables.iter().filter_map(|t| {
+            let rib = st.tables.get(t)?;
+            rib.entry_index(&dst).map(|i| (*t, i))
+        });
+        Self::own_of(&mut self.tos_or_source_routes, st, dst, links, found)
+    }
+
+    /// [`TableFib::own`] from `dst`'s entries already found: (table, entry index), in the
+    /// order the tables compete.
+    fn own_of(
+        tos_or_source_routes: &mut bool,
+        st: &FamilyState<A>,
+        dst: Prefix<A>,
+        links: &dyn LinkState,
+        found: impl Iterator<Item = (TableId, u32)>,
+    ) -> Own {
         let flow = Flow::to(dst.addr());
-        for &t in &self.tables {
-            let Some(rib) = st.tables.get(&t) else {
-                continue;
-            };
-            let Some((index, entry)) = rib
-                .entry_index(&dst)
-                .and_then(|i| rib.entry_at(i, &dst).map(|e| (i, e)))
-            else {
+        for (t, index) in found {
+            let Some(entry) = st.tables[&t].entry_at(index, &dst) else {
                 continue;
             };
             if entry.routes.iter().any(|r| r.tos != 0) {
-                self.tos_or_source_routes = true;
+                *tos_or_source_routes = true;
             }
             if entry.sources.is_some() {
-                self.tos_or_source_routes = true;
+                *tos_or_source_routes = true;
                 return Own::AskRib;
             }
             if !matches!(
@@ -119,7 +142,13 @@ impl<A: RouterFamily> TableFib<A> {
         dst: Prefix<A>,
         links: &dyn LinkState,
     ) -> Option<u32> {
-        let (table, index) = match self.own(st, dst, links) {
+        let own = self.own(st, dst, links);
+        self.assign_own(dst, own)
+    }
+
+    /// The id for `dst` whose lists answer `own` (allocating a slot), or `None`.
+    fn assign_own(&mut self, dst: Prefix<A>, own: Own) -> Option<u32> {
+        let (table, index) = match own {
             Own::Nothing => return None,
             Own::AskRib => return Some(ASK_RIB),
             Own::Answer(t, index) => (t, index),
