@@ -112,11 +112,14 @@ impl<T: Copy> Drop for RawArena<T> {
 
 /// The writer's bookkeeping of one arena: a bump pointer and free blocks by length.
 ///
-/// After the first build every block is one node's children or leaves (at most 64 cells) or one
-/// direct-pointing chunk: free blocks are kept in exact-length lists, and a request whose list is
-/// empty splits the shortest longer free block (a bitmap finds it in one instruction), so freed
-/// cells serve any later size and the high-water mark stays close to the live size. When the
-/// arena is full the FIB is rebuilt into fresh arenas (compaction).
+/// Most blocks are one node's children or leaves (at most 64 cells), a subtree's top cell, or a
+/// direct-pointing chunk; a subtree encoded afresh is placed as one block of its nodes and one of
+/// its leaves, and later freed node by node. Free blocks are kept in exact-length lists; a
+/// request of at most 64 cells whose list is empty splits the shortest longer free block (a
+/// bitmap finds it in one instruction), so freed cells serve other small sizes. Free blocks are
+/// not merged, and a longer request reuses only a block of its exact length, so the high-water
+/// mark can creep above the live size; when the arena is full the FIB is rebuilt into fresh
+/// arenas (compaction).
 #[derive(Default, Debug)]
 pub(crate) struct BlockAlloc {
     top: u32,

@@ -98,6 +98,11 @@ pub trait LpmAlgorithm<A: FibFamily>: Send + Sync + Sized + 'static {
     /// The encoding's content without arena offsets, in key order: equal images are equal
     /// structures bit for bit (what an incrementally patched FIB is checked against).
     fn image(&self) -> Vec<u64>;
+    /// Checks the writer's bookkeeping once no reader holds an older version: the memory it
+    /// accounts as used is exactly what the current version reaches (no leak, no double free).
+    fn audit(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Something done once per registered algorithm (a test, a bench engine).
@@ -234,6 +239,10 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
     }
     pub fn image(&self) -> Vec<u64> {
         self.lpm.image()
+    }
+    /// [`LpmAlgorithm::audit`]: call with no older version held by any reader.
+    pub fn audit(&mut self) -> Result<(), String> {
+        self.lpm.audit()
     }
     /// The `(prefix, id)` set, in order.
     pub fn routes(&self) -> impl Iterator<Item = (Prefix<A>, u32)> + '_ {

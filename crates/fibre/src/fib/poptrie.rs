@@ -587,6 +587,10 @@ impl<A: FibFamily> Poptrie<A> {
         if fresh.last() == Some(&ri) {
             return Some(e & !INDEX);
         }
+        debug_assert!(
+            fresh.last().is_none_or(|&l| l < ri),
+            "chunks are written in ascending order"
+        );
         let len = Self::CHUNK as u32;
         let off = self.chunks.alloc(len)?;
         let ar = &self.arenas.chunks;
@@ -595,11 +599,7 @@ impl<A: FibFamily> Poptrie<A> {
         } else {
             let old = e & !INDEX;
             ar.copy(old, off, len);
-            retired.push(Block {
-                kind: Kind::Chunk,
-                off: old,
-                len,
-            });
+            retired.push(Block::new(Kind::Chunk, old, len));
         }
         self.root[ri] = INDEX | off;
         fresh.push(ri);
@@ -943,7 +943,10 @@ impl<A: FibFamily> Poptrie<A> {
                     off -= 6;
                 }
                 Outcome::Leaf(id) => {
+                    // The top node folded into a leaf: its cell and everything below it go
+                    // (no child of it survives: a leaf top has none).
                     retired.push(Block::new(Kind::Node, top_cell, 1));
+                    Self::retire_below(&self.arenas, path[0].0, retired);
                     return self.set_entry(slot, id, fresh, retired);
                 }
                 Outcome::Node(mut new) => {
@@ -1151,5 +1154,41 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
         let mut out = Vec::new();
         self.walk(|_, v, _| out.push(v));
         out
+    }
+
+    fn audit(&mut self) -> Result<(), String> {
+        // Blocks retired by versions nobody holds are back; what remains handed out must be
+        // exactly what the current version reaches.
+        self.reclaim();
+        let (mut chunks, mut nodes, mut leaves) = (0, 0, 0);
+        let ar = &*self.arenas;
+        fn below(ar: &Arenas, n: Node, nodes: &mut usize, leaves: &mut usize) {
+            *leaves += n.leafvec.count_ones() as usize;
+            *nodes += n.vector.count_ones() as usize;
+            for k in 0..n.vector.count_ones() {
+                below(ar, ar.nodes.get(n.base1 + k), nodes, leaves);
+            }
+        }
+        for &r in &self.root {
+            if r & INDEX == 0 {
+                continue;
+            }
+            chunks += Self::CHUNK;
+            for i in 0..Self::CHUNK as u32 {
+                let e = ar.chunks.get((r & !INDEX) + i);
+                if e & INDEX != 0 {
+                    nodes += 1; // the top cell
+                    below(ar, ar.nodes.get(e & !INDEX), &mut nodes, &mut leaves);
+                }
+            }
+        }
+        let live = (self.chunks.live(), self.nodes.live(), self.leaves.live());
+        if live != (chunks, nodes, leaves) {
+            return Err(format!(
+                "cells handed out (chunks, nodes, leaves) {live:?}, reachable {:?}",
+                (chunks, nodes, leaves)
+            ));
+        }
+        Ok(())
     }
 }

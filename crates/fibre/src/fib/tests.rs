@@ -47,10 +47,23 @@ fn check<A: FibFamily, L: LpmAlgorithm<A>>(
 
 /// A prefix drawn so that tables nest and collide: a few base addresses, any length.
 fn prefix_strategy<A: FibFamily>(bases: Vec<A::Bits>) -> impl Strategy<Value = Prefix<A>> + Clone {
-    (0..bases.len(), 0..=A::WIDTH, any::<u64>()).prop_map(move |(b, len, noise)| {
+    // Lengths: any, and three times as often longer than the direct-pointing step, where
+    // updates are patched node by node (a short prefix re-encodes whole slots or everything).
+    let len = prop_oneof![
+        1 => 0..=A::WIDTH,
+        3 => (A::DP_BITS as u8 + 1)..=A::WIDTH,
+    ];
+    (0..bases.len(), len, any::<u64>()).prop_map(move |(b, len, noise)| {
         // Noise in the low bits of the base, so prefixes differ below the shared part.
         let key = bases[b] ^ A::Bits::from_u64(noise) & !A::Bits::mask(A::WIDTH.saturating_sub(12));
-        let key = key ^ (A::Bits::from_u64(noise >> 52) << (A::WIDTH as u32 / 2));
+        // Half the time, noise in the middle too: prefixes then spread over direct-pointing
+        // slots; otherwise they share a slot, and its nodes come and go as they change.
+        let middle = if noise & (1 << 40) != 0 {
+            noise >> 52
+        } else {
+            0
+        };
+        let key = key ^ (A::Bits::from_u64(middle) << (A::WIDTH as u32 / 2));
         Prefix::new(A::from_bits(key), len)
     })
 }
@@ -140,6 +153,9 @@ fn fib_equals_model<A: FibFamily, L: LpmAlgorithm<A>>(
         (a.max_depth, a.nodes, a.leaves),
         (b.max_depth, b.nodes, b.leaves)
     );
+    // No reader holds an old version now: every retired cell is back, none reachable is.
+    let audit = fib.audit();
+    prop_assert!(audit.is_ok(), "{} {:?}", L::NAME, audit);
     Ok(())
 }
 
@@ -294,6 +310,10 @@ fn concurrent<L: LpmAlgorithm<Ipv4Addr>>(updates: usize) {
         stop.store(true, Ordering::Relaxed);
         readers.into_iter().map(|h| h.join().unwrap()).collect()
     });
+    // The readers are gone with every version they held: all retired memory is back.
+    if let Err(e) = fib.audit() {
+        panic!("{}: {e}", L::NAME);
+    }
     let mut samples: Vec<(u64, u16, u32)> = samples.into_iter().flatten().collect();
     assert!(
         samples.len() > 10_000,
