@@ -194,30 +194,54 @@ fn fib_equals_linear_scan_v6() {
     });
 }
 
-/// Prefix lengths at every edge of the encoding: direct pointing, chunk, node levels, padding.
+/// Every length on one address, for both families: added shortest first, then removed longest
+/// first, one publication each, so every level of the encoding (direct pointing, each node level,
+/// IPv4's padded last level, IPv6's /128) comes into being and goes again. After each step:
+/// lookups equal the model, the encoding equals a fresh build, and the memory accounts balance.
 #[test]
 fn edges_of_the_encoding() {
+    fn step<A: FibFamily, L: LpmAlgorithm<A>>(
+        fib: &mut Fib<A, L>,
+        routes: &[(Prefix<A>, u32)],
+        at: A,
+    ) {
+        check(fib, routes, &probes(routes, &[at.to_bits()])).unwrap();
+        let fresh = Fib::<A, L>::from_routes(routes.iter().copied());
+        assert!(fib.image() == fresh.image(), "{} patched != fresh", L::NAME);
+        fib.audit().unwrap();
+    }
+    fn edges<A: FibFamily, L: LpmAlgorithm<A>>(at: A) {
+        let all: Vec<(Prefix<A>, u32)> = (0..=A::WIDTH)
+            .map(|len| (Prefix::new(at, len), len as u32))
+            .collect();
+        let mut fib = Fib::<A, L>::new();
+        let mut routes = Vec::new();
+        for &(p, id) in &all {
+            fib.set(p, Some(id));
+            fib.publish();
+            routes.push((p, id));
+            step(&mut fib, &routes, at);
+        }
+        while let Some((p, _)) = routes.pop() {
+            fib.set(p, None);
+            fib.publish();
+            step(&mut fib, &routes, at);
+        }
+        assert_eq!(fib.lookup(at), NO_ROUTE);
+    }
     struct Edges;
     impl AlgorithmVisitor<Ipv4Addr> for Edges {
         fn visit<L: LpmAlgorithm<Ipv4Addr>>(&mut self) {
-            let mut routes = Vec::new();
-            for (i, len) in (0..=32u8).enumerate() {
-                let p: Prefix<Ipv4Addr> = Prefix::new("10.1.2.3".parse().unwrap(), len);
-                routes.push((p, i as u32));
-            }
-            let fib = Fib::<Ipv4Addr, L>::from_routes(routes.iter().copied());
-            check(&fib, &routes, &probes(&routes, &[])).unwrap();
-            // Remove them one by one, longest first, checking each step.
-            let mut fib = fib;
-            while let Some((p, _)) = routes.pop() {
-                fib.set(p, None);
-                fib.publish();
-                check(&fib, &routes, &probes(&routes, &[0x0a01_0203])).unwrap();
-            }
-            assert_eq!(fib.lookup("10.1.2.3".parse().unwrap()), NO_ROUTE);
+            edges::<Ipv4Addr, L>("10.1.2.3".parse().unwrap());
+        }
+    }
+    impl AlgorithmVisitor<Ipv6Addr> for Edges {
+        fn visit<L: LpmAlgorithm<Ipv6Addr>>(&mut self) {
+            edges::<Ipv6Addr, L>("2001:db8:1234:5678:9abc:def0:1234:5679".parse().unwrap());
         }
     }
     for_each_algorithm::<Ipv4Addr>(&mut Edges);
+    for_each_algorithm::<Ipv6Addr>(&mut Edges);
 }
 
 /// Readers look up while a writer applies 10^6 random updates. Every answer is checked against
