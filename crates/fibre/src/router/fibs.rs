@@ -1,11 +1,12 @@
 //! The router's compiled FIBs: one per table, and for IPv4 one for local+main merged (the
-//! kernel's trie while no rule was changed).
+//! kernel's trie while no rule was changed; IPv4 local and main get FIBs of their own only once
+//! rules are customised, since nothing reads them before).
 //!
 //! A FIB id names a destination prefix of the RIB whose route list answers a *plain* flow
 //! (no output device, no TOS where TOS routes exist, IPv4 scope universe, IPv6 no source where
 //! source routes exist and no preferred device): the list's selection is the same for every
 //! such flow, so the FIB can skip the longest-prefix walk and the router only resolves the id
-//! (one exact get and the list's selection). A prefix whose list answers nothing (every route
+//! (the entry by its RIB trie index, no walk, and the list's selection). A prefix whose list answers nothing (every route
 //! dead or TOS-only) is left out, as the kernel's walk passes over it. IPv6 destinations with a
 //! source subtree map to [`ASK_RIB`]: the walk there depends on the source; the RIB answers.
 //!
