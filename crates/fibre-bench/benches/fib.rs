@@ -39,7 +39,7 @@ fn bench_family<A: UpdateFamily>(c: &mut Criterion, routes: &[BenchRoute<A::K>])
     let keys = workload::inside_prefixes::<A>(routes, 1 << 16, 7);
     let mut g = c.benchmark_group(format!("fib-{}", A::LABEL));
     g.throughput(Throughput::Elements(keys.len() as u64));
-    let view = fib.reader().snapshot();
+    let view = fib.view();
     g.bench_function("w1-single", |b| {
         b.iter(|| {
             let mut acc = 0u32;
@@ -64,9 +64,6 @@ fn bench_family<A: UpdateFamily>(c: &mut Criterion, routes: &[BenchRoute<A::K>])
             prev
         })
     });
-    // A reader that keeps a version keeps every block retired after it (RCU: an old version
-    // is reclaimed only once no reader holds it or anything older): let it go before updating.
-    drop(view);
     // Two changes, two publications per iteration.
     g.throughput(Throughput::Elements(2));
     let mut i = 0usize;

@@ -44,10 +44,10 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
             .map(|r| (Prefix::new(A::from_bits(r.addr), r.len), r.nh as u32)),
     );
     let keys = workload::inside_prefixes::<A>(&routes, n, 7);
-    let view = fib.reader().snapshot();
+    let view = fib.view();
     let mut out = vec![0u32; keys.len()];
-    let a = single::<A>(&view, black_box(&keys));
-    let b = bulk::<A>(&view, black_box(&keys), &mut out);
+    let a = single::<A>(view, black_box(&keys));
+    let b = bulk::<A>(view, black_box(&keys), &mut out);
     assert_eq!(a, b, "single and bulk lookups agree");
     println!(
         "{}: {} routes, {} lookups of each kind, checksum {a}",

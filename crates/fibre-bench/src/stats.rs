@@ -1,4 +1,5 @@
-//! Median and median absolute deviation: the study's robust centre and spread.
+//! Median and median absolute deviation (the study's robust centre and spread), and quantiles
+//! for tails.
 
 /// The median of `xs` (the mean of the two middle values for an even count); NaN when empty.
 pub fn median(xs: &[f64]) -> f64 {
@@ -13,6 +14,16 @@ pub fn median(xs: &[f64]) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
+}
+
+/// The `q` quantile of `xs` (nearest rank: a value that was measured, as tails are reported).
+pub fn quantile(xs: &[f64], q: f64) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
 }
 
 /// Median absolute deviation from the median.
@@ -50,6 +61,16 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantiles_are_nearest_rank() {
+        let xs: Vec<f64> = (1..=1000).map(f64::from).rev().collect();
+        assert_eq!(quantile(&xs, 0.999), 999.0);
+        assert_eq!(quantile(&xs, 1.0), 1000.0);
+        assert_eq!(quantile(&xs, 0.0), 1.0);
+        assert_eq!(quantile(&[7.0], 0.999), 7.0);
+        assert!(quantile(&[], 0.5).is_nan());
+    }
 
     #[test]
     fn median_and_mad() {

@@ -318,9 +318,8 @@ fn update_point<A: StudyFamily + PickView + crate::updates::UpdateFamily>(
     let writer = ctx.cfg.cpu.unwrap_or(n - 1);
     let reader_cpu = (n > 1).then_some(if writer == 0 { 1 } else { 0 });
     let run = crate::updates::run::<A>(&routes, &keys, ctx.cfg.updates, ctx.cfg.seed, reader_cpu)?;
-    let fib_name = format!(
-        "fibre-fib-{}",
-        <fibre::fib::Poptrie<A> as fibre::fib::LpmAlgorithm<A>>::NAME
+    let fib_name = crate::engine::fibre_fib::engine_name(
+        <fibre::fib::Poptrie<A> as fibre::fib::LpmAlgorithm<A>>::NAME,
     );
     let note = |what: &str| {
         Some(format!(
@@ -337,24 +336,14 @@ fn update_point<A: StudyFamily + PickView + crate::updates::UpdateFamily>(
             &run.router,
             "Router::change: RIB + FIBs of main and local+main",
         ),
-        (
-            fib_name.as_str(),
-            &run.fib,
-            "bare FIB: Fib::set + Fib::publish",
-        ),
+        (fib_name, &run.fib, "bare FIB: Fib::set + Fib::publish"),
     ] {
         let all = t.all();
         for (metric, v) in [
-            ("update_median", crate::updates::quantile(&all, 0.5)),
-            ("update_p999", crate::updates::quantile(&all, 0.999)),
-            (
-                "update_delete_median",
-                crate::updates::quantile(&t.delete, 0.5),
-            ),
-            (
-                "update_insert_median",
-                crate::updates::quantile(&t.insert, 0.5),
-            ),
+            ("update_median", crate::stats::median(&all)),
+            ("update_p999", crate::stats::quantile(&all, 0.999)),
+            ("update_delete_median", crate::stats::median(&t.delete)),
+            ("update_insert_median", crate::stats::median(&t.insert)),
             ("update_reader_lookup", t.reader_ns),
         ] {
             rows.push((engine.to_string(), metric, v, note(what)));
@@ -386,7 +375,7 @@ fn update_point<A: StudyFamily + PickView + crate::updates::UpdateFamily>(
         ));
     }
     for (engine, metric, value, note) in rows {
-        let unit = if metric == "router_load" { "s" } else { "ns" };
+        let unit = crate::report::unit_of(metric);
         ctx.results.records.push(Record {
             engine,
             family: A::LABEL.to_string(),
@@ -875,24 +864,23 @@ fn is_executable(p: &Path) -> bool {
 fn pin(cpu: Option<usize>) -> String {
     let n = online_cpus();
     let cpu = cpu.unwrap_or(n - 1);
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 {
-            format!("{cpu} of {n}")
-        } else {
-            format!("not pinned ({})", std::io::Error::last_os_error())
-        }
+    match pin_thread(cpu) {
+        Ok(()) => format!("{cpu} of {n}"),
+        Err(e) => format!("not pinned ({e})"),
     }
 }
 
-/// Pins the calling thread to `cpu` (best effort).
-pub(crate) fn pin_thread(cpu: usize) {
+/// Pins the calling thread to `cpu`.
+pub(crate) fn pin_thread(cpu: usize) -> std::io::Result<()> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; the call only reads it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
     }
 }
 

@@ -44,6 +44,14 @@ fn a_small_study_writes_every_output_and_a_record_per_measurement() {
     for (a, b) in back.records.iter().zip(&run.results.records) {
         assert_eq!(a, b);
     }
+    // Every record has a unit; the update benchmark's are the report's (router_load in s).
+    for r in &run.results.records {
+        assert!(!r.unit.is_empty(), "{r:?}");
+        if r.scenario == "updates" {
+            assert_eq!(r.unit, fibre_bench::report::unit_of(&r.metric), "{r:?}");
+            assert_eq!(r.unit == "s", r.metric == "router_load", "{r:?}");
+        }
+    }
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert_eq!(csv.lines().count(), run.results.records.len() + 1);
     let html = std::fs::read_to_string(&run.report).unwrap();

@@ -4,24 +4,33 @@ use super::{Engine, Shape, MISS};
 use crate::scenario::{BenchRoute, StudyFamily};
 use fibre::fib::{Fib, LpmAlgorithm, LpmView, NO_ROUTE};
 use fibre::Prefix;
-use std::sync::Arc;
+use std::sync::Mutex;
 
 pub struct FibreFib<A: StudyFamily, L: LpmAlgorithm<A>> {
     name: &'static str,
+    /// Lookups read the version its writer holds (as a data-plane thread holds one between
+    /// quiescent points): no load through the shared cell.
     fib: Fib<A, L>,
-    /// The version lookups read: loaded once after the build, as a data-plane thread would
-    /// hold it between quiescent points.
-    view: Arc<L::View>,
+}
+
+/// `fibre-fib-<algorithm>`, made once per algorithm (the study's engine names are static, and
+/// engines are made anew at every point).
+pub(crate) fn engine_name(algorithm: &'static str) -> &'static str {
+    static NAMES: Mutex<Vec<(&str, &str)>> = Mutex::new(Vec::new());
+    let mut names = NAMES.lock().expect("no panic while held");
+    if let Some(&(_, name)) = names.iter().find(|(a, _)| *a == algorithm) {
+        return name;
+    }
+    let name: &'static str = Box::leak(format!("fibre-fib-{algorithm}").into_boxed_str());
+    names.push((algorithm, name));
+    name
 }
 
 impl<A: StudyFamily, L: LpmAlgorithm<A>> FibreFib<A, L> {
     pub fn new() -> Self {
-        let fib = Fib::new();
         FibreFib {
-            // One per algorithm and process: the study's engine names are static.
-            name: Box::leak(format!("fibre-fib-{}", L::NAME).into_boxed_str()),
-            view: fib.reader().snapshot(),
-            fib,
+            name: engine_name(L::NAME),
+            fib: Fib::new(),
         }
     }
 }
@@ -54,17 +63,16 @@ impl<A: StudyFamily, L: LpmAlgorithm<A>> Engine<A> for FibreFib<A, L> {
                 .iter()
                 .map(|r| (Prefix::new(A::from_bits(r.addr), r.len), r.nh as u32)),
         );
-        self.view = self.fib.reader().snapshot();
     }
     #[inline(always)]
     fn lookup(&self, addr: A::K) -> u32 {
-        answer(self.view.lookup(addr))
+        answer(self.fib.view().lookup(addr))
     }
     fn has_bulk(&self) -> bool {
         true
     }
     fn lookup_bulk(&self, addrs: &[A::K], out: &mut [u32]) {
-        self.view.lookup_bulk(addrs, out);
+        self.fib.view().lookup_bulk(addrs, out);
         for o in out.iter_mut() {
             *o = answer(*o);
         }

@@ -71,6 +71,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// The unit [`METRICS`] gives `metric` (empty for one it does not list).
+pub fn unit_of(metric: &str) -> &'static str {
+    METRICS.iter().find(|m| m.0 == metric).map_or("", |m| m.1)
+}
+
 impl Results {
     pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).expect("results serialise");

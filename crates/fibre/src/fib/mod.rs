@@ -94,6 +94,8 @@ pub trait LpmAlgorithm<A: FibFamily>: Send + Sync + Sized + 'static {
     fn update(&mut self, routes: &PrefixTrie<A, u32>, changed: &[Prefix<A>]);
     /// A handle readers on any thread load versions from.
     fn reader(&self) -> Reader<Self::View>;
+    /// The version last published, as the writer holds it (no load through the shared cell).
+    fn view(&self) -> &Self::View;
     fn stats(&self) -> FibStats;
     /// The encoding's content without arena offsets, in key order: equal images are equal
     /// structures bit for bit (what an incrementally patched FIB is checked against).
@@ -206,10 +208,6 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
             self.staged.clear();
         }
     }
-    /// Whether changes wait for [`Fib::publish`].
-    pub fn has_staged(&self) -> bool {
-        !self.staged.is_empty()
-    }
     /// The id stored for exactly `prefix`.
     pub fn get(&self, prefix: &Prefix<A>) -> Option<u32> {
         self.routes.get(prefix).copied()
@@ -224,15 +222,16 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
     pub fn reader(&self) -> Reader<L::View> {
         self.reader.clone()
     }
-    /// A lookup in the current version (hot loops keep a loaded version instead).
+    /// A lookup in the version last published, on the writer's side (the owner of the `Fib`
+    /// holds that version: no load through the shared cell). Other threads use a [`Reader`].
     #[inline]
     pub fn lookup(&self, addr: A) -> u32 {
-        self.reader.load().lookup(addr.to_bits())
+        self.lpm.view().lookup(addr.to_bits())
     }
-    /// The current version.
+    /// The version last published, as the writer holds it (what [`Fib::lookup`] reads).
     #[inline]
-    pub fn load(&self) -> arc_swap::Guard<Arc<L::View>> {
-        self.reader.load()
+    pub fn view(&self) -> &L::View {
+        self.lpm.view()
     }
     pub fn stats(&self) -> FibStats {
         self.lpm.stats()
@@ -247,10 +246,6 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
     /// The `(prefix, id)` set, in order.
     pub fn routes(&self) -> impl Iterator<Item = (Prefix<A>, u32)> + '_ {
         self.routes.iter().map(|(p, &id)| (p, id))
-    }
-    /// Bytes of the writer's own copy of the set (not read by lookups).
-    pub fn set_bytes(&self) -> usize {
-        self.routes.heap_bytes()
     }
 }
 

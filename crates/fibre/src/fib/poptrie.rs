@@ -644,6 +644,12 @@ impl<A: FibFamily> Poptrie<A> {
         }
     }
 
+    /// Retires a slot's subtree: its top node's cell `cell` and every block below it.
+    fn retire_subtree(ar: &Arenas, cell: u32, retired: &mut Vec<Block>) {
+        retired.push(Block::new(Kind::Node, cell, 1));
+        Self::retire_below(ar, ar.nodes.get(cell), retired);
+    }
+
     /// Retires every block below node `n`: its leaves, its children, theirs (not `n`'s cell).
     fn retire_below(ar: &Arenas, n: Node, retired: &mut Vec<Block>) {
         Self::retire_own(n, retired);
@@ -728,9 +734,7 @@ impl<A: FibFamily> Poptrie<A> {
                 long += 1;
             }
             if old & INDEX != 0 {
-                let cell = old & !INDEX;
-                retired.push(Block::new(Kind::Node, cell, 1));
-                Self::retire_below(&self.arenas, self.arenas.nodes.get(cell), retired);
+                Self::retire_subtree(&self.arenas, old & !INDEX, retired);
             }
             let entry = match encode_slot(nodes, leaves, sub, s, fill) {
                 Some(leaf) => leaf,
@@ -945,8 +949,7 @@ impl<A: FibFamily> Poptrie<A> {
                 Outcome::Leaf(id) => {
                     // The top node folded into a leaf: its cell and everything below it go
                     // (no child of it survives: a leaf top has none).
-                    retired.push(Block::new(Kind::Node, top_cell, 1));
-                    Self::retire_below(&self.arenas, path[0].0, retired);
+                    Self::retire_subtree(&self.arenas, top_cell, retired);
                     return self.set_entry(slot, id, fresh, retired);
                 }
                 Outcome::Node(mut new) => {
@@ -1156,32 +1159,18 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
         out
     }
 
+    fn view(&self) -> &PoptrieView<A> {
+        &self.current
+    }
+
     fn audit(&mut self) -> Result<(), String> {
         // Blocks retired by versions nobody holds are back; what remains handed out must be
-        // exactly what the current version reaches.
+        // exactly what the current version reaches (the nodes and leaves `stats` walks, and a
+        // whole chunk per root entry that points to one).
         self.reclaim();
-        let (mut chunks, mut nodes, mut leaves) = (0, 0, 0);
-        let ar = &*self.arenas;
-        fn below(ar: &Arenas, n: Node, nodes: &mut usize, leaves: &mut usize) {
-            *leaves += n.leafvec.count_ones() as usize;
-            *nodes += n.vector.count_ones() as usize;
-            for k in 0..n.vector.count_ones() {
-                below(ar, ar.nodes.get(n.base1 + k), nodes, leaves);
-            }
-        }
-        for &r in &self.root {
-            if r & INDEX == 0 {
-                continue;
-            }
-            chunks += Self::CHUNK;
-            for i in 0..Self::CHUNK as u32 {
-                let e = ar.chunks.get((r & !INDEX) + i);
-                if e & INDEX != 0 {
-                    nodes += 1; // the top cell
-                    below(ar, ar.nodes.get(e & !INDEX), &mut nodes, &mut leaves);
-                }
-            }
-        }
+        let reached = self.stats();
+        let chunks = self.root.iter().filter(|&&r| r & INDEX != 0).count() * Self::CHUNK;
+        let (nodes, leaves) = (reached.nodes, reached.leaves);
         let live = (self.chunks.live(), self.nodes.live(), self.leaves.live());
         if live != (chunks, nodes, leaves) {
             return Err(format!(

@@ -178,15 +178,15 @@ impl<A: RouterFamily> TableFib<A> {
         self.fib.publish();
     }
 
-    /// The probe: what the covered tables answer a plain flow.
+    /// The probe: what the covered tables answer a plain flow (`None`: ask the RIB).
     fn lookup<'a>(
         &self,
         st: &'a FamilyState<A>,
         flow: &Flow<A>,
         links: &dyn LinkState,
-    ) -> Option<(TableId, TableLookup<'a, A>)> {
+    ) -> Option<TableLookup<'a, A>> {
         match self.fib.lookup(flow.dst) {
-            NO_ROUTE => Some((self.tables[0], TableLookup::None)),
+            NO_ROUTE => Some(TableLookup::None),
             ASK_RIB => None,
             id => {
                 let (dst, table, index) =
@@ -194,7 +194,7 @@ impl<A: RouterFamily> TableFib<A> {
                 let list = st.tables[&table]
                     .entry_at(index, &dst)
                     .map_or(&[][..], |e| e.routes.as_slice());
-                Some((table, A::select(list, flow, &st.nhs, links)))
+                Some(A::select(list, flow, &st.nhs, links))
             }
         }
     }
@@ -356,7 +356,7 @@ impl<A: RouterFamily> FamilyState<A> {
         if !self.fibs_current() || !Fibs::plain(tf, flow) {
             return None;
         }
-        tf.lookup(self, flow, links).map(|(_, r)| r)
+        tf.lookup(self, flow, links)
     }
 
     /// IPv4's merged local+main answer through its FIB, when it can decide.
@@ -369,11 +369,11 @@ impl<A: RouterFamily> FamilyState<A> {
         if !self.fibs_current() || !Fibs::plain(tf, flow) {
             return None;
         }
-        tf.lookup(self, flow, links).map(|(_, r)| r)
+        tf.lookup(self, flow, links)
     }
 
-    /// A reader of table `id`'s FIB (lookups on other threads), ids resolved with
-    /// [`FamilyState::fib_route`].
+    /// A reader of table `id`'s FIB, for lookups on other threads (its ids name destinations
+    /// of the router's tables, resolved on the router's side).
     pub fn fib_reader(&self, id: TableId) -> Option<Reader<PoptrieView<A>>> {
         self.fibs.tables.get(&id).map(|tf| tf.reader())
     }
@@ -392,17 +392,5 @@ impl<A: RouterFamily> FamilyState<A> {
     /// customised; until then [`FamilyState::merged_fib`] answers for them).
     pub fn table_fib(&self, id: TableId) -> Option<&TableFib<A>> {
         self.fibs.tables.get(&id)
-    }
-
-    /// What a FIB id of table `id` stands for: the destination and the table whose list answers.
-    pub fn fib_route(&self, id: TableId, fib_id: u32) -> Option<(Prefix<A>, TableId)> {
-        self.fibs
-            .tables
-            .get(&id)?
-            .slots
-            .get(fib_id as usize)
-            .copied()
-            .flatten()
-            .map(|(dst, table, _)| (dst, table))
     }
 }
