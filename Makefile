@@ -54,8 +54,8 @@ run:
 ## tests (these need root and `ip netns`; they skip with a message without, and fail instead when
 ## FIBRE_KERNEL_TESTS=required, as .ci/run sets it).
 test: deps lint
-	$(CARGO) test --workspace --all-targets
-	$(CARGO) test --workspace --doc
+	$(CARGO) test --workspace --all-targets --no-fail-fast
+	$(CARGO) test --workspace --doc --no-fail-fast
 
 lint:
 	$(CARGO) fmt --all --check
@@ -68,7 +68,7 @@ deps:
 
 ## Fuzz the parsers for a minute each (needs cargo-fuzz and a nightly toolchain).
 fuzz:
-	cd fuzz && for t in prefix batch_line; do mkdir -p corpus/$$t && $(CARGO) +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=60 || exit 1; done
+	cd fuzz && for t in prefix batch_line fib_api; do mkdir -p corpus/$$t && $(CARGO) +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=60 || exit 1; done
 
 clean:
 	$(CARGO) clean

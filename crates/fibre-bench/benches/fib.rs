@@ -35,7 +35,8 @@ fn view<A: StudyFamily>(
 
 fn bench_family<A: UpdateFamily>(c: &mut Criterion, routes: &[BenchRoute<A::K>]) {
     let prefix = |r: &BenchRoute<A::K>| Prefix::new(A::from_bits(r.addr), r.len);
-    let mut fib: Fib<A> = Fib::from_routes(routes.iter().map(|r| (prefix(r), r.nh as u32)));
+    let mut fib: Fib<A> = Fib::from_routes(routes.iter().map(|r| (prefix(r), r.nh as u32)))
+        .expect("next-hop indexes are small");
     let keys = workload::inside_prefixes::<A>(routes, 1 << 16, 7);
     let mut g = c.benchmark_group(format!("fib-{}", A::LABEL));
     g.throughput(Throughput::Elements(keys.len() as u64));
@@ -74,9 +75,11 @@ fn bench_family<A: UpdateFamily>(c: &mut Criterion, routes: &[BenchRoute<A::K>])
                 routes[i]
             },
             |r| {
-                fib.set(prefix(&r), None);
+                fib.set(prefix(&r), None)
+                    .expect("next-hop indexes are small");
                 fib.publish();
-                fib.set(prefix(&r), Some(r.nh as u32));
+                fib.set(prefix(&r), Some(r.nh as u32))
+                    .expect("next-hop indexes are small");
                 fib.publish();
             },
             BatchSize::SmallInput,

@@ -42,7 +42,8 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
         routes
             .iter()
             .map(|r| (Prefix::new(A::from_bits(r.addr), r.len), r.nh as u32)),
-    );
+    )
+    .expect("next-hop indexes are small");
     let keys = workload::inside_prefixes::<A>(&routes, n, 7);
     let view = fib.view();
     let mut out = vec![0u32; keys.len()];

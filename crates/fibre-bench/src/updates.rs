@@ -233,17 +233,19 @@ pub fn run<A: UpdateFamily>(
         routes
             .iter()
             .map(|r| (Prefix::new(A::from_bits(r.addr), r.len), r.nh as u32)),
-    );
+    )
+    .expect("next-hop indexes are small");
     let stop = Arc::new(AtomicBool::new(false));
     let handle = reader::<A, _>(fib.reader(), keys, stop.clone(), reader_cpu, sink);
     for r in &chosen {
         let p = Prefix::new(A::from_bits(r.addr), r.len);
         let t = Instant::now();
-        fib.set(p, None);
+        fib.set(p, None).expect("next-hop indexes are small");
         fib.publish();
         run.fib.delete.push(t.elapsed().as_nanos() as f64);
         let t = Instant::now();
-        fib.set(p, Some(r.nh as u32));
+        fib.set(p, Some(r.nh as u32))
+            .expect("next-hop indexes are small");
         fib.publish();
         run.fib.insert.push(t.elapsed().as_nanos() as f64);
     }

@@ -62,7 +62,8 @@ impl<A: StudyFamily, L: LpmAlgorithm<A>> Engine<A> for FibreFib<A, L> {
             routes
                 .iter()
                 .map(|r| (Prefix::new(A::from_bits(r.addr), r.len), r.nh as u32)),
-        );
+        )
+        .expect("next-hop indexes are small");
     }
     #[inline(always)]
     fn lookup(&self, addr: A::K) -> u32 {

@@ -31,6 +31,37 @@ pub const NO_ROUTE: u32 = 0x7FFF_FFFF;
 /// The largest id a FIB stores (ids share 31 bits with the encodings' tags).
 pub const MAX_ID: u32 = NO_ROUTE - 1;
 
+/// An id above [`MAX_ID`], refused where it enters a FIB (nothing was changed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdOutOfRange {
+    pub prefix: String,
+    pub id: u32,
+}
+
+impl std::fmt::Display for IdOutOfRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "FIB id {} of {} is above the largest id, {MAX_ID}",
+            self.id, self.prefix
+        )
+    }
+}
+impl std::error::Error for IdOutOfRange {}
+
+/// The first `(prefix, id)` whose id a FIB cannot store.
+pub(crate) fn check_ids<A: Address>(
+    mut pairs: impl Iterator<Item = (Prefix<A>, u32)>,
+) -> Result<(), IdOutOfRange> {
+    match pairs.find(|&(_, id)| id > MAX_ID) {
+        Some((p, id)) => Err(IdOutOfRange {
+            prefix: p.to_string(),
+            id,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Per-family shape of the compiled structures.
 pub trait FibFamily: Address {
     /// Bits resolved by direct pointing (Poptrie's first step).
@@ -87,11 +118,16 @@ pub struct FibStats {
 pub trait LpmAlgorithm<A: FibFamily>: Send + Sync + Sized + 'static {
     const NAME: &'static str;
     type View: LpmView<A>;
-    /// Encodes `routes` (prefix -> id, ids at most [`MAX_ID`]) and publishes it.
-    fn build(routes: &PrefixTrie<A, u32>) -> Self;
+    /// Encodes `routes` (prefix -> id) and publishes it; refuses an id above [`MAX_ID`].
+    fn build(routes: &PrefixTrie<A, u32>) -> Result<Self, IdOutOfRange>;
     /// `routes` changed at `changed` (already applied): re-encodes what that touches and
-    /// publishes once.
-    fn update(&mut self, routes: &PrefixTrie<A, u32>, changed: &[Prefix<A>]);
+    /// publishes once. An id above [`MAX_ID`] at a changed prefix is refused before anything
+    /// changes. A change not named in `changed` leaves lookups unspecified (never unsound).
+    fn update(
+        &mut self,
+        routes: &PrefixTrie<A, u32>,
+        changed: &[Prefix<A>],
+    ) -> Result<(), IdOutOfRange>;
     /// A handle readers on any thread load versions from.
     fn reader(&self) -> Reader<Self::View>;
     /// The version last published, as the writer holds it (no load through the shared cell).
@@ -155,7 +191,7 @@ pub struct Fib<A: FibFamily, L: LpmAlgorithm<A> = Poptrie<A>> {
 
 impl<A: FibFamily, L: LpmAlgorithm<A>> Default for Fib<A, L> {
     fn default() -> Self {
-        Self::from_routes(std::iter::empty())
+        Self::from_routes(std::iter::empty()).expect("an empty set has no ids")
     }
 }
 
@@ -173,26 +209,30 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
     pub fn new() -> Self {
         Self::default()
     }
-    /// Builds from `(prefix, id)` pairs (a later pair for the same prefix wins).
-    pub fn from_routes(routes: impl IntoIterator<Item = (Prefix<A>, u32)>) -> Self {
+    /// Builds from `(prefix, id)` pairs (a later pair for the same prefix wins); refuses an id
+    /// above [`MAX_ID`].
+    pub fn from_routes(
+        routes: impl IntoIterator<Item = (Prefix<A>, u32)>,
+    ) -> Result<Self, IdOutOfRange> {
         let mut set = PrefixTrie::new();
         for (p, id) in routes {
-            assert!(id <= MAX_ID, "FIB ids are at most {MAX_ID}");
+            check_ids(std::iter::once((p, id)))?;
             set.insert(p, id);
         }
-        let lpm = L::build(&set);
-        Fib {
+        let lpm = L::build(&set)?;
+        Ok(Fib {
             reader: lpm.reader(),
             lpm,
             routes: set,
             staged: Vec::new(),
-        }
+        })
     }
-    /// Stages `prefix -> id` (`None`: no entry); readers see it after [`Fib::publish`].
-    pub fn set(&mut self, prefix: Prefix<A>, id: Option<u32>) {
+    /// Stages `prefix -> id` (`None`: no entry); readers see it after [`Fib::publish`]. An id
+    /// above [`MAX_ID`] is refused and nothing is staged.
+    pub fn set(&mut self, prefix: Prefix<A>, id: Option<u32>) -> Result<(), IdOutOfRange> {
         let changed = match id {
             Some(id) => {
-                assert!(id <= MAX_ID, "FIB ids are at most {MAX_ID}");
+                check_ids(std::iter::once((prefix, id)))?;
                 self.routes.insert(prefix, id) != Some(id)
             }
             None => self.routes.remove(&prefix).is_some(),
@@ -200,11 +240,14 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
         if changed {
             self.staged.push(prefix);
         }
+        Ok(())
     }
     /// Re-encodes what the staged changes touch and publishes it as one version.
     pub fn publish(&mut self) {
         if !self.staged.is_empty() {
-            self.lpm.update(&self.routes, &self.staged);
+            self.lpm
+                .update(&self.routes, &self.staged)
+                .expect("Fib::set admits only storable ids");
             self.staged.clear();
         }
     }

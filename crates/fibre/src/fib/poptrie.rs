@@ -23,7 +23,9 @@
 //! stopped using are reused once every reader that could see them has let go (see
 //! [`PoptrieView`]'s `Drop`).
 use super::arena::{BlockAlloc, RawArena};
-use super::{FibFamily, FibStats, LpmAlgorithm, LpmView, Reader, NO_ROUTE};
+use super::{
+    check_ids, FibFamily, FibStats, IdOutOfRange, LpmAlgorithm, LpmView, Reader, MAX_ID, NO_ROUTE,
+};
 use crate::addr::Bits;
 use crate::prefix::Prefix;
 use crate::rib::PrefixTrie;
@@ -31,6 +33,18 @@ use arc_swap::ArcSwap;
 use std::marker::PhantomData;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// An id as the encoding stores it. [`LpmAlgorithm::build`] and [`LpmAlgorithm::update`] refuse
+/// ids above [`MAX_ID`]; this keeps the encoding sound even for a caller that changed the set
+/// without naming the change (such an id then reads as no route, never as a cell index).
+#[inline]
+fn stored(id: u32) -> u32 {
+    if id <= MAX_ID {
+        id
+    } else {
+        NO_ROUTE
+    }
+}
 
 /// Entry tag: the rest is an index (of a chunk in the root, of a node in a chunk).
 pub const INDEX: u32 = 1 << 31;
@@ -446,7 +460,7 @@ impl<A: FibFamily> Poptrie<A> {
         // with its longest match; the prefixes longer than the root step come grouped by chunk.
         let all: Vec<(A::Bits, u8, u32)> = routes
             .iter()
-            .map(|(p, &id)| (p.bits(), p.len(), id))
+            .map(|(p, &id)| (p.bits(), p.len(), stored(id)))
             .collect();
         for &(key, len, id) in all.iter().filter(|p| p.1 as u32 <= r) {
             let first = top(key, r);
@@ -703,12 +717,14 @@ impl<A: FibFamily> Poptrie<A> {
         let first = top(p.bits(), s);
         let n = 1usize << (s - p.len() as u32);
         let default = routes
-            .find_map_matches(p.addr(), |q, v| (q.len() < p.len()).then_some(*v))
+            .find_map_matches(p.addr(), |q, v| (q.len() < p.len()).then_some(stored(*v)))
             .unwrap_or(NO_ROUTE);
         self.scratch.prefixes.clear();
-        self.scratch
-            .prefixes
-            .extend(routes.covered(&p).map(|(q, &id)| (q.bits(), q.len(), id)));
+        self.scratch.prefixes.extend(
+            routes
+                .covered(&p)
+                .map(|(q, &id)| (q.bits(), q.len(), stored(id))),
+        );
         // What each slot holds above its subtree (trie order: covering prefixes paint first).
         let mut fill = vec![default; n];
         for &(key, len, id) in self.scratch.prefixes.iter().filter(|q| q.1 as u32 <= s) {
@@ -789,14 +805,16 @@ impl<A: FibFamily> Poptrie<A> {
         let width = 1usize << (off + 6 - region.len() as u32);
         let region_mask = (u64::MAX >> (64 - width)) << first;
         let default = routes
-            .find_map_matches(region.addr(), |q, v| (q.len() < region.len()).then_some(*v))
+            .find_map_matches(region.addr(), |q, v| {
+                (q.len() < region.len()).then_some(stored(*v))
+            })
             .unwrap_or(NO_ROUTE);
         leaf[first..first + width].fill(default);
         self.scratch.prefixes.clear();
         self.scratch.prefixes.extend(
             routes
                 .covered(&region)
-                .map(|(p, &id)| (p.bits(), p.len(), id)),
+                .map(|(p, &id)| (p.bits(), p.len(), stored(id))),
         );
         let mut fresh_children = 0u64;
         for &(key, len, id) in &self.scratch.prefixes {
@@ -1067,7 +1085,8 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
     const NAME: &'static str = "poptrie";
     type View = PoptrieView<A>;
 
-    fn build(routes: &PrefixTrie<A, u32>) -> Self {
+    fn build(routes: &PrefixTrie<A, u32>) -> Result<Self, IdOutOfRange> {
+        check_ids(routes.iter().map(|(p, &id)| (p, id)))?;
         let mut scratch = Scratch::default();
         let enc = Self::encode_all(routes, &mut scratch);
         let (arenas, [nodes, leaves, chunks], root) = Self::install(enc);
@@ -1082,7 +1101,7 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             reclaim: reclaim.clone(),
             _family: PhantomData,
         });
-        Poptrie {
+        Ok(Poptrie {
             cell: Arc::new(ArcSwap::new(view.clone())),
             current: view,
             root,
@@ -1095,12 +1114,21 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             returned: Mutex::new(returned),
             scratch,
             rebuilds: 0,
-        }
+        })
     }
 
-    fn update(&mut self, routes: &PrefixTrie<A, u32>, changed: &[Prefix<A>]) {
+    fn update(
+        &mut self,
+        routes: &PrefixTrie<A, u32>,
+        changed: &[Prefix<A>],
+    ) -> Result<(), IdOutOfRange> {
+        check_ids(
+            changed
+                .iter()
+                .filter_map(|p| routes.get(p).map(|&id| (*p, id))),
+        )?;
         if changed.is_empty() {
-            return;
+            return Ok(());
         }
         self.reclaim();
         // A change covering more slots than this is cheaper as a full build.
@@ -1109,7 +1137,8 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             .iter()
             .any(|p| s.saturating_sub(p.len() as u32) > FULL_REBUILD_SLOTS.trailing_zeros())
         {
-            return self.rebuild(routes);
+            self.rebuild(routes);
+            return Ok(());
         }
         let mut changed = changed.to_vec();
         changed.sort_unstable();
@@ -1117,6 +1146,7 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
         if self.patch(routes, &changed).is_none() {
             self.rebuild(routes);
         }
+        Ok(())
     }
 
     fn reader(&self) -> Reader<PoptrieView<A>> {

@@ -117,18 +117,19 @@ fn fib_equals_model<A: FibFamily, L: LpmAlgorithm<A>>(
     for (p, id) in &table {
         set(&mut model, *p, Some(*id));
     }
-    let mut fib = Fib::<A, L>::from_routes(table.iter().copied());
+    let mut fib =
+        Fib::<A, L>::from_routes(table.iter().copied()).expect("test ids are below MAX_ID");
     let extra = [A::Bits::ZERO, A::Bits::ONES];
     check(&fib, &model, &probes(&model, &extra))?;
     let mut published = model.clone();
     for op in ops {
         match op {
             Op::Set(p, id) => {
-                fib.set(p, Some(id));
+                fib.set(p, Some(id)).expect("test ids are below MAX_ID");
                 set(&mut model, p, Some(id));
             }
             Op::Del(p) => {
-                fib.set(p, None);
+                fib.set(p, None).expect("test ids are below MAX_ID");
                 set(&mut model, p, None);
             }
             Op::Publish => {
@@ -142,7 +143,7 @@ fn fib_equals_model<A: FibFamily, L: LpmAlgorithm<A>>(
     }
     fib.publish();
     check(&fib, &model, &probes(&model, &extra))?;
-    let fresh = Fib::<A, L>::from_routes(model.iter().copied());
+    let fresh = Fib::<A, L>::from_routes(model.iter().copied()).expect("test ids are below MAX_ID");
     prop_assert!(
         fib.image() == fresh.image(),
         "patched != fresh ({})",
@@ -206,7 +207,8 @@ fn edges_of_the_encoding() {
         at: A,
     ) {
         check(fib, routes, &probes(routes, &[at.to_bits()])).unwrap();
-        let fresh = Fib::<A, L>::from_routes(routes.iter().copied());
+        let fresh =
+            Fib::<A, L>::from_routes(routes.iter().copied()).expect("test ids are below MAX_ID");
         assert!(fib.image() == fresh.image(), "{} patched != fresh", L::NAME);
         fib.audit().unwrap();
     }
@@ -217,13 +219,13 @@ fn edges_of_the_encoding() {
         let mut fib = Fib::<A, L>::new();
         let mut routes = Vec::new();
         for &(p, id) in &all {
-            fib.set(p, Some(id));
+            fib.set(p, Some(id)).expect("test ids are below MAX_ID");
             fib.publish();
             routes.push((p, id));
             step(&mut fib, &routes, at);
         }
         while let Some((p, _)) = routes.pop() {
-            fib.set(p, None);
+            fib.set(p, None).expect("test ids are below MAX_ID");
             fib.publish();
             step(&mut fib, &routes, at);
         }
@@ -325,7 +327,7 @@ fn concurrent<L: LpmAlgorithm<Ipv4Addr>>(updates: usize) {
             })
             .collect();
         for (i, (p, id)) in log.iter().enumerate() {
-            fib.set(*p, *id);
+            fib.set(*p, *id).expect("test ids are below MAX_ID");
             if batch_end(i) {
                 fib.publish();
             }

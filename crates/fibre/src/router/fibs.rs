@@ -43,7 +43,8 @@ impl<A: RouterFamily> Clone for TableFib<A> {
     fn clone(&self) -> Self {
         TableFib {
             tables: self.tables.clone(),
-            fib: Fib::from_routes(self.fib.routes()),
+            fib: Fib::from_routes(self.fib.routes())
+                .expect("router ids are slot indexes, far below MAX_ID"),
             slots: self.slots.clone(),
             free: self.free.clone(),
             tos_or_source_routes: self.tos_or_source_routes,
@@ -93,7 +94,7 @@ impl<A: RouterFamily> TableFib<A> {
                 pairs.push((dst, id));
             }
         }
-        tf.fib = Fib::from_routes(pairs);
+        tf.fib = Fib::from_routes(pairs).expect("router ids are slot indexes, far below MAX_ID");
         tf
     }
 
@@ -173,7 +174,9 @@ impl<A: RouterFamily> TableFib<A> {
                 self.free.push(old);
             }
             let id = self.assign(st, dst, links);
-            self.fib.set(dst, id);
+            self.fib
+                .set(dst, id)
+                .expect("router ids are slot indexes, far below MAX_ID");
         }
         self.fib.publish();
     }

@@ -1,0 +1,149 @@
+//! Arbitrary bytes as a sequence of calls on the public FIB API (`PrefixTrie`, `Fib`,
+//! `Poptrie`), with arbitrary prefixes and ids: no call may panic or touch memory out of bounds,
+//! refused ids are refused with an error, and whatever was accepted answers as a linear scan of
+//! the accepted `(prefix, id)` set does. Shared by the fuzz target (`fuzz/fuzz_targets/fib_api.rs`)
+//! and the no-panic property test (`tests/fib_api_never_panics.rs`).
+use fibre::addr::Bits;
+use fibre::fib::{Fib, LpmAlgorithm, Poptrie, MAX_ID, NO_ROUTE};
+use fibre::rib::PrefixTrie;
+use fibre::{Address, Prefix};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// Bytes read one field at a time; the input running out ends the sequence.
+struct Input<'a>(&'a [u8]);
+
+impl Input<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(b)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes([
+            self.byte()?,
+            self.byte()?,
+            self.byte()?,
+            self.byte()?,
+        ]))
+    }
+    /// Bits for a key or prefix: a few random bytes spread over the address, so that prefixes
+    /// share their first bits often (nested and sibling prefixes).
+    fn bits<A: Address>(&mut self) -> Option<A::Bits> {
+        let (hi, lo) = (self.byte()?, self.byte()?);
+        let v = (u64::from(hi) << 56) | (u64::from(lo) << 40) | u64::from(lo);
+        // The top bits of the address.
+        Some(if A::Bits::WIDTH == 32 {
+            A::Bits::from_u64(v >> 32)
+        } else {
+            A::Bits::from_u64(v) << 64
+        })
+    }
+    /// An id: mostly small, sometimes at or above the largest storable one.
+    fn id(&mut self) -> Option<u32> {
+        Some(match self.byte()? % 8 {
+            0 => MAX_ID + u32::from(self.byte()? % 3),
+            1 => self.u32()?,
+            _ => u32::from(self.byte()?),
+        })
+    }
+}
+
+/// The longest accepted prefix containing `key`, by linear scan.
+fn scan<A: Address>(model: &[(Prefix<A>, u32)], key: A) -> u32 {
+    model
+        .iter()
+        .filter(|(p, _)| p.contains(key))
+        .max_by_key(|(p, _)| p.len())
+        .map_or(NO_ROUTE, |&(_, id)| id)
+}
+
+fn set<A: Address>(model: &mut Vec<(Prefix<A>, u32)>, p: Prefix<A>, id: Option<u32>) {
+    model.retain(|(q, _)| *q != p);
+    if let Some(id) = id {
+        model.push((p, id));
+    }
+}
+
+/// Runs the calls `data` spells for one family.
+pub fn run<A: fibre::fib::FibFamily>(data: &[u8]) {
+    let mut input = Input(data);
+    let width = A::Bits::WIDTH;
+    let mut fib: Fib<A> = Fib::new();
+    let mut accepted: Vec<(Prefix<A>, u32)> = Vec::new();
+    let mut trie: PrefixTrie<A, u32> = PrefixTrie::new();
+    let mut poptrie: Option<Poptrie<A>> = None;
+    while let Some(op) = input.byte() {
+        let Some(bits) = input.bits::<A>() else { break };
+        let p = Prefix::from_bits(bits, input.byte().unwrap_or(0) % (width + 1))
+            .unwrap_or_else(|| Prefix::any());
+        match op % 6 {
+            // Fib::set: an id above MAX_ID is refused and changes nothing.
+            0 => {
+                let Some(id) = input.id() else { break };
+                let r = fib.set(p, Some(id));
+                assert_eq!(r.is_err(), id > MAX_ID, "id {id} at {p}");
+                if r.is_ok() {
+                    set(&mut accepted, p, Some(id));
+                }
+            }
+            1 => {
+                fib.set(p, None).expect("removal takes no id");
+                set(&mut accepted, p, None);
+            }
+            // Publish, then every answer is the scan's.
+            2 => {
+                fib.publish();
+                for _ in 0..4 {
+                    let Some(k) = input.bits::<A>() else { break };
+                    let key = A::from_bits(k);
+                    assert_eq!(fib.lookup(key), scan(&accepted, key), "lookup of {key}");
+                }
+            }
+            // The bare encoding: a trie with any ids, built or patched.
+            3 => {
+                let Some(id) = input.id() else { break };
+                trie.insert(p, id);
+                let bad = trie.iter().any(|(_, &id)| id > MAX_ID);
+                match Poptrie::build(&trie) {
+                    Ok(built) => {
+                        assert!(!bad, "build accepted an id above MAX_ID");
+                        poptrie = Some(built);
+                    }
+                    Err(e) => assert!(bad && e.id > MAX_ID, "build refused {e}"),
+                }
+            }
+            4 => {
+                let named = input.byte().unwrap_or(0) % 2 == 0;
+                trie.remove(&p);
+                if let Some(pt) = poptrie.as_mut() {
+                    // A change not named to `update` may leave answers unspecified, never
+                    // unsound: the lookups below must still return.
+                    let changed = if named { vec![p] } else { vec![] };
+                    let _ = pt.update(&trie, &changed);
+                }
+            }
+            _ => {
+                if let Some(pt) = poptrie.as_ref() {
+                    let key = A::from_bits(bits);
+                    let got = pt.view().lookup(key.to_bits());
+                    assert!(
+                        got <= MAX_ID || got == NO_ROUTE,
+                        "answer {got} was never stored"
+                    );
+                    let mut out = [0u32; 3];
+                    pt.view().lookup_bulk(&[bits, bits, bits], &mut out);
+                    assert_eq!(out, [got; 3], "bulk and single lookups agree");
+                }
+            }
+        }
+    }
+    fib.publish();
+    let fresh = Fib::<A>::from_routes(accepted.iter().copied()).expect("accepted ids");
+    assert_eq!(fib.image(), fresh.image(), "patched equals built");
+}
+
+/// Both families from one input.
+pub fn run_both(data: &[u8]) {
+    run::<Ipv4Addr>(data);
+    run::<Ipv6Addr>(data);
+}
