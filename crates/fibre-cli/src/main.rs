@@ -9,7 +9,7 @@
 use clap::Parser;
 use fibre::io::iproute2::{Batch, BatchMode};
 use fibre::{Family, Router};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -93,42 +93,46 @@ fn main() -> ExitCode {
     } else {
         BatchMode::StopOnError
     };
-    let input: Box<dyn BufRead> = match cli.batch.as_deref() {
+    let mut sources: Vec<(String, Box<dyn BufRead>)> = Vec::new();
+    match cli.batch.as_deref() {
         None if cli.command.is_empty() => {
             eprintln!("fibre: nothing to do: give -batch FILE or a command (see --help)");
             return ExitCode::from(2);
         }
-        None => Box::new(std::io::empty()),
-        Some("-") => Box::new(std::io::stdin().lock()),
+        None => {}
+        Some("-") => sources.push(("-".into(), Box::new(std::io::stdin().lock()))),
         Some(path) => match std::fs::File::open(path) {
-            Ok(f) => Box::new(BufReader::new(f)),
+            Ok(f) => sources.push((path.into(), Box::new(BufReader::new(f)))),
             Err(e) => {
                 eprintln!("fibre: cannot read batch file \"{path}\": {e}");
                 return ExitCode::from(2);
             }
         },
-    };
-    // The command after the options runs as one more line of the batch.
-    let extra = match (cli.command.is_empty(), cli.batch.is_some()) {
-        (true, _) => String::new(),
-        // A batch file may lack its last newline.
-        (false, true) => format!("\n{}\n", cli.command.join(" ")),
-        (false, false) => format!("{}\n", cli.command.join(" ")),
-    };
-    let input = input.chain(extra.as_bytes());
+    }
+    // The command after the options runs after the batch, in the same change set, named as
+    // the command line in its errors.
+    if !cli.command.is_empty() {
+        let line = format!("{}\n", cli.command.join(" "));
+        sources.push(("command-line".into(), Box::new(std::io::Cursor::new(line))));
+    }
     let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
     let (mut out, mut err) = (stdout.lock(), stderr.lock());
-    let summary = match batch.run(input, &mut out, &mut err) {
+    let result = batch.run_sources(sources, &mut out, &mut err);
+    let rolled_back = match &result {
+        Ok(s) => s.rolled_back,
+        Err(_) => batch.mode == BatchMode::Atomic,
+    };
+    if rolled_back {
+        let _ = writeln!(err, "fibre: batch rolled back: no change was kept");
+    }
+    let summary = match result {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("fibre: {e}");
+            let _ = writeln!(err, "fibre: {e}");
             return ExitCode::from(2);
         }
     };
     let _ = out.flush();
-    if summary.rolled_back {
-        let _ = writeln!(err, "fibre: batch rolled back: no change was kept");
-    }
     if summary.success() {
         ExitCode::SUCCESS
     } else {

@@ -108,3 +108,127 @@ proptest! {
         prop_assert_eq!(state(&r), before);
     }
 }
+
+/// Input that fails with an I/O error after `ok` bytes.
+struct FailingAfter<'a> {
+    data: &'a [u8],
+    ok: usize,
+}
+
+impl std::io::Read for FailingAfter<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.ok == 0 {
+            return Err(std::io::Error::other("disk gone"));
+        }
+        let n = buf.len().min(self.ok).min(self.data.len());
+        if n == 0 {
+            return Ok(0);
+        }
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        self.ok -= n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn an_atomic_batch_cut_by_an_io_error_keeps_nothing_and_the_router_stays_usable() {
+    let r = router();
+    let before = state(&r);
+    let mut b = Batch::new(r);
+    b.mode = BatchMode::Atomic;
+    let text = b"route add 203.0.113.0/24 via 10.0.0.3\nrule add from 10.8.0.0/16 lookup 8\nroute add 192.0.2.0/24 via 10.0.0.3\n";
+    let input = std::io::BufReader::new(FailingAfter { data: text, ok: 60 });
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let e = b.run(input, &mut out, &mut err).unwrap_err();
+    assert!(
+        e.to_string().contains("-:2"),
+        "the error names the line: {e}"
+    );
+    assert_eq!(state(&b.router), before);
+    // No change set was left open: the next batch applies.
+    let out = b.run_text("route add 192.0.2.0/24 via 10.0.0.3\n");
+    assert!(out.success(), "{}", out.stderr);
+}
+
+#[test]
+fn non_utf8_bytes_fail_their_line_only_and_continuations_join() {
+    let mut b = Batch::new(router());
+    b.mode = BatchMode::Force;
+    // A Latin-1 comment, a continued command, a command with a Latin-1 device name.
+    let text = b"# r\xe9seau\nroute add 203.0.113.0/24 \\\n  via 10.0.0.3\nroute add 192.0.2.0/24 dev v\xe9th0\nroute show 203.0.113.0/24\n";
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let s = b.run(&text[..], &mut out, &mut err).unwrap();
+    assert_eq!(s.failed, vec![4], "{}", String::from_utf8_lossy(&err));
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "203.0.113.0/24 via 10.0.0.3 dev veth0 \n"
+    );
+}
+
+#[test]
+fn a_syntax_error_ends_even_a_forced_batch() {
+    let mut b = Batch::new(router());
+    b.mode = BatchMode::Force;
+    let out = b.run_text(
+        "route add 192.0.2.0/24 dev nosuch\nroute add 10.0.0.0/33 dev veth0\nroute add 203.0.113.0/24 via 10.0.0.3\n",
+    );
+    // An unknown device fails its line only (ip's `nodev`); a bad prefix ends ip (`get_prefix`).
+    assert_eq!(out.failed, vec![1, 2]);
+    assert!(!b.run_text("route show\n").stdout.contains("203.0.113.0/24"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// Any atomic batch that fails, for any reason (a refused change, a syntax error, bytes that
+    /// are not UTF-8, an I/O error mid-file), keeps nothing and leaves the router usable.
+    #[test]
+    fn a_failed_atomic_batch_keeps_nothing(
+        picks in prop::collection::vec(0usize..16, 1..14),
+        cut in prop::option::of(0usize..400),
+    ) {
+        const LINES: [&[u8]; 16] = [
+            b"route add 203.0.113.0/24 via 10.0.0.3",
+            b"route append 198.51.100.0/24 via 10.0.0.5",
+            b"route prepend 198.51.100.0/24 nexthop via 10.0.0.6 weight 2 nexthop via 10.0.0.7",
+            b"route del 198.51.100.0/24",
+            b"route replace 2001:db8:1::/48 via 2001:db8::3",
+            b"route append 2001:db8:1::/48 via 2001:db8::4",
+            b"route del 2001:db8:1::/48",
+            b"rule add from 10.8.0.0/16 lookup 8 pref 6",
+            b"rule del pref 5",
+            b"addr add 10.0.1.1/24 dev veth1",
+            b"link set veth1 down",
+            b"link del veth0",
+            b"route add blackhole 2001:db8:5::/48 table 9",
+            b"route add 192.0.2.0/24 dev nosuch",
+            b"route add 10.0.0.0/33 dev veth0",
+            b"route add 192.0.2.0/24 dev v\xe9th0 # r\xe9seau",
+        ];
+        let r = router();
+        let before = state(&r);
+        let mut text = Vec::new();
+        for p in picks {
+            text.extend_from_slice(LINES[p]);
+            text.push(b'\n');
+        }
+        let mut b = Batch::new(r);
+        b.mode = BatchMode::Atomic;
+        let ok = cut.unwrap_or(usize::MAX);
+        let input = std::io::BufReader::new(FailingAfter { data: &text, ok: ok.max(1) });
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        match b.run(input, &mut out, &mut err) {
+            Ok(s) if s.success() => prop_assert!(!s.rolled_back),
+            Ok(s) => {
+                prop_assert!(s.rolled_back);
+                prop_assert_eq!(state(&b.router), before.clone());
+            }
+            Err(_) => prop_assert_eq!(state(&b.router), before.clone()),
+        }
+        // Usable: a change set opens and closes again.
+        b.mode = BatchMode::StopOnError;
+        let out = b.run_text("rule add from 10.7.0.0/16 lookup 7 pref 4\n");
+        prop_assert!(out.success(), "{}", out.stderr);
+    }
+}

@@ -45,6 +45,8 @@ impl BatchOutput {
 pub struct LineError {
     pub errno: Errno,
     pub message: String,
+    /// ip gives up on the whole batch, `-force` or not (see [`ParseError::fatal`]).
+    pub fatal: bool,
 }
 
 impl From<ParseError> for LineError {
@@ -57,6 +59,7 @@ impl From<ParseError> for LineError {
         LineError {
             errno: e.errno,
             message,
+            fatal: e.fatal,
         }
     }
 }
@@ -65,6 +68,7 @@ impl From<ChangeError> for LineError {
         LineError {
             errno: e.errno,
             message: e.to_string(),
+            fatal: false,
         }
     }
 }
@@ -113,50 +117,83 @@ impl Batch {
 
     /// Runs the lines of `input` as they come, printing each one's output before reading the
     /// next (so that ip's interleaving of results and errors is kept and input of any size
-    /// streams). Only I/O errors are errors here; failed lines are in the summary.
+    /// streams). Only I/O errors are errors here (in [`BatchMode::Atomic`] the batch is then
+    /// rolled back too); failed lines are in the summary.
     pub fn run(
         &mut self,
         input: impl std::io::BufRead,
         stdout: &mut dyn std::io::Write,
         stderr: &mut dyn std::io::Write,
     ) -> std::io::Result<BatchOutput> {
-        let mut summary = BatchOutput::default();
+        let name = self.name.clone();
+        self.run_sources(vec![(name, Box::new(input))], stdout, stderr)
+    }
+
+    /// Runs several inputs as one batch (one change set in [`BatchMode::Atomic`]), each named
+    /// in its own errors: a batch file, then the command given on the command line.
+    pub fn run_sources<'i>(
+        &mut self,
+        sources: Vec<(String, Box<dyn std::io::BufRead + 'i>)>,
+        stdout: &mut dyn std::io::Write,
+        stderr: &mut dyn std::io::Write,
+    ) -> std::io::Result<BatchOutput> {
         let atomic = self.mode == BatchMode::Atomic;
         if atomic {
             self.router.begin();
         }
-        let mut printed = String::new();
-        for (i, line) in input.lines().enumerate() {
-            let line = line?;
-            let lineno = i + 1;
-            printed.clear();
-            let r = self.run_line(&line, &mut printed);
-            stdout.write_all(printed.as_bytes())?;
-            if let Err(e) = r {
-                summary.failed.push(lineno);
-                writeln!(
-                    stderr,
-                    "{}\nCommand failed {}:{lineno}",
-                    e.message, self.name
-                )?;
-                if self.json {
-                    let v = json!({"error": e.errno.name(), "errno": e.errno.code(), "line": lineno, "command": line.trim(), "message": e.message});
-                    writeln!(stdout, "{v}")?;
-                }
-                if self.mode != BatchMode::Force {
+        let mut summary = BatchOutput::default();
+        let mut result = Ok(());
+        for (name, input) in sources {
+            match self.run_source(&name, input, stdout, stderr, &mut summary) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    result = Err(e);
                     break;
                 }
             }
         }
         if atomic {
-            if summary.failed.is_empty() {
+            if summary.failed.is_empty() && result.is_ok() {
                 self.router.commit();
             } else {
                 self.router.rollback();
                 summary.rolled_back = true;
             }
         }
-        Ok(summary)
+        result.map(|()| summary)
+    }
+
+    /// One input's lines; false when the batch stops here.
+    fn run_source(
+        &mut self,
+        name: &str,
+        mut input: Box<dyn std::io::BufRead + '_>,
+        stdout: &mut dyn std::io::Write,
+        stderr: &mut dyn std::io::Write,
+        summary: &mut BatchOutput,
+    ) -> std::io::Result<bool> {
+        let mut printed = String::new();
+        let mut lines = CommandLines::default();
+        while let Some((lineno, line)) = lines.next(&mut input).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("{name}:{}: {e}", lines.lineno + 1))
+        })? {
+            printed.clear();
+            let r = self.run_line(&line, &mut printed);
+            stdout.write_all(printed.as_bytes())?;
+            if let Err(e) = r {
+                summary.failed.push(lineno);
+                writeln!(stderr, "{}\nCommand failed {name}:{lineno}", e.message)?;
+                if self.json {
+                    let v = json!({"error": e.errno.name(), "errno": e.errno.code(), "line": lineno, "command": line.trim(), "message": e.message});
+                    writeln!(stdout, "{v}")?;
+                }
+                if self.mode != BatchMode::Force || e.fatal {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
     }
 
     /// Runs one line, appending what it prints to `stdout`.
@@ -408,4 +445,44 @@ fn merge_siblings<A: Address>(routes: Vec<RouteSpec<A>>) -> Vec<RouteSpec<A>> {
         out.push(r);
     }
     out
+}
+
+/// Command lines as ip's `getcmdline` reads them: a comment (`#` to the end of the line) is cut
+/// first, then a line ending in `\` continues on the next one (a command's number is that of
+/// its last line). Bytes that are not UTF-8 (a Latin-1 comment) are read as U+FFFD: ip reads
+/// bytes, and such a byte in a command fails only that command.
+#[derive(Default)]
+struct CommandLines {
+    /// Physical lines read so far.
+    lineno: usize,
+    raw: Vec<u8>,
+}
+
+impl CommandLines {
+    fn next(
+        &mut self,
+        input: &mut dyn std::io::BufRead,
+    ) -> std::io::Result<Option<(usize, String)>> {
+        let mut line = String::new();
+        loop {
+            self.raw.clear();
+            if input.read_until(b'\n', &mut self.raw)? == 0 {
+                // A continuation with nothing after it: ip says "Missing continuation line"
+                // and ends the batch; what was joined so far is not run.
+                return Ok(None);
+            }
+            self.lineno += 1;
+            if let Some(i) = self.raw.iter().position(|&b| b == b'#') {
+                self.raw.truncate(i);
+            }
+            let text = String::from_utf8_lossy(&self.raw);
+            match text.strip_suffix("\\\n") {
+                Some(head) => line.push_str(head),
+                None => {
+                    line.push_str(&text);
+                    return Ok(Some((self.lineno, line)));
+                }
+            }
+        }
+    }
 }

@@ -20,6 +20,10 @@ pub struct ParseError {
     pub errno: Errno,
     pub token: Option<String>,
     pub message: String,
+    /// ip gives up on the whole batch (`invarg`, `get_prefix` and their kind call `exit`), even
+    /// with `-force`. Unknown devices and objects, errors the kernel would report, and what
+    /// fibre does not model fail only their line.
+    pub fatal: bool,
 }
 
 impl ParseError {
@@ -28,6 +32,7 @@ impl ParseError {
             errno: Errno::EINVAL,
             token: Some(token.to_string()),
             message: message.into(),
+            fatal: true,
         }
     }
     fn bare(message: impl Into<String>) -> Self {
@@ -35,6 +40,7 @@ impl ParseError {
             errno: Errno::EINVAL,
             token: None,
             message: message.into(),
+            fatal: true,
         }
     }
     fn device(name: &str) -> Self {
@@ -42,7 +48,13 @@ impl ParseError {
             errno: Errno::ENODEV,
             token: Some(name.to_string()),
             message: format!("Cannot find device \"{name}\""),
+            fatal: false,
         }
+    }
+    /// An error of this line only (see [`ParseError::fatal`]).
+    fn soft(mut self) -> Self {
+        self.fatal = false;
+        self
     }
 }
 impl fmt::Display for ParseError {
@@ -269,8 +281,9 @@ impl AnyPrefix {
             )
         })?;
         if strict {
-            Prefix::new_strict(a, len)
-                .ok_or_else(|| ParseError::new(tok, "Invalid prefix for given prefix length"))
+            Prefix::new_strict(a, len).ok_or_else(|| {
+                ParseError::new(tok, "Invalid prefix for given prefix length").soft()
+            })
         } else {
             Ok(Prefix::new(a, len))
         }
@@ -374,7 +387,8 @@ pub fn parse_line(line: &str, family: Option<Family>, router: &Router) -> Result
         Err(ParseError::new(
             object,
             format!("Object \"{object}\" is unknown, try \"ip help\""),
-        ))
+        )
+        .soft())
     }
 }
 
@@ -392,7 +406,8 @@ fn parse_link(verb: &str, args: &mut Args<'_>, router: &Router) -> Result<Comman
                         return Err(ParseError::new(
                             k,
                             format!("link type \"{k}\" is not supported (this kernel has veth)"),
-                        ));
+                        )
+                        .soft());
                     }
                     kind = Some(k);
                     // Type arguments: `peer [name] NAME`.
@@ -445,7 +460,8 @@ fn parse_link(verb: &str, args: &mut Args<'_>, router: &Router) -> Result<Comman
                     return Err(ParseError::new(
                         other,
                         format!("\"{other}\" is not supported by fibre's link set"),
-                    ))
+                    )
+                    .soft())
                 }
             }
         }
@@ -523,10 +539,7 @@ fn parse_addr(
     while let Some(t) = args.next() {
         match t {
             "peer" | "remote" => {
-                return Err(ParseError::new(
-                    t,
-                    "peer addresses are not supported by fibre",
-                ))
+                return Err(ParseError::new(t, "peer addresses are not supported by fibre").soft())
             }
             "broadcast" | "brd" => brd = Some(args.value(t)?),
             "anycast" | "label" | "scope" | "valid_lft" | "preferred_lft" | "proto" => {
@@ -557,7 +570,7 @@ fn parse_addr(
     match p {
         AnyPrefix::V4(a, len) => {
             if family == Some(Family::Inet6) {
-                return Err(ParseError::new(tok, "address family mismatch"));
+                return Err(ParseError::new(tok, "address family mismatch").soft());
             }
             let subnet = Prefix::new(a, len);
             let broadcast = match brd {
@@ -581,7 +594,7 @@ fn parse_addr(
         }
         AnyPrefix::V6(a, len) => {
             if family == Some(Family::Inet) {
-                return Err(ParseError::new(tok, "address family mismatch"));
+                return Err(ParseError::new(tok, "address family mismatch").soft());
             }
             let ifa = IfAddr {
                 addr: a,
@@ -725,10 +738,7 @@ fn parse_route_args<'a>(args: &mut Args<'a>, deleting: bool) -> Result<RouteArgs
             || t == "encap"
             || t == "as"
         {
-            return Err(ParseError::new(
-                t,
-                format!("\"{t}\" is not supported by fibre"),
-            ));
+            return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
         } else if [
             "advmss",
             "hoplimit",
@@ -751,7 +761,8 @@ fn parse_route_args<'a>(args: &mut Args<'a>, deleting: bool) -> Result<RouteArgs
             return Err(ParseError::new(
                 t,
                 format!("route metric \"{t}\" is not supported by fibre"),
-            ));
+            )
+            .soft());
         } else {
             // [to] [TYPE] PREFIX
             let mut v = t;
@@ -813,10 +824,7 @@ impl<'a> RouteArgs<'a> {
             .unwrap_or(Family::Inet);
         if let Some((_, t)) = seen.iter().find(|(f, _)| *f != family) {
             // IPv4 routes via an IPv6 gateway (RTA_VIA) are not modelled.
-            return Err(ParseError::new(
-                t,
-                format!("\"{t}\": address family mismatch"),
-            ));
+            return Err(ParseError::new(t, format!("\"{t}\": address family mismatch")).soft());
         }
         Ok(family)
     }
@@ -841,7 +849,8 @@ impl<'a> RouteArgs<'a> {
             }
             let gateway = match &h.via {
                 Some((a, t)) => Some(
-                    A::from_ip(*a).ok_or_else(|| ParseError::new(t, "address family mismatch"))?,
+                    A::from_ip(*a)
+                        .ok_or_else(|| ParseError::new(t, "address family mismatch").soft())?,
                 ),
                 None => None,
             };
@@ -876,9 +885,10 @@ impl<'a> RouteArgs<'a> {
             }
         });
         let prefsrc = match &self.prefsrc {
-            Some((a, t)) => {
-                Some(A::from_ip(*a).ok_or_else(|| ParseError::new(t, "address family mismatch"))?)
-            }
+            Some((a, t)) => Some(
+                A::from_ip(*a)
+                    .ok_or_else(|| ParseError::new(t, "address family mismatch").soft())?,
+            ),
             None => None,
         };
         let mut metric = self.metric.unwrap_or(0);
@@ -1013,7 +1023,7 @@ fn parse_show_filter(
                 f.table = TableFilter::All;
                 table_all = true;
             } else if v == "cache" {
-                return Err(ParseError::new(v, "the route cache is not modelled"));
+                return Err(ParseError::new(v, "the route cache is not modelled").soft());
             } else {
                 f.table = TableFilter::Id(
                     table_from_name(v).ok_or_else(|| bad_arg("table id value is invalid", v))?,
@@ -1075,22 +1085,20 @@ fn parse_route_get(
             q.oif = Some(dev_index(router, args.value(t)?)?);
         } else if matches(t, "notify") || matches(t, "connected") {
             if t.starts_with('c') {
-                return Err(ParseError::new(
-                    t,
-                    "\"connected\" is not supported by fibre",
-                ));
+                return Err(ParseError::new(t, "\"connected\" is not supported by fibre").soft());
             }
         } else if matches(t, "vrf") {
             return Err(ParseError::new(
                 t,
                 "VRFs are not supported (this kernel has no VRF devices)",
-            ));
+            )
+            .soft());
         } else if matches(t, "uid") {
             q.uid = Some(num("uid", args.value(t)?)?);
         } else if matches(t, "fibmatch") {
             q.fibmatch = true;
         } else if t == "as" {
-            return Err(ParseError::new(t, "\"as\" is not supported by fibre"));
+            return Err(ParseError::new(t, "\"as\" is not supported by fibre").soft());
         } else if t == "sport" {
             q.sport = Some(num("sport", args.value(t)?)?);
         } else if t == "dport" {
@@ -1129,15 +1137,10 @@ fn parse_route_get(
         .ok_or_else(|| ParseError::bare("need at least a destination address"))?;
     let fam = Family::of(&dst);
     if family.is_some_and(|f| f != fam) {
-        return Err(ParseError::new(
-            dst_tok.unwrap_or(""),
-            "address family mismatch",
-        ));
+        return Err(ParseError::new(dst_tok.unwrap_or(""), "address family mismatch").soft());
     }
     if q.src.is_some_and(|s| Family::of(&s) != fam) {
-        return Err(ParseError::bare(
-            "source and destination are of different families",
-        ));
+        return Err(ParseError::bare("source and destination are of different families").soft());
     }
     Ok(Command::RouteGet(q))
 }
@@ -1222,6 +1225,7 @@ fn parse_rule_args<A: Address>(args: &mut Args<'_>) -> Result<(Rule<A>, Option<u
                     errno: Errno::EINVAL,
                     token: Some(v.into()),
                     message: "Invalid tos".into(),
+                    fatal: false,
                 });
             }
             g.tos = true;
@@ -1240,10 +1244,7 @@ fn parse_rule_args<A: Address>(args: &mut Args<'_>) -> Result<(Rule<A>, Option<u
             || t == "dscp"
             || t == "flowlabel"
         {
-            return Err(ParseError::new(
-                t,
-                format!("\"{t}\" is not supported by fibre"),
-            ));
+            return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
         } else if t == "protocol" {
             let v = args.value(t)?;
             rule.protocol =
