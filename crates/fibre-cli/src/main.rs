@@ -7,7 +7,7 @@
 //! Options are spelled as ip spells them (`-batch`, `-force`, `-json`/`-j`, `-4`, `-6`); the
 //! same file can be given to `ip -batch` in a network namespace and to fibre.
 use clap::Parser;
-use fibre::io::iproute2::{Batch, BatchMode};
+use fibre::io::iproute2::{Batch, BatchMode, Source};
 use fibre::{Family, Router};
 use std::io::{BufRead, BufReader, Write};
 use std::process::ExitCode;
@@ -93,16 +93,21 @@ fn main() -> ExitCode {
     } else {
         BatchMode::StopOnError
     };
-    let mut sources: Vec<(String, Box<dyn BufRead>)> = Vec::new();
+    let mut sources: Vec<Source> = Vec::new();
+    let file = |name: &str, input: Box<dyn BufRead>| Source {
+        name: name.into(),
+        input,
+        command_line: false,
+    };
     match cli.batch.as_deref() {
         None if cli.command.is_empty() => {
             eprintln!("fibre: nothing to do: give -batch FILE or a command (see --help)");
             return ExitCode::from(2);
         }
         None => {}
-        Some("-") => sources.push(("-".into(), Box::new(std::io::stdin().lock()))),
+        Some("-") => sources.push(file("-", Box::new(std::io::stdin().lock()))),
         Some(path) => match std::fs::File::open(path) {
-            Ok(f) => sources.push((path.into(), Box::new(BufReader::new(f)))),
+            Ok(f) => sources.push(file(path, Box::new(BufReader::new(f)))),
             Err(e) => {
                 eprintln!("fibre: cannot read batch file \"{path}\": {e}");
                 return ExitCode::from(2);
@@ -113,7 +118,11 @@ fn main() -> ExitCode {
     // the command line in its errors.
     if !cli.command.is_empty() {
         let line = format!("{}\n", cli.command.join(" "));
-        sources.push(("command-line".into(), Box::new(std::io::Cursor::new(line))));
+        sources.push(Source {
+            name: "command-line".into(),
+            input: Box::new(std::io::Cursor::new(line)),
+            command_line: true,
+        });
     }
     let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
     let (mut out, mut err) = (stdout.lock(), stderr.lock());

@@ -21,6 +21,9 @@ pub enum Errno {
     EINVAL = 22,
     /// Numerical result out of range.
     ERANGE = 34,
+    /// Message too long: IPv6 `route get` of a group from an input device (the reply needs
+    /// multicast routing).
+    EMSGSIZE = 90,
     /// Operation not supported.
     EOPNOTSUPP = 95,
     /// Cannot assign requested address: `addr del` of an address that is not there.
@@ -48,6 +51,7 @@ impl Errno {
             Errno::ENODEV => "ENODEV",
             Errno::EINVAL => "EINVAL",
             Errno::ERANGE => "ERANGE",
+            Errno::EMSGSIZE => "EMSGSIZE",
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
             Errno::EADDRNOTAVAIL => "EADDRNOTAVAIL",
             Errno::ENETDOWN => "ENETDOWN",
@@ -66,6 +70,7 @@ impl Errno {
             Errno::ENODEV => "No such device",
             Errno::EINVAL => "Invalid argument",
             Errno::ERANGE => "Numerical result out of range",
+            Errno::EMSGSIZE => "Message too long",
             Errno::EOPNOTSUPP => "Operation not supported",
             Errno::EADDRNOTAVAIL => "Cannot assign requested address",
             Errno::ENETDOWN => "Network is down",
@@ -83,6 +88,7 @@ impl Errno {
             Errno::ENODEV,
             Errno::EINVAL,
             Errno::ERANGE,
+            Errno::EMSGSIZE,
             Errno::EOPNOTSUPP,
             Errno::EADDRNOTAVAIL,
             Errno::ENETDOWN,

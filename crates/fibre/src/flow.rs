@@ -25,6 +25,9 @@ pub struct Flow<A: Address> {
     pub strict_oif: bool,
     /// IPv4: only routes of at least this scope qualify (gateway checks look for `link`).
     pub scope: u8,
+    /// The packet arrives on `iif` (`route get ... iif DEV`) rather than leaving this host:
+    /// IPv6 then prefers (or, strict, requires) routes on the input device.
+    pub input: bool,
 }
 
 impl<A: Address> Flow<A> {
@@ -43,6 +46,7 @@ impl<A: Address> Flow<A> {
             uid: 0,
             strict_oif: false,
             scope: 0,
+            input: false,
         }
     }
 }

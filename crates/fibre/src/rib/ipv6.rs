@@ -108,9 +108,12 @@ fn insert_leg(
 
 /// The device routes score a bonus for: the output device, or for a forwarded packet its input
 /// device (`ip6_pol_route_input` passes `flowi6_iif` where output lookups pass `flowi6_oif`).
-/// Output flows carry `lo` as input device.
 fn preferred_dev(flow: &Flow<Ipv6Addr>) -> Option<u32> {
-    flow.oif.or(flow.iif.filter(|&i| i != LOOPBACK_IFINDEX))
+    if flow.input {
+        flow.iif
+    } else {
+        flow.oif
+    }
 }
 
 /// `rt6_score_route` + `find_match`: `None` is unusable, higher is better.

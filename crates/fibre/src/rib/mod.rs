@@ -179,6 +179,14 @@ impl<A: Address> DstEntry<A> {
     fn is_empty(&self) -> bool {
         self.routes.is_empty() && self.sources.as_ref().is_none_or(|s| s.is_empty())
     }
+    /// Every route list of the destination: the source-less one, then one per source prefix.
+    pub fn lists(&self) -> impl Iterator<Item = &[Route<A>]> + '_ {
+        std::iter::once(self.routes.as_slice()).chain(
+            self.sources
+                .iter()
+                .flat_map(|s| s.iter().map(|(_, l)| l.as_slice())),
+        )
+    }
     fn list(&self, src: &Prefix<A>) -> Option<&Vec<Route<A>>> {
         if src.is_default() {
             Some(&self.routes)

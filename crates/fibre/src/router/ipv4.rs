@@ -8,8 +8,19 @@ use crate::rib::AllUp;
 /// packet); IPv6 ones carry protocol 0.
 const UDP: u8 = 17;
 
+/// `ipv4_is_zeronet`: since Linux 6.x only 0.0.0.0 itself (the rest of 0/8 is unicast).
 fn zeronet(a: Ipv4Addr) -> bool {
-    a.octets()[0] == 0
+    a.is_unspecified()
+}
+
+/// 224.0.0.0/24, link-local multicast.
+fn local_multicast(a: Ipv4Addr) -> bool {
+    a.octets()[..3] == [224, 0, 0]
+}
+
+/// Groups every up device has joined: only all-hosts (`ip_mc_up` joins 224.0.0.1).
+fn joined(a: Ipv4Addr) -> bool {
+    a == Ipv4Addr::new(224, 0, 0, 1)
 }
 
 fn kernel_route(
@@ -166,145 +177,41 @@ impl RouterFamily for Ipv4Addr {
         }
     }
 
+    fn check_address(_: &IfAddr<Self>, _: Option<&LinkKind>) -> Result<(), ChangeError> {
+        Ok(())
+    }
+
     fn route_get(
         r: &Router,
         q: &RouteQuery,
         dst: Self,
         src: Option<Self>,
     ) -> Result<RouteAnswer<Self>, Errno> {
-        let st = &r.v4;
-        let dissect_ports = |p: Option<u8>| matches!(p, Some(6) | Some(17));
-        if let Some(iif) = q.iif {
-            // ip_route_input_slow.
-            r.links.by_index(iif).ok_or(Errno::ENODEV)?;
-            let s = src.unwrap_or(Ipv4Addr::UNSPECIFIED);
-            if s.is_multicast() || s.is_broadcast() {
-                return Err(Errno::EINVAL);
-            }
-            if dst.is_broadcast() || (s.is_unspecified() && dst.is_unspecified()) {
-                return Err(Errno::EHOSTUNREACH);
-            }
-            if zeronet(s) || zeronet(dst) || dst.is_loopback() || s.is_loopback() {
-                return Err(Errno::EINVAL);
-            }
-            let ports = dissect_ports(Some(q.ipproto.unwrap_or(UDP)));
-            let flow = Flow {
-                src: Some(s),
-                iif: Some(iif),
-                mark: q.mark,
-                tos: q.tos,
-                ipproto: q.ipproto.unwrap_or(UDP),
-                sport: if ports { q.sport.unwrap_or(0) } else { 0 },
-                dport: if ports { q.dport.unwrap_or(0) } else { 0 },
-                uid: 0,
-                ..Flow::to(dst)
-            };
-            let (iif_name, _) = r.names(Some(iif), None);
-            let m = Self::policy_lookup(st, &flow, iif_name, None, &r.links)?;
-            match m.route.kind {
-                // Broadcast input checks the source as if toward 0.0.0.0 (`brd_input`).
-                RouteType::Broadcast => validate_source(
-                    r,
-                    &Flow {
-                        dst: Ipv4Addr::UNSPECIFIED,
-                        ..flow
-                    },
-                    0,
-                )?,
-                RouteType::Local => validate_source(r, &flow, 0)?,
-                RouteType::Unicast => {
-                    // The check depends on the leg the flow hash picks (S-class): fibre accepts
-                    // the packet if some usable leg passes.
-                    let legs = st
-                        .nhs
-                        .get(m.route.nh)
-                        .iter()
-                        .filter_map(|h| h.dev)
-                        .filter(|d| r.links.is_up(*d));
-                    if !legs
-                        .into_iter()
-                        .any(|d| validate_source(r, &flow, d).is_ok())
-                    {
-                        return Err(Errno::EINVAL);
-                    }
-                }
-                _ => return Err(Errno::EINVAL),
-            }
-            return Ok(r.answer(&m, dst, Some(s), Some(iif)));
-        }
-        // ip_route_output_key_hash_rcu.
-        if let Some(s) = src {
-            if s.is_multicast() || s.is_broadcast() || zeronet(s) {
-                return Err(Errno::EINVAL);
-            }
-            if !r.is_local_address(s) {
-                return Err(Errno::ENETUNREACH);
-            }
-        }
-        let on_link = |oif: IfIndex| RouteAnswer {
-            route: None,
-            dst,
-            src,
-            gateway: None,
-            dev: Some(oif),
-            prefsrc: src.or_else(|| r.select_source(Some(oif), dst)),
-            iif: None,
+        // A source of 0.0.0.0 is no source (the kernel reads 0 as "unset").
+        let src = src.filter(|s| !s.is_unspecified());
+        let mut a = match q.iif {
+            Some(iif) => route_input(r, q, dst, src, iif)?,
+            None => route_output(r, q, dst, src)?,
         };
-        if let Some(oif) = q.oif {
-            let link = r.links.by_index(oif).ok_or(Errno::ENODEV)?;
-            if !link.up {
-                return Err(Errno::ENETUNREACH);
-            }
-            let local_multicast = dst.octets()[..3] == [224, 0, 0];
-            if local_multicast || dst.is_broadcast() {
-                return if q.fibmatch {
-                    Err(Errno::EHOSTUNREACH)
-                } else {
-                    Ok(on_link(oif))
-                };
-            }
+        a.mark = q.mark;
+        // `inet_rtm_getroute`: a resolved route without a FIB entry has nothing to show.
+        if q.fibmatch && a.route.is_none() {
+            return Err(Errno::EHOSTUNREACH);
         }
-        let flow = Flow {
-            src,
-            iif: Some(LOOPBACK_IFINDEX),
-            oif: q.oif,
-            mark: q.mark,
-            tos: q.tos,
-            ipproto: q.ipproto.unwrap_or(UDP),
-            sport: q.sport.unwrap_or(0),
-            dport: q.dport.unwrap_or(0),
-            uid: q.uid.unwrap_or(0),
-            ..Flow::to(dst)
-        };
-        let (iif_name, oif_name) = r.names(flow.iif, flow.oif);
-        // A loopback source may only leave through lo (__mkroute_output).
-        let loopback_src = src.is_some_and(|s| s.is_loopback());
-        match Self::policy_lookup(st, &flow, iif_name, oif_name, &r.links) {
-            Ok(m) => {
-                let a = r.answer(&m, dst, src, None);
-                if loopback_src
-                    && m.route.kind != RouteType::Local
-                    && a.dev != Some(LOOPBACK_IFINDEX)
-                {
-                    return Err(Errno::EINVAL);
-                }
-                Ok(a)
-            }
-            Err(_) if q.oif.is_some() && loopback_src => Err(Errno::EINVAL),
-            // With an output device the kernel assumes the destination is on that link: a
-            // resolved route without a FIB entry, which `fibmatch` cannot show.
-            Err(_) if q.oif.is_some() => {
-                if q.fibmatch {
-                    Err(Errno::EHOSTUNREACH)
-                } else {
-                    Ok(on_link(q.oif.expect("checked")))
-                }
-            }
-            Err(e) => Err(e),
-        }
+        Ok(a)
     }
 
     fn prepare(r: &Router, spec: &mut RouteSpec<Self>) -> Result<(), ChangeError> {
+        // fib_create_info: a scope above host, or below what the type needs (`fib_props`).
+        let least = match spec.kind {
+            RouteType::Local => SCOPE_HOST,
+            RouteType::Broadcast | RouteType::Anycast => SCOPE_LINK,
+            _ => SCOPE_UNIVERSE,
+        };
+        if spec.scope > SCOPE_HOST || spec.scope < least {
+            return Err(ChangeError::with(Errno::EINVAL, "Invalid scope"));
+        }
+        clamp_mtu(spec);
         if spec.tos & 0x03 != 0 {
             return Err(ChangeError::with(
                 Errno::EINVAL,
@@ -335,15 +242,29 @@ impl RouterFamily for Ipv4Addr {
         if spec.hops.is_empty() {
             return Err(ChangeError::with(Errno::EINVAL, "Nexthop device required"));
         }
+        if spec.scope == SCOPE_HOST {
+            // A host-scope route names its device only: no gateway, no check that it is up.
+            let [hop] = spec.hops.as_slice() else {
+                return Err(ChangeError::with(
+                    Errno::EINVAL,
+                    "Route with host scope can not have multiple nexthops",
+                ));
+            };
+            if hop.gateway.is_some() {
+                return Err(ChangeError::with(
+                    Errno::EINVAL,
+                    "Route with host scope can not have a gateway",
+                ));
+            }
+            let dev = hop
+                .dev
+                .ok_or_else(|| ChangeError::with(Errno::EINVAL, "Nexthop device required"))?;
+            r.links.by_index(dev).ok_or(Errno::ENODEV)?;
+            return Ok(());
+        }
         let st = &r.v4;
         for hop in spec.hops.iter_mut() {
             if let Some(gw) = hop.gateway {
-                if spec.scope >= SCOPE_LINK {
-                    return Err(ChangeError::with(
-                        Errno::EINVAL,
-                        "Nexthop has invalid scope",
-                    ));
-                }
                 if hop.onlink {
                     let dev = hop.dev.ok_or_else(|| {
                         ChangeError::with(Errno::EINVAL, "Nexthop device required for onlink")
@@ -413,16 +334,19 @@ impl RouterFamily for Ipv4Addr {
 }
 
 /// `fib_validate_source` with rp_filter off: a packet from one of our own addresses, or whose
-/// source routes back to a non-unicast route, is a martian (EINVAL).
-fn validate_source(r: &Router, flow: &Flow<Ipv4Addr>, out_dev: IfIndex) -> Result<(), Errno> {
+/// source routes back to a non-unicast route, is a martian (EINVAL). `Ok(true)` where the
+/// source is directly connected to the device the packet leaves by (the kernel's return of 1,
+/// which makes a packet sent back out of its input device a redirect).
+fn validate_source(r: &Router, flow: &Flow<Ipv4Addr>, out_dev: IfIndex) -> Result<bool, Errno> {
     let st = &r.v4;
     let s = flow.src.unwrap_or(Ipv4Addr::UNSPECIFIED);
+    let in_dev = flow.iif.unwrap_or(LOOPBACK_IFINDEX);
     // Packets leaving by the device they came in on take the full check (send_redirects is on).
-    if flow.iif != Some(out_dev) && !st.rules.customised && !st.custom_local_routes {
+    if in_dev != out_dev && !st.rules.customised && !st.custom_local_routes {
         return if r.is_local_address(s) {
             Err(Errno::EINVAL)
         } else {
-            Ok(())
+            Ok(false)
         };
     }
     let needs_ports = st
@@ -442,9 +366,305 @@ fn validate_source(r: &Router, flow: &Flow<Ipv4Addr>, out_dev: IfIndex) -> Resul
         dport: if needs_ports { flow.sport } else { 0 },
         ..Flow::to(s)
     };
+    // The chosen leg of a unicast route, and whether it reaches `in_dev` without a gateway.
+    let direct_on = |m: &Matched<'_, Ipv4Addr>| {
+        let hops = st.nhs.get(m.route.nh);
+        let uses_dev = hops.iter().any(|h| h.dev == Some(in_dev));
+        (
+            uses_dev,
+            hops.get(m.hop).is_some_and(|h| h.gateway.is_none()),
+        )
+    };
     let (iif_name, _) = r.names(reverse.iif, None);
     match Ipv4Addr::policy_lookup(st, &reverse, iif_name, None, &r.links) {
         Ok(m) if m.route.kind != RouteType::Unicast => Err(Errno::EINVAL),
-        _ => Ok(()),
+        Ok(m) => {
+            let (uses_dev, direct) = direct_on(&m);
+            if uses_dev {
+                return Ok(direct);
+            }
+            // Again, restricted to the input device.
+            let on_dev = Flow {
+                oif: Some(in_dev),
+                ..reverse
+            };
+            let (i, o) = r.names(on_dev.iif, on_dev.oif);
+            Ok(match Ipv4Addr::policy_lookup(st, &on_dev, i, o, &AllUp) {
+                Ok(m) if m.route.kind == RouteType::Unicast => direct_on(&m).1,
+                _ => false,
+            })
+        }
+        Err(_) => Ok(false),
     }
+}
+
+/// `__ip_dev_find`: the device that owns `a`, an address of a device or covered by a `local`
+/// route of table local (127.1.2.3 is lo's).
+fn local_dev(r: &Router, a: Ipv4Addr) -> Option<IfIndex> {
+    if let Some(x) = r.v4.addrs.iter().find(|x| x.addr == a) {
+        return Some(x.dev);
+    }
+    let local = r.v4.tables.get(&TABLE_LOCAL)?;
+    match local.lookup(&Flow::to(a), &r.v4.nhs, &AllUp) {
+        TableLookup::Match { route, hop, .. } if route.kind == RouteType::Local => {
+            r.v4.nhs.get(route.nh).get(hop).and_then(|h| h.dev)
+        }
+        _ => None,
+    }
+}
+
+/// An answer built without a FIB entry.
+fn no_fib(
+    dst: Ipv4Addr,
+    src: Option<Ipv4Addr>,
+    kind: RouteType,
+    dev: IfIndex,
+    prefsrc: Option<Ipv4Addr>,
+    iif: Option<IfIndex>,
+) -> RouteAnswer<Ipv4Addr> {
+    RouteAnswer {
+        route: None,
+        kind,
+        cache: CacheFlags::default(),
+        mark: 0,
+        dst,
+        src,
+        gateway: None,
+        dev: Some(dev),
+        prefsrc,
+        iif,
+    }
+}
+
+/// `ip_route_output_key_hash_rcu` and `__mkroute_output`, in the kernel's order of checks.
+fn route_output(
+    r: &Router,
+    q: &RouteQuery,
+    dst: Ipv4Addr,
+    src: Option<Ipv4Addr>,
+) -> Result<RouteAnswer<Ipv4Addr>, Errno> {
+    let st = &r.v4;
+    let mc_or_lbcast = dst.is_multicast() || dst.is_broadcast();
+    let mut shortcut = None;
+    // Step 1: the source must be ours; to a group or the limited broadcast without an output
+    // device, the packet leaves by the source's device, without a FIB lookup.
+    if let Some(s) = src {
+        if s.is_multicast() || s.is_broadcast() {
+            return Err(Errno::EINVAL);
+        }
+        let owner = local_dev(r, s).ok_or(Errno::ENETUNREACH)?;
+        if q.oif.is_none() && mc_or_lbcast {
+            shortcut = Some(no_fib(dst, src, RouteType::Unicast, owner, None, None));
+        }
+    }
+    // Step 2: an output device must be up; to link-local groups and the limited broadcast it is
+    // the answer.
+    if let Some(oif) = q.oif {
+        let link = r.links.by_index(oif).ok_or(Errno::ENODEV)?;
+        if !link.up {
+            return Err(Errno::ENETUNREACH);
+        }
+        if local_multicast(dst) || dst.is_broadcast() {
+            let prefsrc = src.or_else(|| r.select_source(Some(oif), dst));
+            shortcut = Some(no_fib(dst, src, RouteType::Unicast, oif, prefsrc, None));
+        }
+    }
+    // Step 3: 0.0.0.0 is this host.
+    if shortcut.is_none() && dst.is_unspecified() {
+        let prefsrc = src.or_else(|| {
+            q.oif
+                .and_then(|o| r.select_source_on(o))
+                .or(Some(Ipv4Addr::LOCALHOST))
+        });
+        shortcut = Some(no_fib(
+            dst,
+            src,
+            RouteType::Local,
+            LOOPBACK_IFINDEX,
+            prefsrc,
+            None,
+        ));
+    }
+    let mut a = match shortcut {
+        Some(a) => a,
+        // Step 4: the FIB, through the rules.
+        None => {
+            let flow = Flow {
+                src,
+                iif: Some(LOOPBACK_IFINDEX),
+                oif: q.oif,
+                mark: q.mark,
+                tos: q.tos,
+                ipproto: q.ipproto.unwrap_or(UDP),
+                sport: q.sport.unwrap_or(0),
+                dport: q.dport.unwrap_or(0),
+                uid: q.uid.unwrap_or(0),
+                ..Flow::to(dst)
+            };
+            let (iif_name, oif_name) = r.names(flow.iif, flow.oif);
+            match Ipv4Addr::policy_lookup(st, &flow, iif_name, oif_name, &r.links) {
+                Ok(m) => {
+                    let mut a = r.answer(&m, dst, src, None);
+                    if m.route.kind == RouteType::Local {
+                        // Step 5: delivered through lo, from the route's source or to itself.
+                        a.dev = Some(LOOPBACK_IFINDEX);
+                        a.gateway = None;
+                        a.prefsrc = m.route.prefsrc.or(Some(dst));
+                    } else if dst.is_multicast() && m.route.dst.len() < 4 {
+                        // A group reached through the default route goes on-link.
+                        a.gateway = None;
+                    }
+                    a
+                }
+                // With an output device the kernel assumes the destination on that link.
+                Err(_) if q.oif.is_some() => {
+                    let oif = q.oif.expect("checked");
+                    let prefsrc = src.or_else(|| r.select_source(Some(oif), dst));
+                    no_fib(dst, src, RouteType::Unicast, oif, prefsrc, None)
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    // Step 6 (`__mkroute_output`): a loopback source leaves by lo only; the destination's class
+    // decides the type; the flags follow.
+    if src.is_some_and(|s| s.is_loopback()) && a.dev != Some(LOOPBACK_IFINDEX) {
+        return Err(Errno::EINVAL);
+    }
+    if dst.is_broadcast() {
+        a.kind = RouteType::Broadcast;
+    } else if dst.is_multicast() {
+        a.kind = RouteType::Multicast;
+    }
+    a.cache.local = a.dev == Some(LOOPBACK_IFINDEX);
+    match a.kind {
+        RouteType::Broadcast => {
+            a.gateway = None;
+            a.cache.local = true;
+            a.cache.broadcast = true;
+        }
+        RouteType::Multicast => {
+            a.cache.multicast = true;
+            a.cache.local |= joined(dst);
+        }
+        _ => {}
+    }
+    Ok(a)
+}
+
+/// `ip_route_input_rcu`: `ip_route_input_mc` for groups, else `ip_route_input_slow`. Since Linux
+/// 6.13 every failure of the input path is EINVAL, but for a route's own error.
+fn route_input(
+    r: &Router,
+    q: &RouteQuery,
+    dst: Ipv4Addr,
+    src: Option<Ipv4Addr>,
+    iif: IfIndex,
+) -> Result<RouteAnswer<Ipv4Addr>, Errno> {
+    let st = &r.v4;
+    r.links.by_index(iif).ok_or(Errno::ENODEV)?;
+    let s = src.unwrap_or(Ipv4Addr::UNSPECIFIED);
+    let ports = matches!(q.ipproto.unwrap_or(UDP), 6 | 17);
+    let flow = Flow {
+        src: Some(s),
+        iif: Some(iif),
+        mark: q.mark,
+        tos: q.tos,
+        ipproto: q.ipproto.unwrap_or(UDP),
+        sport: if ports { q.sport.unwrap_or(0) } else { 0 },
+        dport: if ports { q.dport.unwrap_or(0) } else { 0 },
+        uid: 0,
+        ..Flow::to(dst)
+    };
+    let delivered = |kind: RouteType| {
+        let mut a = no_fib(dst, src, kind, LOOPBACK_IFINDEX, None, Some(iif));
+        a.cache.local = true;
+        a
+    };
+    // Groups: the input device must have joined it (`ip_check_mc_rcu`; no multicast routing).
+    if dst.is_multicast() {
+        if !joined(dst) || !r.links.is_up(iif) {
+            return Err(Errno::EINVAL);
+        }
+        // `ip_mc_validate_source`.
+        if s.is_multicast() || s.is_broadcast() || s.is_loopback() {
+            return Err(Errno::EINVAL);
+        }
+        if s.is_unspecified() && !local_multicast(dst) {
+            return Err(Errno::EINVAL);
+        }
+        if r.is_local_address(s) {
+            return Err(Errno::EINVAL);
+        }
+        let mut a = delivered(RouteType::Multicast);
+        a.cache.multicast = true;
+        return Ok(a);
+    }
+    if s.is_multicast() || s.is_broadcast() {
+        return Err(Errno::EINVAL);
+    }
+    let broadcast_in = |a: RouteAnswer<Ipv4Addr>| -> Result<RouteAnswer<Ipv4Addr>, Errno> {
+        // `ip_route_input_slow`'s brd_input checks a source as if toward 0.0.0.0.
+        if !s.is_unspecified() {
+            validate_source(
+                r,
+                &Flow {
+                    dst: Ipv4Addr::UNSPECIFIED,
+                    ..flow
+                },
+                0,
+            )?;
+        }
+        Ok(RouteAnswer {
+            kind: RouteType::Broadcast,
+            dev: Some(LOOPBACK_IFINDEX),
+            gateway: None,
+            prefsrc: None,
+            cache: CacheFlags {
+                local: true,
+                broadcast: true,
+                ..CacheFlags::default()
+            },
+            ..a
+        })
+    };
+    if dst.is_broadcast() || (s.is_unspecified() && dst.is_unspecified()) {
+        return broadcast_in(delivered(RouteType::Broadcast));
+    }
+    if s.is_unspecified() || dst.is_unspecified() || dst.is_loopback() || s.is_loopback() {
+        return Err(Errno::EINVAL);
+    }
+    let (iif_name, _) = r.names(Some(iif), None);
+    let m = Ipv4Addr::policy_lookup(st, &flow, iif_name, None, &r.links)?;
+    let mut a = r.answer(&m, dst, Some(s), Some(iif));
+    a.prefsrc = None;
+    match m.route.kind {
+        RouteType::Broadcast => return broadcast_in(a),
+        RouteType::Local => {
+            validate_source(r, &flow, 0)?;
+            a.dev = Some(LOOPBACK_IFINDEX);
+            a.gateway = None;
+            a.cache.local = true;
+        }
+        RouteType::Unicast => {
+            // The check depends on the leg the flow hash picks (S-class): fibre accepts the
+            // packet if some usable leg passes, and reports the leg it answers with.
+            let legs = st
+                .nhs
+                .get(m.route.nh)
+                .iter()
+                .filter_map(|h| h.dev)
+                .filter(|d| r.links.is_up(*d));
+            if !legs
+                .into_iter()
+                .any(|d| validate_source(r, &flow, d).is_ok())
+            {
+                return Err(Errno::EINVAL);
+            }
+            let out = a.dev.unwrap_or(0);
+            a.cache.redirect = out == iif && validate_source(r, &flow, out) == Ok(true);
+        }
+        _ => return Err(Errno::EINVAL),
+    }
+    Ok(a)
 }

@@ -96,6 +96,30 @@ impl RouterFamily for Ipv6Addr {
         st.walk_rules(flow, &FlowNames { iif, oif }, links)
     }
 
+    /// `inet6_addr_add` and `ipv6_add_addr`: no unspecified, multicast (without
+    /// `IFA_F_MCAUTOJOIN`, which fibre does not take) or loopback address but on `lo`.
+    fn check_address(a: &IfAddr<Self>, kind: Option<&LinkKind>) -> Result<(), ChangeError> {
+        if a.addr.is_multicast() {
+            return Err(ChangeError::with(
+                Errno::EINVAL,
+                "ipv6: Cannot assign multicast address without \"IFA_F_MCAUTOJOIN\" flag",
+            ));
+        }
+        if a.addr.is_unspecified() {
+            return Err(ChangeError::with(
+                Errno::EADDRNOTAVAIL,
+                "ipv6: Invalid address",
+            ));
+        }
+        if a.addr.is_loopback() && kind != Some(&LinkKind::Loopback) {
+            return Err(ChangeError::with(
+                Errno::EADDRNOTAVAIL,
+                "ipv6: Cannot assign loopback address on this device",
+            ));
+        }
+        Ok(())
+    }
+
     fn route_get(
         r: &Router,
         q: &RouteQuery,
@@ -103,7 +127,8 @@ impl RouterFamily for Ipv6Addr {
         src: Option<Self>,
     ) -> Result<RouteAnswer<Self>, Errno> {
         let src = src.filter(|s| !s.is_unspecified());
-        let strict_dst = is_link_local(&dst) || dst.is_multicast();
+        // `rt6_need_strict`: such destinations must be reached by a route on the given device.
+        let strict_dst = is_link_local(&dst) || dst.is_multicast() || dst.is_loopback();
         let flow = if let Some(iif) = q.iif {
             r.links.by_index(iif).ok_or(Errno::ENODEV)?;
             Flow {
@@ -116,7 +141,8 @@ impl RouterFamily for Ipv6Addr {
                 dport: q.dport.unwrap_or(0),
                 // Forwarded packets belong to nobody (INVALID_UID) unless the query names one.
                 uid: q.uid.unwrap_or(u32::MAX),
-                strict_oif: false,
+                strict_oif: strict_dst,
+                input: true,
                 ..Flow::to(dst)
             }
         } else {
@@ -136,10 +162,18 @@ impl RouterFamily for Ipv6Addr {
         };
         let (iif_name, oif_name) = r.names(flow.iif, flow.oif);
         let m = Self::policy_lookup(&r.v6, &flow, iif_name, oif_name, &r.links)?;
+        if q.iif.is_some() && m.route.dst.addr().is_multicast() {
+            // `rt6_fill_node` asks multicast routing (`ip6mr_get_route`) for a forwarded
+            // packet to a group; without it the reply cannot be built: EMSGSIZE.
+            return Err(Errno::EMSGSIZE);
+        }
         Ok(r.answer(&m, dst, src, q.iif))
     }
 
     fn prepare(r: &Router, spec: &mut RouteSpec<Self>) -> Result<(), ChangeError> {
+        // IPv6 routes have no scope: whatever was given is dropped.
+        spec.scope = SCOPE_UNIVERSE;
+        clamp_mtu(spec);
         if spec.tos != 0 {
             return Err(ChangeError::with(
                 Errno::EINVAL,

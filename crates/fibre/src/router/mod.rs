@@ -11,6 +11,7 @@ use crate::flow::Flow;
 use crate::link::{loopback_v4, loopback_v6, IfAddr, LinkKind, Links};
 use crate::nexthop::{NextHop, NhTable};
 use crate::prefix::Prefix;
+use crate::rib::ipv6::siblings;
 use crate::rib::{
     InsertMode, KernelSemantics, LinkState, Rib, RouteSelector, SavedList, TableLookup,
 };
@@ -243,12 +244,49 @@ pub struct RouteQuery {
     pub fibmatch: bool,
 }
 
+/// The flags of a resolved IPv4 route (`RTCF_*`), as `ip route get` prints them after `cache`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheFlags {
+    /// Delivered here (`RTCF_LOCAL`).
+    pub local: bool,
+    /// `RTCF_MULTICAST`.
+    pub multicast: bool,
+    /// `RTCF_BROADCAST`.
+    pub broadcast: bool,
+    /// Forwarded back out of its input device to a source on that link (`RTCF_DOREDIRECT`).
+    pub redirect: bool,
+}
+
+impl CacheFlags {
+    /// The names ip prints, in ip's order.
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            (self.local, "local"),
+            (self.multicast, "mc"),
+            (self.broadcast, "brd"),
+            (self.redirect, "redirect"),
+        ]
+        .into_iter()
+        .filter_map(|(on, n)| on.then_some(n))
+        .collect()
+    }
+}
+
 /// The answer to `route get`: the matched route (`fibmatch`) and how it resolves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RouteAnswer<A: Address> {
     /// The route that matched, with its next hops spelled out; for IPv6 ECMP the siblings' next
-    /// hops, the chosen one first. `None` when the kernel assumes the destination on-link.
+    /// hops, the chosen one first. `None` where the kernel answers without a FIB entry (it
+    /// assumes the destination on-link, or multicast, broadcast and 0.0.0.0 shortcuts): then
+    /// `fibmatch` fails with EHOSTUNREACH.
     pub route: Option<RouteSpec<A>>,
+    /// The type of the resolved route: the matched route's, except that IPv4 answers to
+    /// 255.255.255.255 are broadcast and to 224/4 multicast whatever route carried them.
+    pub kind: RouteType,
+    /// IPv4: the resolved route's flags.
+    pub cache: CacheFlags,
+    /// The flow's firewall mark (IPv4 answers print it).
+    pub mark: u32,
     /// The queried destination and the resolved path.
     pub dst: A,
     pub src: Option<A>,
@@ -272,6 +310,8 @@ pub trait RouterFamily: KernelSemantics + crate::fib::FibFamily {
         oif: Option<&str>,
         links: &dyn LinkState,
     ) -> Result<Matched<'a, Self>, Errno>;
+    /// Refuses an address the kernel does not put on a device of this kind.
+    fn check_address(a: &IfAddr<Self>, kind: Option<&LinkKind>) -> Result<(), ChangeError>;
     /// The whole `ip route get` for this family.
     fn route_get(
         r: &Router,
@@ -509,6 +549,20 @@ impl Router {
                     });
                 }
             }
+            Change::RuleAdd4(r) if r.action == RuleAction::Lookup(0) => {
+                // `fib_empty_table`: the kernel gives the rule the lowest unused table id.
+                let id = (1..)
+                    .find(|id| !self.v4.tables.contains_key(id))
+                    .expect("fewer tables than ids");
+                self.v4.rules.add(Rule {
+                    action: RuleAction::Lookup(id),
+                    ..r.clone()
+                })?;
+                self.v4.table_mut(id);
+            }
+            Change::RuleAdd6(r) if r.action == RuleAction::Lookup(0) => {
+                return Err(ChangeError::with(Errno::EINVAL, "Invalid table"));
+            }
             Change::RuleAdd4(r) => self.v4.rules.add(r.clone())?,
             Change::RuleAdd6(r) => self.v6.rules.add(r.clone())?,
             Change::RuleDel4(s) => drop(self.v4.rules.delete(s)?),
@@ -525,18 +579,61 @@ impl Router {
         self.v6.sync_derived(&self.links);
     }
 
-    /// Routes through a device that went away or down: single-path routes go; a multipath route
-    /// stays while one of its legs is elsewhere (its dead legs are skipped by lookups). IPv4
-    /// host-scope routes (local addresses) survive a down device (`fib_sync_down_dev` without
-    /// force), not its removal.
+    /// Routes through a device that went away or down (`fib_sync_down_dev`, `fib6_ifdown`).
+    ///
+    /// - IPv4: a removed device takes every route with a leg on it, multipath routes whole. A
+    ///   device going down kills its legs; a route goes once all its legs are dead (on this
+    ///   device or on others already down), except host-scope routes (local addresses), which
+    ///   only a removal takes. Dead legs of kept routes come back with their device.
+    /// - IPv6 (one route per leg): a removed device takes the legs on it. A device going down
+    ///   takes single-path routes on it; ECMP siblings stay with the leg dead while one sibling
+    ///   is on a live device, and go together once none is.
     fn flush_dev(&mut self, dev: IfIndex, removed: bool) {
+        let links = &self.links;
+        let dead =
+            |h: &NextHop<Ipv4Addr>| h.dev == Some(dev) || !h.dev.is_some_and(|d| links.is_up(d));
         self.v4.remove_where(|r, hops| {
-            !hops.is_empty()
-                && hops.iter().all(|h| h.dev == Some(dev))
-                && (removed || r.scope < SCOPE_HOST)
+            if removed {
+                hops.iter().any(|h| h.dev == Some(dev))
+            } else {
+                hops.iter().any(|h| h.dev == Some(dev))
+                    && hops.iter().all(dead)
+                    && r.scope < SCOPE_HOST
+            }
         });
+        if removed {
+            self.v6
+                .remove_where(|_, hops| hops.iter().any(|h| h.dev == Some(dev)));
+            return;
+        }
+        // Siblings whose every leg is dead, found per list before anything is removed.
+        let st = &self.v6;
+        let mut doomed = std::collections::HashSet::new();
+        for rib in st.tables.values() {
+            for (_, _, entry) in rib.entries() {
+                for list in entry.lists() {
+                    for (i, r) in list.iter().enumerate() {
+                        let on_dev = st.nhs.get(r.nh).iter().any(|h| h.dev == Some(dev));
+                        if !on_dev {
+                            continue;
+                        }
+                        let sibs = siblings(list, i, &st.nhs);
+                        let all_dead = sibs.iter().all(|s| {
+                            st.nhs.get(s.nh).iter().all(|h| {
+                                h.dev == Some(dev) || !h.dev.is_some_and(|d| links.is_up(d))
+                            })
+                        });
+                        if sibs.len() == 1 || all_dead {
+                            doomed.extend(
+                                sibs.iter().map(|s| (s.table, s.dst, s.src, s.metric, s.nh)),
+                            );
+                        }
+                    }
+                }
+            }
+        }
         self.v6
-            .remove_where(|_, hops| !hops.is_empty() && hops.iter().all(|h| h.dev == Some(dev)));
+            .remove_where(|r, _| doomed.contains(&(r.table, r.dst, r.src, r.metric, r.nh)));
     }
 
     fn set_link(&mut self, dev: IfIndex, up: bool) -> Result<(), ChangeError> {
@@ -580,9 +677,24 @@ impl Router {
             // addrconf_add_dev: an IPv6 address configures the device.
             self.links.set_v6_configured(a.dev);
         }
+        A::check_address(&a, self.links.by_index(a.dev).map(|l| &l.kind))?;
         let st = A::state_mut(self);
-        if st.addrs.iter().any(|o| o.addr == a.addr && o.dev == a.dev) {
-            return Err(Errno::EEXIST.into());
+        if A::FAMILY == Family::Inet && a.addr == A::unspecified() {
+            // `__inet_insert_ifa` drops an address 0.0.0.0 and reports success.
+            return Ok(());
+        }
+        // IPv4 tells addresses apart by length too; IPv6 by the address alone.
+        if st.addrs.iter().any(|o| {
+            o.addr == a.addr && o.dev == a.dev && (A::FAMILY == Family::Inet6 || o.len == a.len)
+        }) {
+            return Err(ChangeError::with(
+                Errno::EEXIST,
+                if A::FAMILY == Family::Inet {
+                    "ipv4: Address already assigned"
+                } else {
+                    "ipv6: address already assigned"
+                },
+            ));
         }
         st.addrs.push(a);
         self.sync_derived();
@@ -639,6 +751,15 @@ impl Router {
             .map(|a| a.addr)
     }
 
+    /// `inet_select_addr(dev, 0, HOST)`: the first address of `dev`.
+    fn select_source_on<A: RouterFamily>(&self, dev: IfIndex) -> Option<A> {
+        A::state(self)
+            .addrs
+            .iter()
+            .find(|a| a.dev == dev)
+            .map(|a| a.addr)
+    }
+
     fn names(
         &self,
         flow_iif: Option<IfIndex>,
@@ -678,6 +799,9 @@ impl Router {
             }
         });
         RouteAnswer {
+            kind: m.route.kind,
+            cache: CacheFlags::default(),
+            mark: 0,
             route: Some(spec),
             dst,
             src,
@@ -697,6 +821,12 @@ impl Router {
     }
 }
 
+/// Route MTUs as the kernel stores them: 0 is no MTU, and more than 65520 is 65520
+/// (`ip_mtu_from_fib_result`'s `IP_MAX_MTU`, the metric's clamp in `fib_convert_metrics`).
+fn clamp_mtu<A: Address>(spec: &mut RouteSpec<A>) {
+    spec.mtu = spec.mtu.filter(|&m| m != 0).map(|m| m.min(65520));
+}
+
 /// `rtm_getroute_parse_ip_proto`: route queries know TCP, UDP and the family's ICMP only.
 fn check_ipproto(q: &RouteQuery, icmp: u8) -> Result<(), Errno> {
     match q.ipproto {
@@ -710,8 +840,19 @@ fn addr_del<A: RouterFamily>(st: &mut FamilyState<A>, a: &IfAddr<A>) -> Result<(
     let i = st
         .addrs
         .iter()
-        .position(|o| o.addr == a.addr && o.len == a.len && o.dev == a.dev)
-        .ok_or(Errno::EADDRNOTAVAIL)?;
+        .position(|o| {
+            o.addr == a.addr && o.dev == a.dev && (A::FAMILY == Family::Inet6 || o.len == a.len)
+        })
+        .ok_or_else(|| {
+            ChangeError::with(
+                Errno::EADDRNOTAVAIL,
+                if A::FAMILY == Family::Inet {
+                    "ipv4: Address not found"
+                } else {
+                    "ipv6: address not found"
+                },
+            )
+        })?;
     let gone = st.addrs.remove(i);
     // Removing a primary IPv4 address removes its secondaries too (promote_secondaries is off).
     let primary = !st.addrs[..i]

@@ -10,7 +10,7 @@ use crate::addr::{Address, Family};
 use crate::error::{ChangeError, Errno};
 use crate::prefix::Prefix;
 use crate::rib::RouteSelector;
-use crate::route::RouteSpec;
+use crate::route::{RouteSpec, PROTO_BOOT};
 use crate::router::{Change, RouteAnswer, RouteQuery, Router, RouterFamily};
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -51,7 +51,7 @@ pub struct LineError {
 
 impl From<ParseError> for LineError {
     fn from(e: ParseError) -> Self {
-        let message = if e.errno == Errno::ENODEV {
+        let message = if e.plain {
             e.message
         } else {
             format!("Error: {}.", e.message.trim_end_matches('.'))
@@ -88,6 +88,18 @@ pub struct Batch {
     pub mode: BatchMode,
     /// Shown in "Command failed NAME:LINE".
     pub name: String,
+    /// Running a command given on the command line: dumps of a table that does not exist fail
+    /// (ip asks for strict dump checks outside `-batch` only).
+    strict_dumps: bool,
+}
+
+/// One input of a batch.
+pub struct Source<'i> {
+    /// Shown in "Command failed NAME:LINE".
+    pub name: String,
+    pub input: Box<dyn std::io::BufRead + 'i>,
+    /// A command of the command line rather than a line of `-batch` (see `strict_dumps`).
+    pub command_line: bool,
 }
 
 impl Batch {
@@ -98,6 +110,7 @@ impl Batch {
             json: false,
             mode: BatchMode::StopOnError,
             name: "-".into(),
+            strict_dumps: false,
         }
     }
 
@@ -125,15 +138,19 @@ impl Batch {
         stdout: &mut dyn std::io::Write,
         stderr: &mut dyn std::io::Write,
     ) -> std::io::Result<BatchOutput> {
-        let name = self.name.clone();
-        self.run_sources(vec![(name, Box::new(input))], stdout, stderr)
+        let source = Source {
+            name: self.name.clone(),
+            input: Box::new(input),
+            command_line: false,
+        };
+        self.run_sources(vec![source], stdout, stderr)
     }
 
     /// Runs several inputs as one batch (one change set in [`BatchMode::Atomic`]), each named
     /// in its own errors: a batch file, then the command given on the command line.
     pub fn run_sources<'i>(
         &mut self,
-        sources: Vec<(String, Box<dyn std::io::BufRead + 'i>)>,
+        sources: Vec<Source<'i>>,
         stdout: &mut dyn std::io::Write,
         stderr: &mut dyn std::io::Write,
     ) -> std::io::Result<BatchOutput> {
@@ -143,8 +160,11 @@ impl Batch {
         }
         let mut summary = BatchOutput::default();
         let mut result = Ok(());
-        for (name, input) in sources {
-            match self.run_source(&name, input, stdout, stderr, &mut summary) {
+        for source in sources {
+            self.strict_dumps = source.command_line;
+            let r = self.run_source(&source.name, source.input, stdout, stderr, &mut summary);
+            self.strict_dumps = false;
+            match r {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(e) => {
@@ -183,7 +203,12 @@ impl Batch {
             stdout.write_all(printed.as_bytes())?;
             if let Err(e) = r {
                 summary.failed.push(lineno);
-                writeln!(stderr, "{}\nCommand failed {name}:{lineno}", e.message)?;
+                if e.fatal {
+                    // ip exits inside its parser: no "Command failed" line.
+                    writeln!(stderr, "{}", e.message)?;
+                } else {
+                    writeln!(stderr, "{}\nCommand failed {name}:{lineno}", e.message)?;
+                }
                 if self.json {
                     let v = json!({"error": e.errno.name(), "errno": e.errno.code(), "line": lineno, "command": line.trim(), "message": e.message});
                     writeln!(stdout, "{v}")?;
@@ -202,20 +227,23 @@ impl Batch {
         match cmd {
             Command::Nothing => Ok(()),
             Command::Apply(change) => Ok(self.router.change(&change)?),
-            Command::RouteGet(q) => {
-                match q.dst.map(|d| Family::of(&d)) {
-                    Some(Family::Inet6) => {
-                        let a = self.router.route_get_v6(&q)?;
-                        self.print_answer(&a, &q, stdout)
-                    }
-                    _ => {
-                        let a = self.router.route_get_v4(&q)?;
-                        self.print_answer(&a, &q, stdout)
+            Command::RouteGet(q, times) => {
+                for _ in 0..times {
+                    match q.dst.map(|d| Family::of(&d)) {
+                        Some(Family::Inet6) => {
+                            let a = self.router.route_get_v6(&q)?;
+                            self.print_answer(&a, &q, stdout)
+                        }
+                        _ => {
+                            let a = self.router.route_get_v4(&q)?;
+                            self.print_answer(&a, &q, stdout)
+                        }
                     }
                 }
                 Ok(())
             }
             Command::RouteShow(f) => {
+                self.check_table(&f, "Dump")?;
                 let mut lines = Vec::new();
                 if f.family != Some(Family::Inet6) {
                     lines.extend(self.show::<Ipv4Addr>(&f));
@@ -227,6 +255,7 @@ impl Batch {
                 Ok(())
             }
             Command::RouteFlush(f) => {
+                self.check_table(&f, "Flush")?;
                 let mut changes = Vec::new();
                 if f.family != Some(Family::Inet6) {
                     changes.extend(
@@ -318,6 +347,26 @@ impl Batch {
         }
     }
 
+    /// A dump of one table that the family does not have fails, outside `-batch`.
+    fn check_table(&self, f: &ShowFilter, what: &str) -> Result<(), LineError> {
+        let TableFilter::Id(t) = f.table else {
+            return Ok(());
+        };
+        let missing = match f.family {
+            Some(Family::Inet6) => Some(("ipv6", self.router.v6.table(t).is_none())),
+            Some(Family::Inet) => Some(("ipv4", self.router.v4.table(t).is_none())),
+            None => None,
+        };
+        match missing {
+            Some((fam, true)) if self.strict_dumps => Err(LineError {
+                errno: Errno::ENOENT,
+                message: format!("Error: {fam}: FIB table does not exist.\n{what} terminated"),
+                fatal: false,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Text lines, or one JSON array line.
     fn emit(&self, lines: Vec<(String, Value)>, stdout: &mut String) {
         if self.json {
@@ -339,8 +388,8 @@ impl Batch {
         let links = &self.router.links;
         let line = match (&a.route, q.fibmatch) {
             (Some(r), true) => (
-                route_text(r, links, true),
-                Value::Object(route_json(r, links, true)),
+                fibmatch_text(a, r, links),
+                Value::Object(fibmatch_json(a, r, links)),
             ),
             _ => {
                 let uid = q.uid.unwrap_or(0);
@@ -368,14 +417,20 @@ impl Batch {
                     .flatten(),
             })
         };
-        let (root, matching, exact_p) = (narrow(&f.root), narrow(&f.matching), narrow(&f.exact));
-        if [root, matching, exact_p]
+        let (root, matching, exact_p, from) = (
+            narrow(&f.root),
+            narrow(&f.matching),
+            narrow(&f.exact),
+            narrow(&f.src),
+        );
+        if [root, matching, exact_p, from]
             .iter()
             .any(|p| matches!(p, Some(None)))
         {
             return Vec::new(); // a filter of the other family selects nothing here
         }
-        self.router
+        let routes = self
+            .router
             .routes::<A>()
             .filter(|r| match f.table {
                 TableFilter::All => true,
@@ -384,11 +439,22 @@ impl Batch {
             .filter(|r| root.flatten().is_none_or(|p| p.covers(&r.dst)))
             .filter(|r| matching.flatten().is_none_or(|p| r.dst.covers(&p)))
             .filter(|r| exact_p.flatten().is_none_or(|p| r.dst == p))
+            .filter(|r| from.flatten().is_none_or(|p| r.src == p))
             .filter(|r| f.kind.is_none_or(|k| k == r.kind))
             .filter(|r| f.protocol.is_none_or(|p| p == r.protocol))
+            .collect();
+        // IPv6 ECMP siblings are one multipath route to ip.
+        let routes = if A::FAMILY == Family::Inet6 {
+            merge_siblings(routes)
+        } else {
+            routes
+        };
+        // A multipath route has no top-level device for `dev` to match.
+        routes
+            .into_iter()
             .filter(|r| {
                 f.dev
-                    .is_none_or(|d| r.hops.iter().any(|h| h.dev == Some(d)))
+                    .is_none_or(|d| matches!(r.hops.as_slice(), [h] if h.dev == Some(d)))
             })
             .collect()
     }
@@ -397,16 +463,25 @@ impl Batch {
         // ip prints `table` only when it lists more than one table.
         let show_table = f.table == TableFilter::All;
         let links = &self.router.links;
-        let mut routes = self.selected::<A>(f);
-        if A::FAMILY == Family::Inet6 {
-            routes = merge_siblings(routes);
-        }
-        routes
+        let shown = |r: &RouteSpec<A>| {
+            // ip leaves out what the filter already says: the protocol, the device.
+            let mut r = r.clone();
+            if f.protocol.is_some() {
+                r.protocol = PROTO_BOOT;
+            }
+            if f.dev.is_some() {
+                for h in r.hops.iter_mut() {
+                    h.dev = None;
+                }
+            }
+            r
+        };
+        self.selected::<A>(f)
             .iter()
             .map(|r| {
                 self.line(
-                    || route_text(r, links, show_table),
-                    || Value::Object(route_json(r, links, show_table)),
+                    || route_text(&shown(r), links, show_table),
+                    || Value::Object(route_json(&shown(r), links, show_table)),
                 )
             })
             .collect()

@@ -211,27 +211,66 @@ pub fn route_json<A: Address>(
     m
 }
 
+/// `ip route get ... fibmatch`: the matched route as stored, but for two things of the
+/// resolved route: IPv4 prints its type (`multicast default via ...`), IPv6 its input device.
+pub fn fibmatch_json<A: Address>(
+    a: &RouteAnswer<A>,
+    r: &RouteSpec<A>,
+    links: &Links,
+) -> Map<String, Value> {
+    let mut shown = r.clone();
+    if A::FAMILY == Family::Inet {
+        shown.kind = a.kind;
+    }
+    let mut m = route_json(&shown, links, true);
+    if A::FAMILY == Family::Inet6 {
+        if let Some(i) = a.iif {
+            m.insert("iif".into(), json!(dev_name(links, Some(i))));
+        }
+    }
+    m
+}
+
+pub fn fibmatch_text<A: Address>(a: &RouteAnswer<A>, r: &RouteSpec<A>, links: &Links) -> String {
+    let mut shown = r.clone();
+    if A::FAMILY == Family::Inet {
+        shown.kind = a.kind;
+    }
+    let mut s = route_text(&shown, links, true);
+    if A::FAMILY == Family::Inet6 {
+        if let Some(iif) = dev_name(links, a.iif) {
+            // ip prints the input device before the router preference.
+            if let Some(at) = s.rfind("pref ") {
+                s.insert_str(at, &format!("iif {iif} "));
+            }
+        }
+    }
+    s
+}
+
 /// `ip route get` without `fibmatch`: the resolved path.
 pub fn answer_json<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> Map<String, Value> {
     let mut m = Map::new();
-    let kind = a.route.as_ref().map_or(RouteType::Unicast, |r| r.kind);
-    if kind != RouteType::Unicast {
-        m.insert("type".into(), json!(kind.name()));
+    let v4 = A::FAMILY == Family::Inet;
+    if a.kind != RouteType::Unicast {
+        m.insert("type".into(), json!(a.kind.name()));
     }
     m.insert("dst".into(), json!(a.dst.to_string()));
     // IPv6 always names the source; IPv4 when the query gave one (and then shows no prefsrc).
-    if A::FAMILY == Family::Inet6 || a.src.is_some() {
+    if !v4 || a.src.is_some() {
         m.insert(
             "from".into(),
             json!(a.src.unwrap_or_else(A::unspecified).to_string()),
         );
     }
+    if let Some(r) = a.route.as_ref().filter(|r| v4 && r.tos != 0) {
+        m.insert("tos".into(), json!(tos_text(r.tos)));
+    }
     if let Some(gw) = a.gateway {
         m.insert("gateway".into(), json!(gw.to_string()));
     }
-    let local = kind == RouteType::Local;
-    // Packets to our own addresses are delivered through lo.
-    let dev = if local {
+    // IPv6 delivers packets to our own addresses through lo (IPv4 answers say so themselves).
+    let dev = if !v4 && a.kind == RouteType::Local {
         Some("lo".to_string())
     } else {
         dev_name(links, a.dev)
@@ -243,37 +282,44 @@ pub fn answer_json<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> M
         if r.table != TABLE_MAIN {
             m.insert("table".into(), json!(table_name(r.table)));
         }
-        if A::FAMILY == Family::Inet6 && r.protocol != PROTO_BOOT {
+        if !v4 && r.protocol != PROTO_BOOT {
             m.insert("protocol".into(), json!(protocol_name(r.protocol)));
         }
     }
+    // Forwarded packets have no preferred source; IPv4 prints none when the query gave one.
     if let Some(p) = a
         .prefsrc
-        .filter(|_| A::FAMILY == Family::Inet6 || a.src.is_none())
+        .filter(|_| a.iif.is_none() && (!v4 || a.src.is_none()))
     {
         m.insert("prefsrc".into(), json!(p.to_string()));
     }
-    if A::FAMILY == Family::Inet6 {
+    if !v4 {
         if let Some(r) = &a.route {
             m.insert("metric".into(), json!(r.metric));
         }
     }
     let iif = a.iif.map(|i| json!(dev_name(links, Some(i))));
-    if A::FAMILY == Family::Inet6 {
+    if !v4 {
         if let Some(i) = &iif {
             m.insert("iif".into(), i.clone());
         }
     }
-    m.insert("flags".into(), json!(Vec::<String>::new()));
-    if A::FAMILY == Family::Inet {
+    // iproute2 reads RTCF_MULTICAST as RTM_F_OFFLOAD_FAILED, the same bit.
+    let flags: Vec<&str> = if v4 && a.cache.multicast {
+        vec!["rt_offload_failed"]
+    } else {
+        vec![]
+    };
+    m.insert("flags".into(), json!(flags));
+    if v4 {
+        if a.mark != 0 {
+            m.insert("mark".into(), json!(a.mark));
+        }
         // Forwarded packets have no owner; their input device is printed after the cache.
         if iif.is_none() {
             m.insert("uid".into(), json!(uid));
         }
-        m.insert(
-            "cache".into(),
-            json!(if local { vec!["local"] } else { vec![] }),
-        );
+        m.insert("cache".into(), json!(a.cache.names()));
         if let Some(i) = iif {
             m.insert("iif".into(), i);
         }
@@ -285,24 +331,25 @@ pub fn answer_json<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> M
 
 pub fn answer_text<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> String {
     let m = answer_json(a, links, uid);
+    let v4 = A::FAMILY == Family::Inet;
     let mut s = String::new();
     if let Some(t) = m.get("type").and_then(Value::as_str) {
         let _ = write!(s, "{t} ");
     }
-    // IPv4 prints the input device after the cache line.
-    let iif_inline = A::FAMILY == Family::Inet6;
     for (key, word) in [
         ("dst", ""),
         ("from", "from"),
+        ("tos", "tos"),
         ("gateway", "via"),
         ("dev", "dev"),
         ("table", "table"),
         ("protocol", "proto"),
         ("prefsrc", "src"),
         ("metric", "metric"),
-        ("iif", "iif"),
+        // IPv4 prints the input device after the cache line.
+        ("iif", if v4 { "" } else { "iif" }),
     ] {
-        if key == "iif" && !iif_inline {
+        if key == "iif" && v4 {
             continue;
         }
         if let Some(v) = m.get(key) {
@@ -317,13 +364,20 @@ pub fn answer_text<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> S
             }
         }
     }
-    if A::FAMILY == Family::Inet {
+    if v4 {
+        if a.cache.multicast {
+            s.push_str("rt_offload_failed ");
+        }
+        if a.mark != 0 {
+            let _ = write!(s, "mark {:#x} ", a.mark);
+        }
         if a.iif.is_none() {
             let _ = write!(s, "uid {uid} ");
         }
         s.push_str("\n    cache ");
-        if m.get("type").and_then(Value::as_str) == Some("local") {
-            s.push_str("<local> ");
+        let flags = a.cache.names();
+        if !flags.is_empty() {
+            let _ = write!(s, "<{}> ", flags.join(","));
         }
         if let Some(i) = m.get("iif").and_then(Value::as_str) {
             let _ = write!(s, "iif {i} ");

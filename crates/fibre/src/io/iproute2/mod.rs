@@ -7,5 +7,5 @@ pub mod batch;
 pub mod format;
 pub mod parse;
 
-pub use batch::{Batch, BatchMode, BatchOutput};
+pub use batch::{Batch, BatchMode, BatchOutput, Source};
 pub use parse::{parse_line, Command, ParseError};

@@ -24,6 +24,8 @@ pub struct ParseError {
     /// with `-force`. Unknown devices and objects, errors the kernel would report, and what
     /// fibre does not model fail only their line.
     pub fatal: bool,
+    /// `message` is printed as it is, not as `Error: MESSAGE.`.
+    pub plain: bool,
 }
 
 impl ParseError {
@@ -33,6 +35,7 @@ impl ParseError {
             token: Some(token.to_string()),
             message: message.into(),
             fatal: true,
+            plain: false,
         }
     }
     fn bare(message: impl Into<String>) -> Self {
@@ -41,6 +44,7 @@ impl ParseError {
             token: None,
             message: message.into(),
             fatal: true,
+            plain: false,
         }
     }
     fn device(name: &str) -> Self {
@@ -49,6 +53,7 @@ impl ParseError {
             token: Some(name.to_string()),
             message: format!("Cannot find device \"{name}\""),
             fatal: false,
+            plain: true,
         }
     }
     /// An error of this line only (see [`ParseError::fatal`]).
@@ -83,8 +88,13 @@ pub struct ShowFilter {
     pub root: Option<IpPrefix>,
     pub matching: Option<IpPrefix>,
     pub exact: Option<IpPrefix>,
+    /// `from P`: routes whose source prefix is exactly P (IPv4 routes have `0/0`).
+    pub src: Option<IpPrefix>,
     pub kind: Option<RouteType>,
+    /// `dev D`: single-path routes through D (ip filters on a top-level output device, which
+    /// multipath routes lack), printed without `dev`.
     pub dev: Option<IfIndex>,
+    /// `proto P`, printed without `proto`.
     pub protocol: Option<Protocol>,
 }
 
@@ -102,7 +112,8 @@ pub enum Command {
     Apply(Change),
     /// `route flush`: every route the filter selects goes.
     RouteFlush(ShowFilter),
-    RouteGet(RouteQuery),
+    /// A query, and how many times ip prints its answer (`connected`).
+    RouteGet(RouteQuery, usize),
     RouteShow(ShowFilter),
     RuleShow(Family),
     LinkShow,
@@ -716,8 +727,9 @@ fn parse_route_args<'a>(args: &mut Args<'a>, deleting: bool) -> Result<RouteArgs
             );
         } else if matches(t, "table") {
             let v = args.value(t)?;
-            r.table =
-                Some(table_from_name(v).ok_or_else(|| bad_arg("\"table\" value is invalid", v))?);
+            let t = table_from_name(v).ok_or_else(|| bad_arg("\"table\" value is invalid", v))?;
+            // `fib_new_table` / `fib6_new_table`: table 0 (`unspec`) is main.
+            r.table = Some(if t == 0 { TABLE_MAIN } else { t });
         } else if t == "dev" || t == "oif" {
             r.hops[cur].dev = Some(args.value(t)?);
         } else if t == "pref" {
@@ -818,6 +830,16 @@ impl<'a> RouteArgs<'a> {
         }
         if let Some((a, t)) = &self.prefsrc {
             seen.push((ipfam(a), t));
+        }
+        if let (Some(want), Some((_, t))) = (flag, self.dst.as_ref()) {
+            if self
+                .dst
+                .as_ref()
+                .and_then(|(p, _)| p.family())
+                .is_some_and(|f| f != want)
+            {
+                return Err(other_family(want, t));
+            }
         }
         let family = flag
             .or_else(|| seen.first().map(|s| s.0))
@@ -982,6 +1004,12 @@ fn parse_route(
         return Ok(Command::RouteShow(parse_show_filter(args, family, router)?));
     }
     if matches(verb, "flush") {
+        if args.peek().is_none() {
+            return Err(ParseError {
+                plain: true,
+                ..ParseError::bare("\"ip route flush\" requires arguments.").soft()
+            });
+        }
         return Ok(Command::RouteFlush(parse_show_filter(
             args, family, router,
         )?));
@@ -1003,11 +1031,36 @@ fn parse_show_filter(
         root: None,
         matching: None,
         exact: None,
+        src: None,
         kind: None,
         dev: None,
         protocol: None,
     };
     let mut table_all = false;
+    // With -4 or -6 a prefix of the other family ends ip (`get_prefix`).
+    let explicit = family;
+    let prefix_arg = |v: &str| -> Result<AnyPrefix> {
+        let p = parse_any_prefix(v)?;
+        let fam = match p {
+            AnyPrefix::V4(..) => Some(Family::Inet),
+            AnyPrefix::V6(..) => Some(Family::Inet6),
+            AnyPrefix::Default => None,
+        };
+        match (explicit, fam) {
+            (Some(want), Some(got)) if want != got => Err(ParseError::new(
+                v,
+                format!(
+                    "{} prefix is expected rather than \"{v}\"",
+                    if want == Family::Inet {
+                        "inet"
+                    } else {
+                        "inet6"
+                    }
+                ),
+            )),
+            _ => Ok(p),
+        }
+    };
     let to_ip = |p: AnyPrefix, fam: Option<Family>| -> IpPrefix {
         match p {
             AnyPrefix::V4(a, l) => IpPrefix::V4(Prefix::new(a, l)),
@@ -1019,7 +1072,8 @@ fn parse_show_filter(
     while let Some(t) = args.next() {
         if matches(t, "table") {
             let v = args.value(t)?;
-            if v == "all" {
+            // `all`, `unspec` and 0 list every table (and, without -4/-6, both families).
+            if v == "all" || table_from_name(v) == Some(0) {
                 f.table = TableFilter::All;
                 table_all = true;
             } else if v == "cache" {
@@ -1040,29 +1094,26 @@ fn parse_show_filter(
             f.kind = Some(RouteType::from_name(v).ok_or_else(|| bad_arg("invalid \"type\"", v))?);
         } else if t == "root" {
             let v = args.value(t)?;
-            f.root = Some(to_ip(parse_any_prefix(v)?, f.family));
+            f.root = Some(to_ip(prefix_arg(v)?, f.family));
         } else if t == "match" {
             let v = args.value(t)?;
-            f.matching = Some(to_ip(parse_any_prefix(v)?, f.family));
+            f.matching = Some(to_ip(prefix_arg(v)?, f.family));
         } else if t == "exact" || t == "to" {
             let v = args.value(t)?;
-            f.exact = Some(to_ip(parse_any_prefix(v)?, f.family));
+            f.exact = Some(to_ip(prefix_arg(v)?, f.family));
+        } else if t == "from" {
+            let v = args.value(t)?;
+            f.src = Some(to_ip(prefix_arg(v)?, f.family));
         } else if let Some(k) = RouteType::from_name(t) {
             f.kind = Some(k);
         } else {
-            f.exact = Some(to_ip(parse_any_prefix(t)?, f.family));
+            f.exact = Some(to_ip(prefix_arg(t)?, f.family));
         }
     }
-    let pfam = [f.root, f.matching, f.exact]
-        .into_iter()
-        .flatten()
-        .next()
-        .map(|p| match p {
-            IpPrefix::V4(_) => Family::Inet,
-            IpPrefix::V6(_) => Family::Inet6,
-        });
-    if f.family.is_none() {
-        f.family = pfam.or(if table_all { None } else { Some(Family::Inet) });
+    // Without -4/-6 ip lists IPv4, or both families for `table all`; a prefix of the other
+    // family then selects nothing (it does not choose the family).
+    if f.family.is_none() && !table_all {
+        f.family = Some(Family::Inet);
     }
     Ok(f)
 }
@@ -1074,6 +1125,7 @@ fn parse_route_get(
 ) -> Result<Command> {
     let mut q = RouteQuery::default();
     let mut dst_tok = None;
+    let mut connected = false;
     while let Some(t) = args.next() {
         if matches(t, "tos") || matches(t, "dsfield") {
             q.tos = parse_tos(args.value(t)?)?;
@@ -1084,9 +1136,7 @@ fn parse_route_get(
         } else if matches(t, "oif") || t == "dev" {
             q.oif = Some(dev_index(router, args.value(t)?)?);
         } else if matches(t, "notify") || matches(t, "connected") {
-            if t.starts_with('c') {
-                return Err(ParseError::new(t, "\"connected\" is not supported by fibre").soft());
-            }
+            connected |= t.starts_with('c');
         } else if matches(t, "vrf") {
             return Err(ParseError::new(
                 t,
@@ -1136,13 +1186,29 @@ fn parse_route_get(
         .dst
         .ok_or_else(|| ParseError::bare("need at least a destination address"))?;
     let fam = Family::of(&dst);
-    if family.is_some_and(|f| f != fam) {
-        return Err(ParseError::new(dst_tok.unwrap_or(""), "address family mismatch").soft());
+    if let Some(want) = family.filter(|&f| f != fam) {
+        return Err(other_family(want, dst_tok.unwrap_or("")));
     }
     if q.src.is_some_and(|s| Family::of(&s) != fam) {
         return Err(ParseError::bare("source and destination are of different families").soft());
     }
-    Ok(Command::RouteGet(q))
+    // iproute2 6.1's `connected` asks again with the answer's source, but sends the first
+    // request unchanged: without `from` it prints the same answer twice.
+    let times = if connected && q.src.is_none() { 2 } else { 1 };
+    Ok(Command::RouteGet(q, times))
+}
+
+/// With -4 or -6, an address of the other family ends ip (`get_prefix`'s exit).
+fn other_family(want: Family, tok: &str) -> ParseError {
+    let name = if want == Family::Inet {
+        "inet"
+    } else {
+        "inet6"
+    };
+    ParseError::new(
+        tok,
+        format!("{name} prefix is expected rather than \"{tok}\""),
+    )
 }
 
 fn parse_rule(
@@ -1226,6 +1292,7 @@ fn parse_rule_args<A: Address>(args: &mut Args<'_>) -> Result<(Rule<A>, Option<u
                     token: Some(v.into()),
                     message: "Invalid tos".into(),
                     fatal: false,
+                    plain: false,
                 });
             }
             g.tos = true;
@@ -1269,7 +1336,12 @@ fn parse_rule_args<A: Address>(args: &mut Args<'_>) -> Result<(Rule<A>, Option<u
             let (a, b) = v
                 .split_once('-')
                 .ok_or_else(|| bad_arg("invalid UID range", v))?;
-            rule.uidrange = Some((num("uid", a)?, num("uid", b)?));
+            let (a, b): (u32, u32) = (num("uid", a)?, num("uid", b)?);
+            if a > b {
+                // The kernel's check (`fib_nl2rule`), so only this line fails.
+                return Err(ParseError::new(v, "Invalid uid range").soft());
+            }
+            rule.uidrange = Some((a, b));
             g.uidrange = true;
         } else if matches(t, "goto") {
             rule.action = RuleAction::Goto(num("goto target", args.value(t)?)?);
@@ -1385,7 +1457,7 @@ mod tests {
         };
         assert_eq!(rule.priority, 32765, "one below the second rule");
         let c = parse_line("route get 10.1.1.1 from 10.0.0.1 iif veth0 mark 7 tos 0x10 ipproto udp sport 5 dport 6 uid 9 fibmatch", None, &r).unwrap();
-        let Command::RouteGet(q) = c else { panic!() };
+        let Command::RouteGet(q, _) = c else { panic!() };
         assert_eq!(
             (q.mark, q.tos, q.ipproto, q.sport, q.dport, q.uid, q.fibmatch),
             (7, 0x10, Some(17), Some(5), Some(6), Some(9), true)
