@@ -160,6 +160,14 @@ fn route_get_and_rule_show_print_ips_json() {
 }
 
 #[test]
+fn special_addresses_link_changes_and_refusals_match_the_kernel() {
+    if skip_or_fail("special_addresses_link_changes_and_refusals_match_the_kernel") {
+        return;
+    }
+    scenario(&scenarios().join("mends.batch"));
+}
+
+#[test]
 fn edge_router_example_matches_kernel() {
     if skip_or_fail("edge_router_example_matches_kernel") {
         return;

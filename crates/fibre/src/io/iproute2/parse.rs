@@ -1217,8 +1217,17 @@ fn parse_rule(
     family: Option<Family>,
     router: &Router,
 ) -> Result<Command> {
-    let _ = router;
-    let family = family.unwrap_or(Family::Inet);
+    // Without -4/-6 the first address of `from` or `to` decides, as in `iprule_modify`.
+    let rest = &args.toks[args.i.min(args.toks.len())..];
+    let addressed = rest
+        .windows(2)
+        .filter(|w| w[0] == "from" || w[0] == "to")
+        .find_map(|w| match parse_any_prefix(&w[1]) {
+            Ok(AnyPrefix::V4(..)) => Some(Family::Inet),
+            Ok(AnyPrefix::V6(..)) => Some(Family::Inet6),
+            _ => None,
+        });
+    let family = family.or(addressed).unwrap_or(Family::Inet);
     if matches(verb, "show") || matches(verb, "list") {
         return Ok(Command::RuleShow(family));
     }
