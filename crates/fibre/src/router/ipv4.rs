@@ -590,11 +590,19 @@ fn route_input(
         if s.is_multicast() || s.is_broadcast() || s.is_loopback() {
             return Err(Errno::EINVAL);
         }
-        if s.is_unspecified() && !local_multicast(dst) {
-            return Err(Errno::EINVAL);
-        }
-        if r.is_local_address(s) {
-            return Err(Errno::EINVAL);
+        if s.is_unspecified() {
+            if !local_multicast(dst) {
+                return Err(Errno::EINVAL);
+            }
+        } else {
+            validate_source(
+                r,
+                &Flow {
+                    dst: Ipv4Addr::UNSPECIFIED,
+                    ..flow
+                },
+                0,
+            )?;
         }
         let mut a = delivered(RouteType::Multicast);
         a.cache.multicast = true;

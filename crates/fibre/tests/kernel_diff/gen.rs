@@ -32,6 +32,23 @@ pub struct Profile {
 }
 
 pub const DEVS: [&str; 6] = ["veth0", "veth1", "veth2", "veth3", "veth4", "veth5"];
+/// Devices that go down and up (veth6) or away (veth8) after the routes are in: routes use
+/// them now and then, single-path and as legs of multipath routes, and probes never name them.
+pub const CHURNED: [usize; 2] = [6, 8];
+
+/// Device `i` (0..6 the probed ones, 6 and 8 the churned ones, 7 and 9 their peers).
+pub fn dev(i: usize) -> String {
+    format!("veth{i}")
+}
+
+/// The device of a next hop: mostly a probed one, sometimes a churned one.
+fn route_dev(rng: &mut SmallRng) -> usize {
+    if rng.gen_ratio(1, 12) {
+        *pick(rng, &CHURNED)
+    } else {
+        rng.gen_range(0..DEVS.len())
+    }
+}
 
 /// The device setup shared by both families, and the addresses it configures.
 pub struct Setup {
@@ -42,11 +59,15 @@ pub struct Setup {
 
 pub fn setup() -> Setup {
     let mut t = String::from("link set lo up\n");
-    for pair in DEVS.chunks(2) {
-        let _ = writeln!(t, "link add {} type veth peer name {}", pair[0], pair[1]);
+    for i in (0..10).step_by(2) {
+        let _ = writeln!(t, "link add {} type veth peer name {}", dev(i), dev(i + 1));
     }
-    for d in DEVS {
-        let _ = writeln!(t, "link set {d} up");
+    for i in 0..10 {
+        let _ = writeln!(t, "link set {} up", dev(i));
+    }
+    for i in CHURNED {
+        let _ = writeln!(t, "addr add 10.0.{i}.1/24 dev {}", dev(i));
+        let _ = writeln!(t, "addr add 2001:db8:{i}::1/64 dev {} nodad", dev(i));
     }
     let mut local_v4 = vec![Ipv4Addr::LOCALHOST];
     let mut local_v6 = vec![Ipv6Addr::LOCALHOST];
@@ -262,7 +283,7 @@ pub fn config(p: &Profile) -> Config {
         match kind {
             "" if rng.gen_bool(p.ecmp_share) => {
                 for _ in 0..rng.gen_range(2..=4) {
-                    let d = rng.gen_range(0..DEVS.len());
+                    let d = route_dev(&mut rng);
                     let _ = write!(
                         l,
                         " nexthop via {} weight {}",
@@ -270,17 +291,17 @@ pub fn config(p: &Profile) -> Config {
                         rng.gen_range(1..=4)
                     );
                     if rng.gen_bool(0.3) {
-                        let _ = write!(l, " dev {}", DEVS[d]);
+                        let _ = write!(l, " dev {}", dev(d));
                     }
                 }
             }
             "" => {
-                let d = rng.gen_range(0..DEVS.len());
+                let d = route_dev(&mut rng);
                 match rng.gen_range(0..10) {
                     0..=6 => {
                         let _ = write!(l, " via {}", gw4(&mut rng, d));
                         if rng.gen_bool(0.5) {
-                            let _ = write!(l, " dev {}", DEVS[d]);
+                            let _ = write!(l, " dev {}", dev(d));
                         }
                     }
                     7 => {
@@ -289,11 +310,11 @@ pub fn config(p: &Profile) -> Config {
                             l,
                             " via {} dev {}",
                             gw4(&mut rng, d),
-                            DEVS[(d + 1) % DEVS.len()]
+                            dev((d + 1) % DEVS.len())
                         );
                     }
                     _ => {
-                        let _ = write!(l, " dev {}", DEVS[d]);
+                        let _ = write!(l, " dev {}", dev(d));
                     }
                 }
                 if rng.gen_bool(0.1) {
@@ -308,7 +329,7 @@ pub fn config(p: &Profile) -> Config {
                 }
             }
             "local " | "broadcast " | "multicast " => {
-                let _ = write!(l, " dev {}", pick(&mut rng, &DEVS));
+                let _ = write!(l, " dev {}", dev(route_dev(&mut rng)));
             }
             _ => {}
         }
@@ -372,7 +393,17 @@ pub fn config(p: &Profile) -> Config {
         );
         // Not for `change`: a failed `change` of a source route can leave the kernel's source
         // subtree unreachable to lookups (a kernel bug, docs/semantics.md).
-        if verb != "change" && rng.gen_bool(p.source_share) {
+        let sourced = verb != "change" && rng.gen_bool(p.source_share);
+        // Removing source routes with their device shows a kernel bug (its answers then depend
+        // on history, docs/semantics.md): source routes keep to devices that stay.
+        let pick_dev = |rng: &mut SmallRng| {
+            if sourced {
+                rng.gen_range(0..DEVS.len())
+            } else {
+                route_dev(rng)
+            }
+        };
+        if sourced {
             let s = if !c.sources_v6.is_empty() && rng.gen_bool(0.4) {
                 *pick(&mut rng, &c.sources_v6)
             } else {
@@ -394,24 +425,24 @@ pub fn config(p: &Profile) -> Config {
         if kind.is_empty() {
             if rng.gen_bool(p.ecmp_share) {
                 for _ in 0..rng.gen_range(2..=3) {
-                    let d = rng.gen_range(0..DEVS.len());
+                    let d = pick_dev(&mut rng);
                     let _ = write!(
                         l,
                         " nexthop via {} dev {} weight {}",
                         gw6(&mut rng, d),
-                        DEVS[d],
+                        dev(d),
                         rng.gen_range(1..=4)
                     );
                 }
             } else {
-                let d = rng.gen_range(0..DEVS.len());
+                let d = pick_dev(&mut rng);
                 if rng.gen_bool(0.8) {
                     let _ = write!(l, " via {}", gw6(&mut rng, d));
                     if rng.gen_bool(0.6) {
-                        let _ = write!(l, " dev {}", DEVS[d]);
+                        let _ = write!(l, " dev {}", dev(d));
                     }
                 } else {
-                    let _ = write!(l, " dev {}", DEVS[d]);
+                    let _ = write!(l, " dev {}", dev(d));
                 }
                 if rng.gen_bool(0.1) {
                     let _ = write!(l, " pref {}", pick(&mut rng, &["high", "low", "medium"]));
@@ -597,4 +628,132 @@ pub fn probe_dst(rng: &mut SmallRng, c: &Config, v6: bool) -> IpAddr {
             }
         }
     }
+}
+
+/// After the routes: a churned device goes down (and, in half the configurations, up again),
+/// the other is deleted. IPv4 multipath routes with a leg on the deleted device go whole,
+/// IPv6 ones lose the leg; legs on a down device are dead until it is up.
+pub fn link_changes(seed: u64) -> String {
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x11ed);
+    let mut t = format!("link set {} down\n", dev(6));
+    if rng.gen_bool(0.5) {
+        let _ = writeln!(t, "link set {} up", dev(6));
+    }
+    let _ = writeln!(t, "link del {}", dev(8));
+    t
+}
+
+/// Lines the kernel refuses or treats specially, of both families: table 0, scopes, uid
+/// ranges, special and duplicate addresses, MTU clamps. Run without -4/-6 (each line's
+/// addresses decide its family).
+pub fn odd_lines(seed: u64, rules: bool) -> String {
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x0dd);
+    let mut t = String::new();
+    for i in 0..24 {
+        let d = dev(rng.gen_range(0..DEVS.len()));
+        let g = rng.gen_range(0..DEVS.len());
+        let line = match rng.gen_range(0..12) {
+            0 => format!("route add 10.{}.{i}.0/24 dev {d} table 0", 200 + g),
+            1 => format!("route add 2001:db8:a{g}:{i}::/64 dev {d} table 0"),
+            2 => format!(
+                "route add {}10.{}.{i}.0/24 dev {d} scope {}",
+                pick(&mut rng, &["", "local ", "broadcast "]),
+                210 + g,
+                pick(&mut rng, &[0u8, 200, 253, 254, 255])
+            ),
+            3 => format!(
+                "route add 10.{}.{i}.0/24 via {} scope {}",
+                220 + g,
+                gw4(&mut rng, g),
+                pick(&mut rng, &[0u8, 200, 253, 254, 255])
+            ),
+            4 => format!(
+                "route add 10.{}.{i}.0/24 dev {d} mtu {}",
+                230 + g,
+                pick(&mut rng, &[0u32, 68, 1500, 65520, 65521, 70000, u32::MAX])
+            ),
+            5 => format!(
+                "route add 2001:db8:b{g}:{i}::/64 dev {d} mtu {} scope {}",
+                pick(&mut rng, &[0u32, 1280, 65520, 70000, u32::MAX]),
+                pick(&mut rng, &[0u8, 200, 255])
+            ),
+            // Only invalid ranges where rules must stay untouched (the fast-path profiles).
+            6 => {
+                let (a, b) = (rng.gen_range(0..2000u32), rng.gen_range(0..2000u32));
+                let (a, b) = if rules {
+                    (a.min(b), a.max(b))
+                } else {
+                    (a.max(b) + 1, a.min(b))
+                };
+                format!("rule add uidrange {a}-{b} lookup 100 pref {}", 20000 + i)
+            }
+            7 => format!(
+                "addr add {} dev {d}",
+                pick(
+                    &mut rng,
+                    &["::1/128", "ff02::5/128", "ff0e::1/64", "::/0", "::/128"]
+                )
+            ),
+            8 => format!(
+                "addr add {} dev {d}",
+                pick(&mut rng, &["0.0.0.0/0", "0.0.0.0/8", "0.0.0.0/32"])
+            ),
+            9 => format!("addr add 10.0.{g}.1/24 dev {}", dev(g)),
+            10 => format!(
+                "addr add 2001:db8:{g}::1/{} dev {} nodad",
+                pick(&mut rng, &[48u8, 64, 128]),
+                dev(g)
+            ),
+            _ => format!("addr del 0.0.0.0/0 dev {d}"),
+        };
+        let _ = writeln!(t, "{line}");
+    }
+    t
+}
+
+/// An address of a class the kernel treats specially, as destination (`dst`) or source:
+/// multicast (joined 224.0.0.1 and not), limited and directed broadcast, a network address,
+/// 0.0.0.0 and the rest of 0/8, 127/8, 240/4, link-local, our own addresses; IPv6 ::1, ::,
+/// groups of every scope, link-local, IPv4-mapped.
+pub fn special_addr(rng: &mut SmallRng, s: &Setup, v6: bool, dst: bool) -> IpAddr {
+    let i = rng.gen_range(0..DEVS.len()) as u8;
+    if v6 {
+        let fixed = [
+            "::1",
+            "::",
+            "ff02::1",
+            "ff02::fb",
+            "ff05::2",
+            "ff0e::101",
+            "fe80::1",
+            "fe80::a:b",
+            "::ffff:10.0.0.1",
+            "::ffff:192.0.2.7",
+            "64:ff9b::c000:207",
+            "2001:db8:ff::1",
+        ];
+        return match rng.gen_range(0..4) {
+            0 => IpAddr::V6(*pick(rng, &s.local_v6)),
+            // Groups as sources mean nothing to IPv6 route lookups; keep them mostly as dst.
+            _ if !dst && rng.gen_bool(0.5) => IpAddr::V6(*pick(rng, &s.local_v6)),
+            _ => IpAddr::V6(pick(rng, &fixed).parse().unwrap()),
+        };
+    }
+    let r: u32 = rng.gen();
+    let a = match rng.gen_range(0..14) {
+        0 => Ipv4Addr::new(224, 0, 0, 1),
+        1 => Ipv4Addr::new(224, 0, 0, *pick(rng, &[2u8, 5, 251])),
+        2 => Ipv4Addr::from(0xef00_0000 | (r & 0x00ff_ffff)),
+        3 => Ipv4Addr::BROADCAST,
+        4 => Ipv4Addr::new(10, 0, i, 255),
+        5 => Ipv4Addr::new(10, 0, i, 0),
+        6 => Ipv4Addr::UNSPECIFIED,
+        7 => Ipv4Addr::from(r & 0x00ff_ffff),
+        8 => Ipv4Addr::from(0x7f00_0000 | (r & 0x00ff_ffff)),
+        9 => Ipv4Addr::from(0xf000_0000 | (r & 0x0fff_ffff)),
+        10 => Ipv4Addr::from(0xa9fe_0000 | (r & 0xffff)),
+        11 => Ipv4Addr::new(172, 16, 255, 255),
+        _ => *pick(rng, &s.local_v4),
+    };
+    IpAddr::V4(a)
 }

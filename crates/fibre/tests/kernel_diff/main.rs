@@ -95,7 +95,13 @@ fn norm_fibre<A: fibre::Address>(
     let Some(spec) = &a.route else {
         return Norm::Error(-1);
     };
-    norm_spec(spec, router)
+    // IPv4 fibmatch reports the type of the resolved route (broadcast to 255.255.255.255,
+    // multicast to groups, whatever route carried them).
+    let mut spec = spec.clone();
+    if A::FAMILY == Family::Inet {
+        spec.kind = a.kind;
+    }
+    norm_spec(&spec, router)
 }
 
 fn norm_spec<A: fibre::Address>(spec: &RouteSpec<A>, router: &Router) -> Norm {
@@ -192,7 +198,13 @@ fn probes(
     let mut out = Vec::with_capacity(n);
     let veths: Vec<u32> = gen::DEVS.iter().map(|d| ifindex[*d]).collect();
     for _ in 0..n {
-        let dst = gen::probe_dst(rng, c, v6);
+        // One probe in eight asks about an address the kernel treats specially.
+        let special = rng.gen_ratio(1, 8);
+        let dst = if special {
+            gen::special_addr(rng, s, v6, true)
+        } else {
+            gen::probe_dst(rng, c, v6)
+        };
         let mut p = Probe {
             fibmatch: rng.gen_ratio(9, 10),
             ..Probe::to(dst)
@@ -282,6 +294,15 @@ fn probes(
                 extras(&mut p, rng);
             }
         }
+        if special && rng.gen_bool(0.5) {
+            p.src = Some(gen::special_addr(rng, s, v6, false));
+        }
+        // IPv6 output to a group without a device: the kernel takes the first ff00::/8 route of
+        // its list, whose order follows when devices were set up (S-class); name a device.
+        if matches!(p.dst, IpAddr::V6(a) if a.is_multicast()) && p.iif.is_none() && p.oif.is_none()
+        {
+            p.oif = Some(*pick(rng, &veths));
+        }
         out.push(p);
     }
     out
@@ -342,9 +363,17 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     let ns = Netns::create("diff").expect("create namespace");
     let setup = gen::setup();
     let cfg = gen::config(p);
+    let odd = gen::odd_lines(p.seed, p.rules > 0);
+    let links = gen::link_changes(p.seed);
     if let Ok(dir) = std::env::var("FIBRE_DIFF_DUMP") {
         // Keep the batch files for replay: `ip -force -batch` / `fibre -force -batch`.
-        for (name, text) in [("setup", &setup.text), ("v4", &cfg.v4), ("v6", &cfg.v6)] {
+        for (name, text) in [
+            ("setup", &setup.text),
+            ("v4", &cfg.v4),
+            ("v6", &cfg.v6),
+            ("odd", &odd),
+            ("links", &links),
+        ] {
             let _ = std::fs::write(format!("{dir}/seed{}-{name}.batch", p.seed), text);
         }
     }
@@ -353,6 +382,22 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     assert!(k.success, "the kernel refused the setup: {}", k.stderr);
     let k4 = ns.ip_batch_str(&[], &cfg.v4).expect("ip -batch v4");
     let k6 = ns.ip_batch_str(&["-6"], &cfg.v6).expect("ip -6 -batch v6");
+    let k_odd = ns.ip_batch_str(&[], &odd).expect("ip -batch odd lines");
+    // One change at a time: carrier and IPv6 address changes complete asynchronously, and a
+    // device brought up before its down was processed may keep dead legs.
+    let mut k_links = String::new();
+    for (i, line) in links.lines().enumerate() {
+        let r = ns.ip_batch_str(&[], line).expect("ip -batch link change");
+        if !r.success {
+            k_links += &format!("{}\nCommand failed -:{}\n", r.stderr.trim(), i + 1);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+    }
+    let k_links = kernel_oracle::BatchOutcome {
+        success: k_links.is_empty(),
+        stdout: String::new(),
+        stderr: k_links,
+    };
 
     let mut batch = Batch::new(Router::new());
     batch.mode = BatchMode::Force;
@@ -361,11 +406,19 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     let f4 = batch.run_text(&cfg.v4);
     batch.family = Some(Family::Inet6);
     let f6 = batch.run_text(&cfg.v6);
+    batch.family = None;
+    let f_odd = batch.run_text(&odd);
+    let f_links = batch.run_text(&links);
     let router = batch.router;
 
     let mut line_disagreements = Vec::new();
     let mut failed_lines = 0;
-    for (name, text, kernel, fibre_out) in [("v4", &cfg.v4, &k4, &f4), ("v6", &cfg.v6, &k6, &f6)] {
+    for (name, text, kernel, fibre_out) in [
+        ("v4", &cfg.v4, &k4, &f4),
+        ("v6", &cfg.v6, &k6, &f6),
+        ("odd", &odd, &k_odd, &f_odd),
+        ("links", &links, &k_links, &f_links),
+    ] {
         let kf = ip_failures(&kernel.stderr);
         let ff: BTreeMap<usize, String> = {
             let msgs: Vec<&str> = fibre_out
