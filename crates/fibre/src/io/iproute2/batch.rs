@@ -193,14 +193,19 @@ impl Batch {
         stderr: &mut dyn std::io::Write,
         summary: &mut BatchOutput,
     ) -> std::io::Result<bool> {
-        let mut printed = String::new();
         let mut lines = CommandLines::default();
         while let Some((lineno, line)) = lines.next(&mut input).map_err(|e| {
             std::io::Error::new(e.kind(), format!("{name}:{}: {e}", lines.lineno + 1))
         })? {
-            printed.clear();
+            // Output goes straight to `stdout`, as it is printed.
+            let mut printed = IoLines {
+                out: &mut *stdout,
+                error: None,
+            };
             let r = self.run_line(&line, &mut printed);
-            stdout.write_all(printed.as_bytes())?;
+            if let Some(e) = printed.error {
+                return Err(e);
+            }
             if let Err(e) = r {
                 summary.failed.push(lineno);
                 if e.fatal {
@@ -222,7 +227,7 @@ impl Batch {
     }
 
     /// Runs one line, appending what it prints to `stdout`.
-    pub fn run_line(&mut self, line: &str, stdout: &mut String) -> Result<(), LineError> {
+    pub fn run_line(&mut self, line: &str, stdout: &mut dyn Write) -> Result<(), LineError> {
         let cmd = parse_line(line, self.family, &self.router)?;
         match cmd {
             Command::Nothing => Ok(()),
@@ -244,14 +249,15 @@ impl Batch {
             }
             Command::RouteShow(f) => {
                 self.check_table(&f, "Dump")?;
-                let mut lines = Vec::new();
+                // Printed route by route: a full table is never held as text or JSON.
+                let mut lines = Lines::open(self.json, stdout);
                 if f.family != Some(Family::Inet6) {
-                    lines.extend(self.show::<Ipv4Addr>(&f));
+                    self.show::<Ipv4Addr>(&f, &mut lines);
                 }
                 if f.family != Some(Family::Inet) {
-                    lines.extend(self.show::<Ipv6Addr>(&f));
+                    self.show::<Ipv6Addr>(&f, &mut lines);
                 }
-                self.emit(lines, stdout);
+                lines.close();
                 Ok(())
             }
             Command::RouteFlush(f) => {
@@ -368,7 +374,7 @@ impl Batch {
     }
 
     /// Text lines, or one JSON array line.
-    fn emit(&self, lines: Vec<(String, Value)>, stdout: &mut String) {
+    fn emit(&self, lines: Vec<(String, Value)>, stdout: &mut dyn Write) {
         if self.json {
             let arr: Vec<Value> = lines.into_iter().map(|(_, v)| v).collect();
             let _ = writeln!(stdout, "{}", Value::Array(arr));
@@ -383,7 +389,7 @@ impl Batch {
         &self,
         a: &RouteAnswer<A>,
         q: &RouteQuery,
-        stdout: &mut String,
+        stdout: &mut dyn Write,
     ) {
         let links = &self.router.links;
         let line = match (&a.route, q.fibmatch) {
@@ -402,7 +408,11 @@ impl Batch {
         self.emit(vec![line], stdout);
     }
 
-    fn selected<A: RouterFamily>(&self, f: &ShowFilter) -> Vec<RouteSpec<A>> {
+    /// The routes `f` selects, in listing order, as ip lists them (IPv6 siblings merged).
+    fn selected<'s, A: RouterFamily>(
+        &'s self,
+        f: &'s ShowFilter,
+    ) -> Box<dyn Iterator<Item = RouteSpec<A>> + 's> {
         let narrow = |p: &Option<IpPrefix>| -> Option<Option<Prefix<A>>> {
             p.map(|p| match p {
                 IpPrefix::V4(p) => (A::FAMILY == Family::Inet)
@@ -427,45 +437,40 @@ impl Batch {
             .iter()
             .any(|p| matches!(p, Some(None)))
         {
-            return Vec::new(); // a filter of the other family selects nothing here
+            return Box::new(std::iter::empty()); // a filter of the other family selects nothing
         }
         let routes = self
             .router
             .routes::<A>()
-            .filter(|r| match f.table {
+            .filter(move |r| match f.table {
                 TableFilter::All => true,
                 TableFilter::Id(t) => r.table == t,
             })
-            .filter(|r| root.flatten().is_none_or(|p| p.covers(&r.dst)))
-            .filter(|r| matching.flatten().is_none_or(|p| r.dst.covers(&p)))
-            .filter(|r| exact_p.flatten().is_none_or(|p| r.dst == p))
-            .filter(|r| from.flatten().is_none_or(|p| r.src == p))
+            .filter(move |r| root.flatten().is_none_or(|p| p.covers(&r.dst)))
+            .filter(move |r| matching.flatten().is_none_or(|p| r.dst.covers(&p)))
+            .filter(move |r| exact_p.flatten().is_none_or(|p| r.dst == p))
+            .filter(move |r| from.flatten().is_none_or(|p| r.src == p))
             .filter(|r| f.kind.is_none_or(|k| k == r.kind))
-            .filter(|r| f.protocol.is_none_or(|p| p == r.protocol))
-            .collect();
+            .filter(|r| f.protocol.is_none_or(|p| p == r.protocol));
         // IPv6 ECMP siblings are one multipath route to ip.
-        let routes = if A::FAMILY == Family::Inet6 {
-            merge_siblings(routes)
+        let routes: Box<dyn Iterator<Item = RouteSpec<A>>> = if A::FAMILY == Family::Inet6 {
+            Box::new(merge_siblings(routes))
         } else {
-            routes
+            Box::new(routes)
         };
         // A multipath route has no top-level device for `dev` to match.
-        routes
-            .into_iter()
-            .filter(|r| {
-                f.dev
-                    .is_none_or(|d| matches!(r.hops.as_slice(), [h] if h.dev == Some(d)))
-            })
-            .collect()
+        Box::new(routes.filter(|r| {
+            f.dev
+                .is_none_or(|d| matches!(r.hops.as_slice(), [h] if h.dev == Some(d)))
+        }))
     }
 
-    fn show<A: RouterFamily>(&self, f: &ShowFilter) -> Vec<(String, Value)> {
+    fn show<A: RouterFamily>(&self, f: &ShowFilter, out: &mut Lines<'_>) {
         // ip prints `table` only when it lists more than one table.
         let show_table = f.table == TableFilter::All;
         let links = &self.router.links;
-        let shown = |r: &RouteSpec<A>| {
+        for mut r in self.selected::<A>(f) {
             // ip leaves out what the filter already says: the protocol, the device.
-            let mut r = r.clone();
             if f.protocol.is_some() {
                 r.protocol = PROTO_BOOT;
             }
@@ -474,52 +479,93 @@ impl Batch {
                     h.dev = None;
                 }
             }
-            r
-        };
-        self.selected::<A>(f)
-            .iter()
-            .map(|r| {
-                self.line(
-                    || route_text(&shown(r), links, show_table),
-                    || Value::Object(route_json(&shown(r), links, show_table)),
-                )
-            })
-            .collect()
-    }
-
-    /// One printable line in the form [`Batch::emit`] will print: only that side is built.
-    fn line(&self, text: impl FnOnce() -> String, json: impl FnOnce() -> Value) -> (String, Value) {
-        if self.json {
-            (String::new(), json())
-        } else {
-            (text(), Value::Null)
+            out.push(
+                || route_text(&r, links, show_table),
+                || Value::Object(route_json(&r, links, show_table)),
+            );
         }
     }
 }
 
-/// IPv6 ECMP siblings are listed as one multipath route, as ip shows them.
-fn merge_siblings<A: Address>(routes: Vec<RouteSpec<A>>) -> Vec<RouteSpec<A>> {
-    let mut out: Vec<RouteSpec<A>> = Vec::new();
-    for r in routes {
-        let ecmp = r.hops.len() == 1 && r.hops[0].gateway.is_some();
-        if ecmp {
-            // Routes of one (table, dst, src) come together: the sibling can only be in the
-            // trailing run (a search of all output would make `show` quadratic).
-            if let Some(prev) = out
-                .iter_mut()
-                .rev()
-                .take_while(|p| p.table == r.table && p.dst == r.dst && p.src == r.src)
-                .find(|p| {
-                    p.metric == r.metric && p.hops.first().is_some_and(|h| h.gateway.is_some())
-                })
-            {
-                prev.hops.extend(r.hops);
-                continue;
+/// IPv6 ECMP siblings are listed as one multipath route, as ip shows them. Routes of one
+/// (table, dst, src) come together, so siblings are merged within each such run as it streams by.
+fn merge_siblings<A: Address>(
+    routes: impl Iterator<Item = RouteSpec<A>>,
+) -> impl Iterator<Item = RouteSpec<A>> {
+    let mut routes = routes.peekable();
+    let mut run: std::collections::VecDeque<RouteSpec<A>> = Default::default();
+    std::iter::from_fn(move || {
+        if run.is_empty() {
+            let first = routes.next()?;
+            let key = (first.table, first.dst, first.src);
+            run.push_back(first);
+            while let Some(r) = routes.next_if(|r| (r.table, r.dst, r.src) == key) {
+                let ecmp = |p: &RouteSpec<A>| p.hops.len() == 1 && p.hops[0].gateway.is_some();
+                if ecmp(&r) {
+                    if let Some(prev) = run.iter_mut().find(|p| {
+                        p.metric == r.metric && p.hops.first().is_some_and(|h| h.gateway.is_some())
+                    }) {
+                        prev.hops.extend(r.hops);
+                        continue;
+                    }
+                }
+                run.push_back(r);
             }
         }
-        out.push(r);
+        run.pop_front()
+    })
+}
+
+/// What a listing prints: text lines, or one JSON array written element by element.
+struct Lines<'w> {
+    json: bool,
+    first: bool,
+    out: &'w mut dyn Write,
+}
+
+impl<'w> Lines<'w> {
+    fn open(json: bool, out: &'w mut dyn Write) -> Self {
+        if json {
+            let _ = out.write_char('[');
+        }
+        Lines {
+            json,
+            first: true,
+            out,
+        }
     }
-    out
+    /// One route: only the side that is printed is built.
+    fn push(&mut self, text: impl FnOnce() -> String, json: impl FnOnce() -> Value) {
+        if self.json {
+            if !self.first {
+                let _ = self.out.write_char(',');
+            }
+            let _ = write!(self.out, "{}", json());
+        } else {
+            let _ = writeln!(self.out, "{}", text());
+        }
+        self.first = false;
+    }
+    fn close(self) {
+        if self.json {
+            let _ = writeln!(self.out, "]");
+        }
+    }
+}
+
+/// An `io::Write` as the `fmt::Write` lines print to; the first I/O error is kept.
+struct IoLines<'a> {
+    out: &'a mut dyn std::io::Write,
+    error: Option<std::io::Error>,
+}
+
+impl Write for IoLines<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.out.write_all(s.as_bytes()).map_err(|e| {
+            self.error.get_or_insert(e);
+            std::fmt::Error
+        })
+    }
 }
 
 /// Command lines as ip's `getcmdline` reads them: a comment (`#` to the end of the line) is cut
