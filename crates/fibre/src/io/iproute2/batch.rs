@@ -266,14 +266,12 @@ impl Batch {
                 if f.family != Some(Family::Inet6) {
                     changes.extend(
                         self.selected::<Ipv4Addr>(&f)
-                            .into_iter()
                             .map(|r| Change::RouteDel4(r.table, RouteSelector::exact(&r))),
                     );
                 }
                 if f.family != Some(Family::Inet) {
                     changes.extend(
                         self.selected::<Ipv6Addr>(&f)
-                            .into_iter()
                             .map(|r| Change::RouteDel6(r.table, RouteSelector::exact(&r))),
                     );
                 }
