@@ -245,13 +245,13 @@ pub fn load_table(path: &Path) -> Result<FullViews, String> {
         Box::new(reader)
     };
     let mut input = BufReader::new(input);
-    // MRT records start with a 4-byte timestamp and a type; a text list starts with a digit or
-    // hex digit and reads as UTF-8. Peek after decompression.
+    // Peek after decompression: an MRT file opens with a record header (a timestamp, then one
+    // of the types of RFC 6396 and its later additions); anything else is read as text.
     let looks_binary = {
         let buf = input
             .fill_buf()
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        buf.iter().take(64).any(|b| *b == 0 || *b > 0x7e)
+        is_mrt_header(buf)
     };
     let (mut v4, mut v6) = (Vec::new(), Vec::new());
     if looks_binary {
@@ -264,8 +264,10 @@ pub fn load_table(path: &Path) -> Result<FullViews, String> {
             }
         }
     } else {
-        for (n, line) in input.lines().enumerate() {
+        // Lines as bytes: a comment in another encoding is no error; a prefix must be ASCII.
+        for (n, line) in input.split(b'\n').enumerate() {
             let line = line.map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
+            let line = String::from_utf8_lossy(&line);
             let text = line.split('#').next().unwrap_or("").trim();
             if text.is_empty() {
                 continue;
@@ -291,6 +293,18 @@ pub fn load_table(path: &Path) -> Result<FullViews, String> {
             origin,
         },
     })
+}
+
+/// An MRT common header (RFC 6396 section 2): timestamp, a known type, and a length a record
+/// can have.
+fn is_mrt_header(buf: &[u8]) -> bool {
+    if buf.len() < 12 {
+        return false;
+    }
+    let kind = u16::from_be_bytes([buf[4], buf[5]]);
+    let len = u32::from_be_bytes([buf[8], buf[9], buf[10], buf[11]]);
+    // OSPFv2, TABLE_DUMP, TABLE_DUMP_V2, BGP4MP(_ET), ISIS(_ET), OSPFv3(_ET).
+    matches!(kind, 11 | 12 | 13 | 16 | 17 | 32 | 33 | 48 | 49) && len < 1 << 24
 }
 
 /// Masks, drops duplicates (first occurrence kept) and routes inside the reserved subnet.

@@ -797,16 +797,26 @@ fn load_views(cfg: &StudyConfig, notes: &mut Vec<String>) -> Result<FullViews, S
     // lines; shared/data/README.md rounds them differently).
     let real4 = 901_899;
     let real6 = 160_147;
-    if views.v4.prefixes.is_empty() {
-        if path.is_some() {
-            notes.push("the table has no IPv4 prefixes: synthetic IPv4 full view".into());
+    // A table given or found must hold the families studied: a study of a synthetic table in
+    // its place would answer another question.
+    if let Some(p) = &path {
+        for (family, empty) in [
+            (4, views.v4.prefixes.is_empty()),
+            (6, views.v6.prefixes.is_empty()),
+        ] {
+            if empty && cfg.families.contains(&family) {
+                return Err(format!(
+                    "{}: no IPv{family} prefixes in the table (give --family {} or another table)",
+                    p.display(),
+                    10 - family
+                ));
+            }
         }
+    }
+    if views.v4.prefixes.is_empty() {
         views.v4 = synthetic_view::<Ipv4Addr>(real4, cfg.seed);
     }
     if views.v6.prefixes.is_empty() {
-        if path.is_some() {
-            notes.push("the table has no IPv6 prefixes: synthetic IPv6 full view".into());
-        }
         views.v6 = synthetic_view::<Ipv6Addr>(real6, cfg.seed);
     }
     Ok(views)

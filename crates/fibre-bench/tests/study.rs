@@ -260,3 +260,58 @@ fn the_shared_full_table_loads_with_its_family_sizes() {
         537_698
     );
 }
+
+/// A given table decides: an empty one, or one without the studied family, is an error that
+/// names the file (never a quiet synthetic study).
+#[test]
+fn an_empty_table_is_refused_by_name() {
+    let dir = temp("empty-table");
+    let empty = dir.join("empty.txt");
+    std::fs::write(&empty, "# nothing here\n").unwrap();
+    let cfg = StudyConfig {
+        table: TableChoice::Path(empty.clone()),
+        ..tiny(&dir)
+    };
+    let e = study::run(&cfg).err().expect("refused");
+    assert!(
+        e.contains("empty.txt") && e.contains("no IPv4 prefixes"),
+        "{e}"
+    );
+    // Only IPv4 in it: a study of IPv4 runs, one of IPv6 is refused.
+    let v4 = dir.join("v4.txt");
+    std::fs::write(&v4, "10.0.0.0/8\n").unwrap();
+    let cfg = StudyConfig {
+        table: TableChoice::Path(v4),
+        families: vec![6],
+        ..tiny(&dir)
+    };
+    let e = study::run(&cfg).err().expect("refused");
+    assert!(e.contains("no IPv6 prefixes"), "{e}");
+}
+
+/// A prefix list whose first bytes are not ASCII (a Latin-1 comment) is text, not MRT; a bad
+/// line is named; MRT dumps are still told apart by their record header.
+#[test]
+fn prefix_lists_are_told_from_mrt_by_the_record_header() {
+    let dir = temp("latin1-table");
+    let list = dir.join("latin1.txt");
+    std::fs::write(&list, b"# r\xe9seau de test\n10.0.0.0/8\n2001:db8::/32\n").unwrap();
+    let views = fibre_bench::scenario::load_table(&list).unwrap();
+    assert_eq!(views.v4.prefixes, vec![(0x0a00_0000, 8)]);
+    assert_eq!(views.v6.prefixes.len(), 1);
+    std::fs::write(&list, b"10.0.0.0/8\n10.0.0.0/33\n").unwrap();
+    let e = fibre_bench::scenario::load_table(&list).err().unwrap();
+    assert!(e.contains("latin1.txt:2"), "{e}");
+    let mrt =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/mrt/sample-quagga_rib");
+    if mrt.exists() {
+        let views = fibre_bench::scenario::load_table(&mrt).unwrap();
+        assert!(!views.v4.prefixes.is_empty() || !views.v6.prefixes.is_empty());
+    } else {
+        assert!(
+            std::env::var_os("FIBRE_DATA_REQUIRED").is_none(),
+            "{} absent",
+            mrt.display()
+        );
+    }
+}

@@ -8,7 +8,7 @@ use super::{InsertMode, KernelSemantics, LinkState, RouteSelector, TableLookup};
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
 use crate::nexthop::{NextHop, NhTable};
-use crate::route::Route;
+use crate::route::{Route, SCOPE_HOST};
 use std::net::Ipv4Addr;
 
 /// The bits of the DS field that IPv4 route TOS selectors compare (`IPTOS_TOS_MASK` without the
@@ -140,9 +140,12 @@ impl KernelSemantics for Ipv4Addr {
             if let Some(errno) = route.kind.reject_error() {
                 return TableLookup::Reject { route, errno };
             }
+            // A device going down kills the next hops through it (`fib_sync_down_dev`), but
+            // those of host-scope routes (their next hop scope is `nowhere`, which it spares).
+            let host = route.scope == SCOPE_HOST;
             for (hop, h) in nhs.get(route.nh).iter().enumerate() {
                 let Some(dev) = h.dev else { continue };
-                if !links.is_up(dev) || flow.oif.is_some_and(|o| o != dev) {
+                if !(host || links.is_up(dev)) || flow.oif.is_some_and(|o| o != dev) {
                     continue;
                 }
                 return TableLookup::Match { route, hop, list };

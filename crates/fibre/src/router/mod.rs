@@ -492,6 +492,12 @@ impl Router {
             self.v4.fibs.links_changed = true;
             self.v6.fibs.links_changed = true;
         }
+        let v4_before: Vec<Ipv4Addr> = match c {
+            Change::AddrDel4(_) | Change::LinkDel { .. } => {
+                self.v4.addrs.iter().map(|a| a.addr).collect()
+            }
+            _ => Vec::new(),
+        };
         match c {
             Change::LinkAddVeth { name, peer } => {
                 if name == peer
@@ -571,7 +577,26 @@ impl Router {
         if matches!(c, Change::AddrDel4(_) | Change::AddrDel6(_)) {
             self.sync_derived();
         }
+        if matches!(c, Change::AddrDel4(_) | Change::LinkDel { .. }) {
+            self.drop_stray_prefsrc(&v4_before);
+        }
         Ok(())
+    }
+
+    /// `fib_sync_down_addr`: an IPv4 address gone from every device takes with it the routes of
+    /// main that name it as preferred source.
+    fn drop_stray_prefsrc(&mut self, before: &[Ipv4Addr]) {
+        let addrs = &self.v4.addrs;
+        let gone: Vec<Ipv4Addr> = before
+            .iter()
+            .copied()
+            .filter(|a| !addrs.iter().any(|x| x.addr == *a))
+            .collect();
+        if !gone.is_empty() {
+            self.v4.remove_where(|r, _| {
+                r.table == TABLE_MAIN && r.prefsrc.is_some_and(|p| gone.contains(&p))
+            });
+        }
     }
 
     fn sync_derived(&mut self) {

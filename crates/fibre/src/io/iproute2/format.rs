@@ -63,10 +63,14 @@ fn hop_flags<A: Address>(h: &crate::nexthop::NextHop<A>, links: &Links) -> Vec<&
     f
 }
 
-/// The flags of a single-path route are its next hop's. Routes to our own addresses carry none.
+/// The flags of a single-path route are its next hop's. Routes to our own addresses carry none,
+/// nor IPv4 host-scope routes (the kernel spares their next hops when devices go down).
 fn route_flags<A: Address>(r: &RouteSpec<A>, links: &Links) -> Vec<&'static str> {
+    let host = A::FAMILY == Family::Inet && r.scope == SCOPE_HOST;
     match r.hops.as_slice() {
-        [h] if !matches!(r.kind, RouteType::Local | RouteType::Anycast) => hop_flags(h, links),
+        [h] if !host && !matches!(r.kind, RouteType::Local | RouteType::Anycast) => {
+            hop_flags(h, links)
+        }
         _ => Vec::new(),
     }
 }
