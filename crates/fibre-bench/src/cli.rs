@@ -10,7 +10,7 @@ use std::process::ExitCode;
 /// The quick study (default) runs both families at 10^3..10^5 routes; `--full` runs every
 /// density from 100 to 2,000,000 routes. Engines that cannot run here are skipped with a note.
 #[derive(Parser, Debug)]
-#[command(name = "fibre bench")]
+#[command(name = "fibre bench", bin_name = "fibre bench")]
 pub struct BenchArgs {
     /// The full study: sizes 100..2,000,000, every density, 11 runs
     #[arg(long)]

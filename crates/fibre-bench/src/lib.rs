@@ -12,6 +12,7 @@ pub mod alloc;
 pub mod cli;
 pub mod engine;
 pub mod key;
+pub mod progress;
 pub mod report;
 pub mod scenario;
 pub mod stats;

@@ -3,6 +3,7 @@
 use crate::alloc;
 use crate::engine::harness::{self, HarnessRun, HarnessSpec, HARNESSES};
 use crate::engine::{fibre_rib::FibreRib, in_process, Engine, MISS, REFERENCE};
+use crate::progress::Progress;
 use crate::report::{self, Record, Results};
 use crate::scenario::{
     self, generate, route_line, synthetic_view, BenchRoute, FullViews, PickView, ScenarioKind,
@@ -10,7 +11,6 @@ use crate::scenario::{
 };
 use crate::stats::Summary;
 use crate::workload::{self, StudySet};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
@@ -126,7 +126,10 @@ pub struct StudyOutput {
 pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
     let pinned = pin(cfg.cpu);
     let mut results = Results::default();
+    let progress = Progress::new(cfg.progress);
+    progress.phase("loading the full-view table");
     let views = load_views(cfg, &mut results.notes)?;
+    progress.phase("looking for the peer harnesses");
     let harnesses = available_harnesses(cfg, &mut results.notes);
     if !alloc::is_counting() {
         results.notes.push(
@@ -139,28 +142,22 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
         views: &views,
         harnesses: &harnesses,
         results: &mut results,
-        bar: ProgressBar::hidden(),
+        progress,
         history: BTreeMap::new(),
         disagreements: Vec::new(),
     };
     let (points4, points6) = (points::<Ipv4Addr>(&ctx), points::<Ipv6Addr>(&ctx));
-    let total = points4.len() * cfg.families.contains(&4) as usize
-        + points6.len() * cfg.families.contains(&6) as usize;
-    if cfg.progress {
-        ctx.bar = ProgressBar::new(total as u64);
-        ctx.bar.set_style(
-            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
-                .expect("template")
-                .progress_chars("=> "),
-        );
-    }
+    let updates = (cfg.updates > 0 && cfg.scenarios.contains(&ScenarioKind::FullView)) as usize;
+    let total = (points4.len() + updates) * cfg.families.contains(&4) as usize
+        + (points6.len() + updates) * cfg.families.contains(&6) as usize;
+    ctx.progress.set_total(total as u64);
     if cfg.families.contains(&4) {
         study_family::<Ipv4Addr>(&mut ctx, points4)?;
     }
     if cfg.families.contains(&6) {
         study_family::<Ipv6Addr>(&mut ctx, points6)?;
     }
-    ctx.bar.finish_and_clear();
+    ctx.progress.clear();
     let disagreements = std::mem::take(&mut ctx.disagreements);
     results
         .notes
@@ -195,7 +192,7 @@ struct Ctx<'a> {
     views: &'a FullViews,
     harnesses: &'a [(HarnessSpec, PathBuf)],
     results: &'a mut Results,
-    bar: ProgressBar,
+    progress: Progress,
     /// Build times so far, by (engine, family, scenario): (routes, seconds).
     history: BuildHistory,
     /// Engines whose answers differed from the reference: their records of that point are
@@ -205,6 +202,19 @@ struct Ctx<'a> {
 
 /// Build times by (engine, family, scenario): (routes, seconds), in increasing size.
 type BuildHistory = BTreeMap<(String, &'static str, String), Vec<(usize, f64)>>;
+
+/// Seconds in a unit that shows them (a build of 1,000 routes is not "0.0 s").
+fn duration(secs: f64) -> String {
+    if secs >= 10.0 {
+        format!("{secs:.0} s")
+    } else if secs >= 0.1 {
+        format!("{secs:.1} s")
+    } else if secs >= 1e-4 {
+        format!("{:.1} ms", secs * 1e3)
+    } else {
+        format!("{:.0} µs", secs * 1e6)
+    }
+}
 
 /// Engines whose build of `size` routes is projected over budget, with the reason. The
 /// projection extrapolates from the last two builds of the same scenario (the exponent clamped
@@ -239,7 +249,9 @@ fn over_budget(
                 engine.clone(),
                 format!(
                     "{engine} left out of {family} {scenario} at {size} routes: its build took \
-                     {t1:.1} s at {n1}, projected {projected:.0} s (budget {budget:.0} s)"
+                     {} at {n1} routes, projected {} (budget {budget:.0} s)",
+                    duration(t1),
+                    duration(projected)
                 ),
             ));
         }
@@ -278,18 +290,20 @@ fn study_family<A: StudyFamily + PickView + crate::updates::UpdateFamily>(
         .max();
     for (kind, size) in points {
         let name = kind.name::<A>();
-        ctx.bar.set_message(format!("{} {name} {size}", A::LABEL));
+        ctx.progress
+            .start(format!("{} {name} {size} routes", A::LABEL));
         let Some((routes, range)) = generate::<A>(&kind, size, ctx.views, ctx.cfg.seed) else {
             ctx.results.notes.push(format!(
                 "{} {name}: {size} routes do not fit the scenario; point skipped",
                 A::LABEL
             ));
-            ctx.bar.inc(1);
+            ctx.progress
+                .finish(Some("skipped, the routes do not fit the scenario"));
             continue;
         };
         let with_w = w_size == Some(size) && kind == ScenarioKind::FullView;
         study_point::<A>(ctx, &name, &routes, range, with_w)?;
-        ctx.bar.inc(1);
+        ctx.progress.finish(None);
     }
     if ctx.cfg.updates > 0 && ctx.cfg.scenarios.contains(&ScenarioKind::FullView) {
         update_point::<A>(ctx)?;
@@ -305,9 +319,11 @@ fn update_point<A: StudyFamily + PickView + crate::updates::UpdateFamily>(
     let size = ctx.cfg.update_table.map_or(whole, |n| n.min(whole));
     let Some((routes, _)) = generate::<A>(&ScenarioKind::FullView, size, ctx.views, ctx.cfg.seed)
     else {
+        ctx.progress.start(format!("{} updates", A::LABEL));
+        ctx.progress.finish(Some("skipped, no full view"));
         return Ok(());
     };
-    ctx.bar.set_message(format!(
+    ctx.progress.start(format!(
         "{} updates ({} changes)",
         A::LABEL,
         2 * ctx.cfg.updates
@@ -389,6 +405,7 @@ fn update_point<A: StudyFamily + PickView + crate::updates::UpdateFamily>(
             note,
         });
     }
+    ctx.progress.finish(None);
     Ok(())
 }
 

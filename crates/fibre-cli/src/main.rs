@@ -1,7 +1,8 @@
 //! `fibre`: run iproute2 batches against fibre's routing table.
 //!
 //! ```text
-//! fibre [-4|-6] [-j] [-force|--atomic] -batch FILE|-  [OBJECT COMMAND...]
+//! fibre [-4|-6] [-j] [-force|-atomic] -batch FILE|-  [OBJECT COMMAND...]
+//! fibre [-4|-6] [-j] OBJECT COMMAND...                  (one command, as `ip` runs it)
 //! fibre bench [--full] [--table FILE] [--sizes N,...] ...   (the route-lookup study)
 //! ```
 //! Options are spelled as ip spells them (`-batch`, `-force`, `-json`/`-j`, `-4`, `-6`); the
@@ -16,13 +17,20 @@ use std::process::ExitCode;
 #[command(
     name = "fibre",
     version,
-    about = "The Linux routing table in userspace, driven by iproute2 batches"
+    about = "The Linux routing table in userspace, driven by iproute2 batches",
+    override_usage = "fibre [-4|-6] [-j] [-force|-atomic] -batch FILE|- [OBJECT COMMAND ...]\n       \
+                      fibre [-4|-6] [-j] OBJECT COMMAND ...\n       \
+                      fibre bench [OPTIONS]    (the route-lookup study: fibre bench --help)",
+    after_help = "ip's single-dash forms are understood: -batch, -force, -json, -atomic.\n\
+                  Objects: link, addr, route, rule (see README). Example:\n  \
+                  fibre -force -batch examples/edge-router.batch\n  \
+                  fibre -batch routes.txt route get 192.0.2.1"
 )]
 struct Cli {
-    /// IPv4 for lines whose family is not clear from their addresses (default)
+    /// Every line is IPv4, as with `ip -4` (without -4/-6 each line's addresses decide)
     #[arg(short = '4', conflicts_with = "ipv6")]
     ipv4: bool,
-    /// IPv6 for lines whose family is not clear from their addresses
+    /// Every line is IPv6, as with `ip -6`: listings show IPv6, an IPv4 address is an error
     #[arg(short = '6')]
     ipv6: bool,
     /// Print one JSON line per printing or failing command (`ip -j`)
@@ -72,8 +80,14 @@ fn ip_style_args() -> Vec<String> {
 static ALLOC: fibre_bench::alloc::CountingAlloc = fibre_bench::alloc::CountingAlloc;
 
 fn main() -> ExitCode {
-    if std::env::args().nth(1).as_deref() == Some("bench") {
-        return fibre_bench::cli::main(std::env::args().skip(1));
+    match std::env::args().nth(1).as_deref() {
+        Some("bench") => return fibre_bench::cli::main(std::env::args().skip(1)),
+        // `fibre help` (ip's spelling) is `fibre --help`.
+        Some("help") if std::env::args().len() == 2 => {
+            let _ = <Cli as clap::CommandFactory>::command().print_help();
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
     }
     let cli = Cli::parse_from(ip_style_args());
     let mut batch = Batch::new(Router::new());

@@ -71,11 +71,10 @@ fn json_prints_one_line_per_printing_or_failing_command() {
     assert_eq!(lines[1][0]["dst"], "192.0.2.0/24");
     assert_eq!(lines[1][0]["protocol"], "kernel");
     assert_eq!(lines[2]["line"], 8);
+    // A syntax error ends the batch as ip exits: no "Command failed" line after it.
     let err = text(&out.stderr);
     assert!(
-        err.contains(
-            "Error: any valid prefix is expected rather than \"10.0.0.0/33\".\nCommand failed -:8"
-        ),
+        err.ends_with("Error: any valid prefix is expected rather than \"10.0.0.0/33\".\n"),
         "{err}"
     );
 }
@@ -118,11 +117,31 @@ fn a_trailing_command_runs_after_the_batch_file() {
         "{}",
         text(&out.stderr)
     );
+    // One command fails as `ip` reports it outside a batch.
     let out = fibre(&["-6", "route", "get", "2001:db8::1"], "");
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr),
-        "RTNETLINK answers: Network is unreachable\nCommand failed -:1\n"
+        "RTNETLINK answers: Network is unreachable\n"
+    );
+    // After a batch file, the failing command is not numbered as a line of the file.
+    let out = fibre(
+        &[
+            "-batch",
+            file.to_str().unwrap(),
+            "route",
+            "get",
+            "10.9.9.9",
+            "oif",
+            "nosuch",
+        ],
+        "",
+    );
+    assert_eq!(text(&out.stderr), "Cannot find device \"nosuch\"\n");
+    let out = fibre(&["-6", "route", "show", "table", "100"], "");
+    assert_eq!(
+        text(&out.stderr),
+        "Error: ipv6: FIB table does not exist.\nDump terminated\n"
     );
     let missing = fibre(&["-batch", "/nonexistent/file"], "");
     assert_eq!(missing.status.code(), Some(2));
@@ -192,4 +211,34 @@ fn bench_runs_a_tiny_study_and_names_its_report() {
         .expect("memory measured");
     assert!(memory["value"].as_f64().unwrap() > 8.0);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn help_names_every_form_and_bench() {
+    let out = fibre(&["--help"], "");
+    let help = text(&out.stdout);
+    for word in ["-batch", "-force", "fibre bench", "OBJECT COMMAND", "-6"] {
+        assert!(help.contains(word), "{word} missing from:\n{help}");
+    }
+    assert_eq!(
+        text(&fibre(&["help"], "").stdout),
+        help,
+        "fibre help is fibre --help"
+    );
+    let bench = text(&fibre(&["bench", "--help"], "").stdout);
+    assert!(bench.contains("Usage: fibre bench [OPTIONS]"), "{bench}");
+}
+
+#[test]
+fn connected_prints_the_answer_twice_as_iproute2_does() {
+    let out = fibre(
+        &["-batch", "-", "route", "get", "192.0.2.7", "connected"],
+        SETUP,
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "192.0.2.7 dev veth0 src 192.0.2.1 uid 0 \n    cache \n".repeat(2),
+        "{}",
+        text(&out.stderr)
+    );
 }

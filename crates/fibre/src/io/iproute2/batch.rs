@@ -88,8 +88,9 @@ pub struct Batch {
     pub mode: BatchMode,
     /// Shown in "Command failed NAME:LINE".
     pub name: String,
-    /// Running a command given on the command line: dumps of a table that does not exist fail
-    /// (ip asks for strict dump checks outside `-batch` only).
+    /// Running a command given on the command line, as `ip` runs one outside `-batch`: dumps
+    /// of a table that does not exist fail (strict dump checks), and a failure is not followed
+    /// by "Command failed".
     strict_dumps: bool,
 }
 
@@ -208,8 +209,8 @@ impl Batch {
             }
             if let Err(e) = r {
                 summary.failed.push(lineno);
-                if e.fatal {
-                    // ip exits inside its parser: no "Command failed" line.
+                if e.fatal || self.strict_dumps {
+                    // ip exits inside its parser, or ran one command: no "Command failed" line.
                     writeln!(stderr, "{}", e.message)?;
                 } else {
                     writeln!(stderr, "{}\nCommand failed {name}:{lineno}", e.message)?;
