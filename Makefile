@@ -1,6 +1,7 @@
 # fibre: the two set-up commands are `make demo` (the main job: the quick route-lookup study on
-# the built-in default) and `make test` (everything CI checks). Nothing here installs silently:
-# `make deps` and `make bench-deps` say what they install and are the only targets that do.
+# the built-in default) and `make test` (everything CI checks). Each installs what it lacks,
+# and only that, saying so: `make test` through `make deps`, `make demo` through
+# bench/harness/ensure-deps.sh (the peer harnesses' packages and Go).
 
 CARGO ?= cargo
 EXAMPLE ?= examples/edge-router.batch
@@ -9,18 +10,18 @@ HARNESS_OUT := $(CURDIR)/target/harness
 HARNESSES := kernel-xdp dpdk bart
 BENCH_ARGS ?=
 
-.PHONY: demo bench-full harnesses bench-deps run test lint unit kernel-tests deps fuzz clean
+.PHONY: demo bench-full harnesses harness-deps bench-deps run test lint unit kernel-tests deps fuzz clean
 
 ## The main job: the quick study (both families, the study's scenarios at 10^3..10^5 routes,
 ## fibre beside the kernel and the peers that are built here), printing the summary table and
 ## the path of the HTML report (target/bench-report/report.html).
-demo: harnesses
-	$(CARGO) build --release -q -p fibre-cli
+demo: harness-deps harnesses
+	$(CARGO) build --release -p fibre-cli
 	./target/release/fibre bench $(BENCH_ARGS)
 
 ## The full study: sizes 100..2,000,000, every density, W1/W2 of 10^6 addresses, 11 runs.
-bench-full: harnesses
-	$(CARGO) build --release -q -p fibre-cli
+bench-full: harness-deps harnesses
+	$(CARGO) build --release -p fibre-cli
 	./target/release/fibre bench --full --out target/bench-report-full $(BENCH_ARGS)
 
 ## Builds each peer harness whose toolchain is present; one that cannot be built is reported and
@@ -35,20 +36,18 @@ harnesses:
 	  fi; \
 	done
 
-## What the peers need: clang, llvm, bpftool, libbpf-dev (kernel XDP harness), libdpdk-dev
-## (DPDK), and a Go toolchain for bart (fetched from the Go module proxy into target/go when
-## `go` is missing or older than bench/harness/bart/go.mod asks).
-bench-deps:
-	@echo "make bench-deps: installing clang llvm bpftool libbpf-dev libdpdk-dev pkg-config (apt-get)"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang llvm bpftool libbpf-dev libdpdk-dev pkg-config curl unzip
-	@bench/harness/bart/ensure-go.sh
+## What the peers need, where it is missing: clang, llvm, bpftool, libbpf-dev (kernel XDP
+## harness), libdpdk-dev (DPDK), and a Go toolchain for bart (fetched from the Go module proxy
+## into target/go when `go` is missing or older than bench/harness/bart/go.mod asks).
+harness-deps bench-deps:
+	@bench/harness/ensure-deps.sh
 
 ## The example router's batch (its routes, then its answers).
 ## Some answers are errors by design (blackholed, unreachable, prohibited destinations): fibre
 ## exits 1 when a line failed, which here is the expected outcome; 2 and more are real failures.
 run:
-	$(CARGO) run --release -q -p fibre-cli -- -force -batch $(EXAMPLE) || [ $$? -eq 1 ]
+	$(CARGO) build --release -p fibre-cli
+	./target/release/fibre -force -batch $(EXAMPLE) || [ $$? -eq 1 ]
 
 ## All tests: format and lints, unit and property tests, kernel differential and scenario
 ## tests (these need root and `ip netns`; they skip with a message without, and fail instead when
