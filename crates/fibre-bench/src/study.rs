@@ -958,6 +958,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn build_times_are_shown_in_a_unit_that_shows_them() {
+        assert_eq!(duration(0.00004), "40 µs");
+        assert_eq!(duration(0.0123), "12.3 ms");
+        assert_eq!(duration(0.26), "0.3 s");
+        assert_eq!(duration(68.4), "68 s");
+    }
+
+    #[test]
     fn builds_projected_over_budget_are_left_out() {
         let mut h = BuildHistory::new();
         let key = |e: &str| (e.to_string(), "ipv4", "full-view".to_string());
