@@ -187,13 +187,24 @@ fn bench_runs_a_tiny_study_and_names_its_report() {
             "fibre-rib,prefix-trie",
             "--updates",
             "200",
-            "--quiet",
             "--out",
             dir.to_str().unwrap(),
         ],
         "",
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Not on a terminal: a line per phase and per finished point, never silence.
+    let progress = text(&out.stderr);
+    for line in [
+        "fibre bench: loading the full-view table",
+        "fibre bench: [1/2] ipv4 full-view 500 routes: ",
+        "fibre bench: [2/2] ipv4 updates (400 changes): ",
+    ] {
+        assert!(
+            progress.contains(line),
+            "{line:?} missing from:\n{progress}"
+        );
+    }
     let stdout = text(&out.stdout);
     assert!(stdout.contains("ipv4 full view, 500 routes"), "{stdout}");
     assert!(stdout.contains("| fibre-rib |") && stdout.contains("| prefix-trie |"));

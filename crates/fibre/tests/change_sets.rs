@@ -232,3 +232,46 @@ proptest! {
         prop_assert!(out.success(), "{}", out.stderr);
     }
 }
+
+/// Records the largest single write: a listing that streams never writes the whole of it at once.
+struct LargestWrite {
+    largest: usize,
+    total: usize,
+}
+
+impl std::io::Write for LargestWrite {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.largest = self.largest.max(buf.len());
+        self.total += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_json_listing_is_written_route_by_route() {
+    let mut text = String::from("link add veth0 type veth peer name veth1\nlink set veth0 up\nlink set veth1 up\naddr add 10.0.0.1/24 dev veth0\n");
+    for i in 0..2000 {
+        text += &format!(
+            "route add 10.{}.{}.0/24 via 10.0.0.2\n",
+            1 + i / 256,
+            i % 256
+        );
+    }
+    text += "route show\n";
+    let mut b = Batch::new(Router::new());
+    b.json = true;
+    let mut out = LargestWrite {
+        largest: 0,
+        total: 0,
+    };
+    let s = b
+        .run(text.as_bytes(), &mut out, &mut std::io::sink())
+        .unwrap();
+    assert!(s.success());
+    // Some 60 bytes a route: the listing is 100 kB, no write more than one route's worth.
+    assert!(out.total > 100_000, "{}", out.total);
+    assert!(out.largest < 200, "a write of {} bytes", out.largest);
+}
