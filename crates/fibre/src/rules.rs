@@ -33,13 +33,38 @@ impl RuleAction {
     }
 }
 
+/// A rule's `from` or `to` as given. The kernel keeps the address unmasked (`ip rule` shows
+/// `from 10.1.2.3/8`, and rules that differ in host bits only are different rules) and masks it
+/// when it matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RuleAddr<A: Address> {
+    pub addr: A,
+    pub len: u8,
+}
+
+impl<A: Address> RuleAddr<A> {
+    /// The prefix it matches.
+    pub fn prefix(&self) -> Prefix<A> {
+        Prefix::new(self.addr, self.len)
+    }
+}
+
+impl<A: Address> From<Prefix<A>> for RuleAddr<A> {
+    fn from(p: Prefix<A>) -> Self {
+        RuleAddr {
+            addr: p.addr(),
+            len: p.len(),
+        }
+    }
+}
+
 /// One rule. `None` selectors match everything.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Rule<A: Address> {
     pub priority: u32,
     pub invert: bool,
-    pub src: Option<Prefix<A>>,
-    pub dst: Option<Prefix<A>>,
+    pub src: Option<RuleAddr<A>>,
+    pub dst: Option<RuleAddr<A>>,
     pub iif: Option<String>,
     pub oif: Option<String>,
     /// (mark, mask): matches when `(flow.mark ^ mark) & mask == 0`.
@@ -130,7 +155,7 @@ impl<A: Address> Rule<A> {
                 return false;
             }
         }
-        if let Some(p) = &self.src {
+        if let Some(p) = self.src.map(|a| a.prefix()) {
             // IPv6 rules with a source never match a flow without one (RT6_LOOKUP_F_HAS_SADDR);
             // IPv4 compares the unspecified address like any other.
             let usable = has_src || A::FAMILY == crate::addr::Family::Inet;
@@ -138,7 +163,7 @@ impl<A: Address> Rule<A> {
                 return false;
             }
         }
-        if let Some(p) = &self.dst {
+        if let Some(p) = self.dst.map(|a| a.prefix()) {
             if !p.contains(flow.dst) {
                 return false;
             }

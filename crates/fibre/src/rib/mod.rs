@@ -401,6 +401,26 @@ impl<A: KernelSemantics> Rib<A> {
         out
     }
 
+    /// Changes in place every route that `select` picks; the lists edited are saved.
+    pub fn modify_where(
+        &mut self,
+        select: impl Fn(&Route<A>) -> bool,
+        mut change: impl FnMut(&mut Route<A>),
+        saved: &mut Vec<SavedList<A>>,
+    ) {
+        let mut keys = Vec::new();
+        for r in self.iter() {
+            if select(r) && keys.last() != Some(&(r.dst, r.src)) {
+                keys.push((r.dst, r.src));
+            }
+        }
+        for (dst, src) in keys {
+            self.edit(dst, src, saved, |list| {
+                list.iter_mut().filter(|r| select(r)).for_each(&mut change)
+            });
+        }
+    }
+
     /// Longest-prefix lookup with the kernel's selection and fallback to shorter prefixes.
     ///
     /// Step 1: destinations matching `flow.dst`, longest first. Step 2 (IPv6 `fib6_node_lookup`):

@@ -492,6 +492,12 @@ impl Router {
             self.v4.fibs.links_changed = true;
             self.v6.fibs.links_changed = true;
         }
+        let v6_before = match c {
+            Change::AddrDel6(_) | Change::LinkDel { .. } | Change::LinkSet { up: false, .. } => {
+                self.v6.addrs.clone()
+            }
+            _ => Vec::new(),
+        };
         let v4_before: Vec<Ipv4Addr> = match c {
             Change::AddrDel4(_) | Change::LinkDel { .. } => {
                 self.v4.addrs.iter().map(|a| a.addr).collect()
@@ -580,7 +586,32 @@ impl Router {
         if matches!(c, Change::AddrDel4(_) | Change::LinkDel { .. }) {
             self.drop_stray_prefsrc(&v4_before);
         }
+        let v6_gone: Vec<IfAddr<Ipv6Addr>> = v6_before
+            .into_iter()
+            .filter(|a| !self.v6.addrs.contains(a))
+            .collect();
+        self.forget_prefsrc_v6(&v6_gone);
         Ok(())
+    }
+
+    /// `rt6_remove_prefsrc`: routes through a device forget a source address the device lost.
+    fn forget_prefsrc_v6(&mut self, gone: &[IfAddr<Ipv6Addr>]) {
+        let st = &mut self.v6;
+        for a in gone {
+            let nhs = &st.nhs;
+            for (id, rib) in st.tables.iter_mut() {
+                let mut saved = Vec::new();
+                rib.modify_where(
+                    |r| {
+                        r.prefsrc == Some(a.addr)
+                            && nhs.get(r.nh).iter().any(|h| h.dev == Some(a.dev))
+                    },
+                    |r| r.prefsrc = None,
+                    &mut saved,
+                );
+                st.journal.extend(saved.into_iter().map(|s| (*id, s)));
+            }
+        }
     }
 
     /// `fib_sync_down_addr`: an IPv4 address gone from every device takes with it the routes of

@@ -4,7 +4,7 @@ use crate::addr::{Address, Family};
 use crate::link::Links;
 use crate::route::*;
 use crate::router::RouteAnswer;
-use crate::rules::{Rule, RuleAction};
+use crate::rules::{Rule, RuleAction, RuleAddr};
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
 
@@ -392,6 +392,17 @@ pub fn answer_text<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> S
     s
 }
 
+/// A rule's address as ip prints it: as given, host bits included; `all` for length 0.
+fn rule_addr_text<A: Address>(p: &RuleAddr<A>) -> String {
+    if p.len == 0 {
+        "all".into()
+    } else if p.prefix().is_host() {
+        p.addr.to_string()
+    } else {
+        format!("{}/{}", p.addr, p.len)
+    }
+}
+
 fn rule_action_text(a: RuleAction) -> String {
     match a {
         RuleAction::Lookup(t) => format!("lookup {}", table_name(t)),
@@ -420,10 +431,10 @@ pub fn rule_text<A: Address>(r: &Rule<A>) -> String {
     let _ = write!(
         s,
         "from {}",
-        r.src.as_ref().map_or("all".to_string(), prefix_text)
+        r.src.as_ref().map_or("all".to_string(), rule_addr_text)
     );
     if let Some(d) = &r.dst {
-        let _ = write!(s, " to {}", prefix_text(d));
+        let _ = write!(s, " to {}", rule_addr_text(d));
     }
     if r.tos != 0 {
         let _ = write!(s, " tos {}", tos_text(r.tos));
@@ -471,17 +482,17 @@ pub fn rule_json<A: Address>(r: &Rule<A>) -> Value {
     match &r.src {
         None => m.insert("src".into(), json!("all")),
         Some(p) => {
-            m.insert("src".into(), json!(p.addr().to_string()));
-            if !p.is_host() {
-                m.insert("srclen".into(), json!(p.len()));
+            m.insert("src".into(), json!(p.addr.to_string()));
+            if !p.prefix().is_host() {
+                m.insert("srclen".into(), json!(p.len));
             }
             None
         }
     };
     if let Some(p) = &r.dst {
-        m.insert("dst".into(), json!(p.addr().to_string()));
-        if !p.is_host() {
-            m.insert("dstlen".into(), json!(p.len()));
+        m.insert("dst".into(), json!(p.addr.to_string()));
+        if !p.prefix().is_host() {
+            m.insert("dstlen".into(), json!(p.len));
         }
     }
     if r.tos != 0 {

@@ -10,7 +10,7 @@ use crate::prefix::Prefix;
 use crate::rib::{InsertMode, RouteSelector};
 use crate::route::*;
 use crate::router::{Change, RouteQuery, Router};
-use crate::rules::{Rule, RuleAction, RuleFields, RuleSelector};
+use crate::rules::{Rule, RuleAction, RuleAddr, RuleFields, RuleSelector};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -1274,11 +1274,17 @@ fn parse_rule_args<A: Address>(args: &mut Args<'_>) -> Result<(Rule<A>, Option<u
     let mut rule = Rule::<A>::lookup(0, TABLE_MAIN);
     let mut prio = None;
     let mut g = RuleFields::default();
-    let prefix = |v: &str| -> Result<Option<Prefix<A>>> {
-        match parse_any_prefix(v)? {
-            AnyPrefix::Default => Ok(None),
-            p => Ok(Some(p.get::<A>(v, false)?)),
-        }
+    // As given, host bits included (the kernel keeps them).
+    let prefix = |v: &str| -> Result<Option<RuleAddr<A>>> {
+        let (addr, len) = match parse_any_prefix(v)? {
+            AnyPrefix::Default => return Ok(None),
+            AnyPrefix::V4(a, l) => (IpAddr::V4(a), l),
+            AnyPrefix::V6(a, l) => (IpAddr::V6(a), l),
+        };
+        let addr = A::from_ip(addr).ok_or_else(|| {
+            ParseError::new(v, format!("\"{v}\" is not an {} prefix", A::FAMILY.name()))
+        })?;
+        Ok(Some(RuleAddr { addr, len }))
     };
     while let Some(t) = args.next() {
         if t == "not" {
