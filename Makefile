@@ -15,18 +15,18 @@ BENCH_ARGS ?=
 ## The main job: the quick study (both families, the study's scenarios at 10^3..10^5 routes,
 ## fibre beside the kernel and the peers that are built here), printing the summary table and
 ## the path of the HTML report (target/bench-report/report.html).
-demo: harness-deps harnesses
+demo: harnesses
 	$(CARGO) build --release -p fibre-cli
 	./target/release/fibre bench $(BENCH_ARGS)
 
 ## The full study: sizes 100..2,000,000, every density, W1/W2 of 10^6 addresses, 11 runs.
-bench-full: harness-deps harnesses
+bench-full: harnesses
 	$(CARGO) build --release -p fibre-cli
 	./target/release/fibre bench --full --out target/bench-report-full $(BENCH_ARGS)
 
 ## Builds each peer harness whose toolchain is present; one that cannot be built is reported and
 ## the study skips its engines with a note.
-harnesses:
+harnesses: harness-deps
 	@mkdir -p $(HARNESS_OUT)
 	@for h in $(HARNESSES); do \
 	  if $(MAKE) -s -C bench/harness/$$h OUT=$(HARNESS_OUT) >$(HARNESS_OUT)/$$h.log 2>&1; then \

@@ -239,20 +239,22 @@ pub fn load_table(path: &Path) -> Result<FullViews, String> {
             .map_err(|e| format!("{}: {e}", path.display()))?;
         head[..buf.len().min(2)].copy_from_slice(&buf[..buf.len().min(2)]);
     }
-    let input: Box<dyn Read> = if head == [0x1f, 0x8b] {
+    let mut input: Box<dyn Read> = if head == [0x1f, 0x8b] {
         Box::new(flate2::read::MultiGzDecoder::new(reader))
     } else {
         Box::new(reader)
     };
-    let mut input = BufReader::new(input);
-    // Peek after decompression: an MRT file opens with a record header (a timestamp, then one
-    // of the types of RFC 6396 and its later additions); anything else is read as text.
-    let looks_binary = {
-        let buf = input
-            .fill_buf()
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        is_mrt_header(buf)
-    };
+    // Peek after decompression (a decoder may hand out a few bytes at a time): an MRT file opens
+    // with a record header (a timestamp, then one of the types of RFC 6396 and its later
+    // additions); anything else is read as text.
+    let mut head = Vec::with_capacity(12);
+    input
+        .by_ref()
+        .take(12)
+        .read_to_end(&mut head)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let looks_binary = is_mrt_header(&head);
+    let input = BufReader::new(std::io::Cursor::new(head).chain(input));
     let (mut v4, mut v6) = (Vec::new(), Vec::new());
     if looks_binary {
         let prefixes = fibre::io::mrt::rib_prefixes(input)

@@ -160,6 +160,14 @@ fn non_utf8_bytes_fail_their_line_only_and_continuations_join() {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let s = b.run(&text[..], &mut out, &mut err).unwrap();
     assert_eq!(s.failed, vec![4], "{}", String::from_utf8_lossy(&err));
+    // A continuation at the end of the input: ip says so, and the joined command is not run.
+    let (mut out2, mut err2) = (Vec::new(), Vec::new());
+    b.run(&b"route add 198.18.0.0/16 \\\n"[..], &mut out2, &mut err2)
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&err2),
+        "Missing continuation line\n"
+    );
     assert_eq!(
         String::from_utf8(out).unwrap(),
         "203.0.113.0/24 via 10.0.0.3 dev veth0 \n"

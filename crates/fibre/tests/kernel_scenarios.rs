@@ -50,6 +50,15 @@ fn any_leg_answers(text: &str) -> std::collections::BTreeMap<String, Vec<String>
     out
 }
 
+/// The error messages of a batch's standard error, in order ("Command failed" lines left out).
+fn messages(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("Command failed"))
+        .map(str::to_string)
+        .collect()
+}
+
 fn failed_lines(stderr: &str) -> BTreeSet<usize> {
     stderr
         .lines()
@@ -87,10 +96,12 @@ fn scenario(path: &Path) {
     // The kernel notices carrier changes asynchronously: run its batch in chunks split at
     // `#settle` lines and give it a moment between them.
     let (mut k_out, mut k_failed, mut offset) = (String::new(), BTreeSet::new(), 0);
+    let mut k_messages = Vec::new();
     for chunk in chunks(&text) {
         let r = ns.ip_batch_str(&["-j"], &chunk).expect("ip -batch");
         k_out.push_str(&r.stdout);
         k_failed.extend(failed_lines(&r.stderr).into_iter().map(|n| n + offset));
+        k_messages.extend(messages(&r.stderr));
         offset += chunk.lines().count();
         std::thread::sleep(std::time::Duration::from_millis(1200));
     }
@@ -106,6 +117,12 @@ fn scenario(path: &Path) {
         ours.failed.iter().copied().collect(),
         "the same lines fail\nfibre: {}",
         ours.stderr
+    );
+    // And the same words: ip's errors (errno or the kernel's message) as fibre prints them.
+    assert_eq!(
+        k_messages,
+        messages(&ours.stderr),
+        "the same error messages"
     );
     let theirs: Vec<&str> = k_out.lines().filter(|l| !l.trim().is_empty()).collect();
     // fibre also prints a JSON error object for each failed line; ip prints nothing there.

@@ -320,8 +320,10 @@ impl<A: RouterFamily> Fibs<A> {
         flow.oif.is_none()
             && !flow.strict_oif
             && flow.scope == 0
+            // IPv6 forwarded packets prefer routes on their input device: the RIB answers.
             && flow.iif.is_none_or(|i| {
-                A::FAMILY == crate::addr::Family::Inet || i == crate::route::LOOPBACK_IFINDEX
+                A::FAMILY == crate::addr::Family::Inet
+                    || (i == crate::route::LOOPBACK_IFINDEX && !flow.input)
             })
             && !(tos_or_src && tf.tos_or_source_routes)
     }

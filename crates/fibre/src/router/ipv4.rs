@@ -266,6 +266,12 @@ impl RouterFamily for Ipv4Addr {
         for hop in spec.hops.iter_mut() {
             if let Some(gw) = hop.gateway {
                 if hop.onlink {
+                    if spec.scope >= SCOPE_LINK {
+                        return Err(ChangeError::with(
+                            Errno::EINVAL,
+                            "Nexthop has invalid scope",
+                        ));
+                    }
                     let dev = hop.dev.ok_or_else(|| {
                         ChangeError::with(Errno::EINVAL, "Nexthop device required for onlink")
                     })?;

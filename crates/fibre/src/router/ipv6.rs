@@ -101,7 +101,7 @@ impl RouterFamily for Ipv6Addr {
     fn check_address(a: &IfAddr<Self>, kind: Option<&LinkKind>) -> Result<(), ChangeError> {
         if a.addr.is_multicast() {
             return Err(ChangeError::with(
-                Errno::EINVAL,
+                Errno::EADDRNOTAVAIL,
                 "ipv6: Cannot assign multicast address without \"IFA_F_MCAUTOJOIN\" flag",
             ));
         }

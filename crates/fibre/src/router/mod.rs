@@ -728,12 +728,20 @@ impl Router {
     }
 
     fn addr_add<A: RouterFamily>(&mut self, a: IfAddr<A>) -> Result<(), ChangeError> {
-        let up = self.links.by_index(a.dev).ok_or(Errno::ENODEV)?.up;
-        if A::FAMILY == Family::Inet6 && up {
-            // addrconf_add_dev: an IPv6 address configures the device.
+        let link = self.links.by_index(a.dev).ok_or(Errno::ENODEV)?;
+        let newly_configured = A::FAMILY == Family::Inet6 && link.up && !link.v6_configured;
+        if newly_configured {
+            // addrconf_add_dev: an IPv6 address configures the device, before its checks.
             self.links.set_v6_configured(a.dev);
+            self.sync_derived();
         }
-        A::check_address(&a, self.links.by_index(a.dev).map(|l| &l.kind))?;
+        if let Err(e) = A::check_address(&a, self.links.by_index(a.dev).map(|l| &l.kind)) {
+            // What addrconf set up stays, as in the kernel.
+            return Err(ChangeError {
+                partial: newly_configured,
+                ..e
+            });
+        }
         let st = A::state_mut(self);
         if A::FAMILY == Family::Inet && a.addr == A::unspecified() {
             // `__inet_insert_ifa` drops an address 0.0.0.0 and reports success.
@@ -896,9 +904,8 @@ fn addr_del<A: RouterFamily>(st: &mut FamilyState<A>, a: &IfAddr<A>) -> Result<(
     let i = st
         .addrs
         .iter()
-        .position(|o| {
-            o.addr == a.addr && o.dev == a.dev && (A::FAMILY == Family::Inet6 || o.len == a.len)
-        })
+        // Both families delete by address and length (`inet6_addr_del` checks `plen` too).
+        .position(|o| o.addr == a.addr && o.dev == a.dev && o.len == a.len)
         .ok_or_else(|| {
             ChangeError::with(
                 Errno::EADDRNOTAVAIL,

@@ -91,7 +91,7 @@ pub struct Batch {
     /// Running a command given on the command line, as `ip` runs one outside `-batch`: dumps
     /// of a table that does not exist fail (strict dump checks), and a failure is not followed
     /// by "Command failed".
-    strict_dumps: bool,
+    command_line: bool,
 }
 
 /// One input of a batch.
@@ -99,7 +99,7 @@ pub struct Source<'i> {
     /// Shown in "Command failed NAME:LINE".
     pub name: String,
     pub input: Box<dyn std::io::BufRead + 'i>,
-    /// A command of the command line rather than a line of `-batch` (see `strict_dumps`).
+    /// A command of the command line rather than a line of `-batch` (see [`Batch`]'s field of that name).
     pub command_line: bool,
 }
 
@@ -111,7 +111,7 @@ impl Batch {
             json: false,
             mode: BatchMode::StopOnError,
             name: "-".into(),
-            strict_dumps: false,
+            command_line: false,
         }
     }
 
@@ -162,9 +162,9 @@ impl Batch {
         let mut summary = BatchOutput::default();
         let mut result = Ok(());
         for source in sources {
-            self.strict_dumps = source.command_line;
+            self.command_line = source.command_line;
             let r = self.run_source(&source.name, source.input, stdout, stderr, &mut summary);
-            self.strict_dumps = false;
+            self.command_line = false;
             match r {
                 Ok(true) => {}
                 Ok(false) => break,
@@ -209,7 +209,7 @@ impl Batch {
             }
             if let Err(e) = r {
                 summary.failed.push(lineno);
-                if e.fatal || self.strict_dumps {
+                if e.fatal || self.command_line {
                     // ip exits inside its parser, or ran one command: no "Command failed" line.
                     writeln!(stderr, "{}", e.message)?;
                 } else {
@@ -223,6 +223,9 @@ impl Batch {
                     return Ok(false);
                 }
             }
+        }
+        if lines.missing_continuation {
+            writeln!(stderr, "Missing continuation line")?;
         }
         Ok(true)
     }
@@ -363,7 +366,7 @@ impl Batch {
             None => None,
         };
         match missing {
-            Some((fam, true)) if self.strict_dumps => Err(LineError {
+            Some((fam, true)) if self.command_line => Err(LineError {
                 errno: Errno::ENOENT,
                 message: format!("Error: {fam}: FIB table does not exist.\n{what} terminated"),
                 fatal: false,
@@ -560,6 +563,9 @@ struct IoLines<'a> {
 
 impl Write for IoLines<'_> {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.error.is_some() {
+            return Err(std::fmt::Error);
+        }
         self.out.write_all(s.as_bytes()).map_err(|e| {
             self.error.get_or_insert(e);
             std::fmt::Error
@@ -576,6 +582,8 @@ struct CommandLines {
     /// Physical lines read so far.
     lineno: usize,
     raw: Vec<u8>,
+    /// The input ended inside a continued command.
+    missing_continuation: bool,
 }
 
 impl CommandLines {
@@ -589,6 +597,7 @@ impl CommandLines {
             if input.read_until(b'\n', &mut self.raw)? == 0 {
                 // A continuation with nothing after it: ip says "Missing continuation line"
                 // and ends the batch; what was joined so far is not run.
+                self.missing_continuation = !line.is_empty();
                 return Ok(None);
             }
             self.lineno += 1;

@@ -350,9 +350,9 @@ pub fn answer_text<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> S
         ("protocol", "proto"),
         ("prefsrc", "src"),
         ("metric", "metric"),
-        // IPv4 prints the input device after the cache line.
-        ("iif", if v4 { "" } else { "iif" }),
+        ("iif", "iif"),
     ] {
+        // IPv4 prints the input device after the cache line.
         if key == "iif" && v4 {
             continue;
         }

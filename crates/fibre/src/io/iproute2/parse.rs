@@ -831,13 +831,8 @@ impl<'a> RouteArgs<'a> {
         if let Some((a, t)) = &self.prefsrc {
             seen.push((ipfam(a), t));
         }
-        if let (Some(want), Some((_, t))) = (flag, self.dst.as_ref()) {
-            if self
-                .dst
-                .as_ref()
-                .and_then(|(p, _)| p.family())
-                .is_some_and(|f| f != want)
-            {
+        if let (Some(want), Some((p, t))) = (flag, &self.dst) {
+            if p.family().is_some_and(|f| f != want) {
                 return Err(other_family(want, t));
             }
         }
@@ -1047,17 +1042,7 @@ fn parse_show_filter(
             AnyPrefix::Default => None,
         };
         match (explicit, fam) {
-            (Some(want), Some(got)) if want != got => Err(ParseError::new(
-                v,
-                format!(
-                    "{} prefix is expected rather than \"{v}\"",
-                    if want == Family::Inet {
-                        "inet"
-                    } else {
-                        "inet6"
-                    }
-                ),
-            )),
+            (Some(want), Some(got)) if want != got => Err(other_family(want, v)),
             _ => Ok(p),
         }
     };
@@ -1182,9 +1167,11 @@ fn parse_route_get(
             dst_tok = Some(v);
         }
     }
-    let dst = q
-        .dst
-        .ok_or_else(|| ParseError::bare("need at least a destination address"))?;
+    let dst = q.dst.ok_or_else(|| ParseError {
+        // iproute_get prints it and returns: only this line fails.
+        plain: true,
+        ..ParseError::bare("need at least a destination address").soft()
+    })?;
     let fam = Family::of(&dst);
     if let Some(want) = family.filter(|&f| f != fam) {
         return Err(other_family(want, dst_tok.unwrap_or("")));
@@ -1217,17 +1204,8 @@ fn parse_rule(
     family: Option<Family>,
     router: &Router,
 ) -> Result<Command> {
-    // Without -4/-6 the first address of `from` or `to` decides, as in `iprule_modify`.
-    let rest = &args.toks[args.i.min(args.toks.len())..];
-    let addressed = rest
-        .windows(2)
-        .filter(|w| w[0] == "from" || w[0] == "to")
-        .find_map(|w| match parse_any_prefix(&w[1]) {
-            Ok(AnyPrefix::V4(..)) => Some(Family::Inet),
-            Ok(AnyPrefix::V6(..)) => Some(Family::Inet6),
-            _ => None,
-        });
-    let family = family.or(addressed).unwrap_or(Family::Inet);
+    // Without -4/-6 a rule is IPv4, whatever its addresses (`iprule_modify` sends AF_INET).
+    let family = family.unwrap_or(Family::Inet);
     if matches(verb, "show") || matches(verb, "list") {
         return Ok(Command::RuleShow(family));
     }
@@ -1274,17 +1252,18 @@ fn parse_rule_args<A: Address>(args: &mut Args<'_>) -> Result<(Rule<A>, Option<u
     let mut rule = Rule::<A>::lookup(0, TABLE_MAIN);
     let mut prio = None;
     let mut g = RuleFields::default();
-    // As given, host bits included (the kernel keeps them).
-    let prefix = |v: &str| -> Result<Option<RuleAddr<A>>> {
+    // As given, host bits included (the kernel keeps them). An address of the other family
+    // reaches the kernel, which refuses its length (`fib_nl2rule`).
+    let prefix = |v: &str, what: &str| -> Result<Option<RuleAddr<A>>> {
         let (addr, len) = match parse_any_prefix(v)? {
             AnyPrefix::Default => return Ok(None),
             AnyPrefix::V4(a, l) => (IpAddr::V4(a), l),
             AnyPrefix::V6(a, l) => (IpAddr::V6(a), l),
         };
-        let addr = A::from_ip(addr).ok_or_else(|| {
-            ParseError::new(v, format!("\"{v}\" is not an {} prefix", A::FAMILY.name()))
-        })?;
-        Ok(Some(RuleAddr { addr, len }))
+        let addr = A::from_ip(addr)
+            .ok_or_else(|| ParseError::new(v, format!("Invalid {what} address")).soft())?;
+        // A length of 0 selects everything: the kernel ignores such a FRA_SRC / FRA_DST.
+        Ok((len > 0).then_some(RuleAddr { addr, len }))
     };
     while let Some(t) = args.next() {
         if t == "not" {
@@ -1293,10 +1272,10 @@ fn parse_rule_args<A: Address>(args: &mut Args<'_>) -> Result<(Rule<A>, Option<u
         } else if matches(t, "preference") || matches(t, "order") || matches(t, "priority") {
             prio = Some(num("preference", args.value(t)?)?);
         } else if t == "from" {
-            rule.src = prefix(args.value(t)?)?;
+            rule.src = prefix(args.value(t)?, "source")?;
             g.src = true;
         } else if t == "to" {
-            rule.dst = prefix(args.value(t)?)?;
+            rule.dst = prefix(args.value(t)?, "destination")?;
             g.dst = true;
         } else if matches(t, "tos") || matches(t, "dsfield") {
             let v = args.value(t)?;
