@@ -1,0 +1,203 @@
+//! The lexical layer: ip's `makeargs` tokenizer, keyword abbreviation, numbers, addresses
+//! and prefixes of either family, device names.
+use super::*;
+
+/// Splits a line as ip's `makeargs` does: on blanks, with double quotes grouping, `#` starting a
+/// comment.
+pub fn tokenize(line: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut quoted = false;
+    for c in line.chars() {
+        if quoted {
+            if c == '"' {
+                quoted = false;
+            } else {
+                cur.push(c);
+            }
+            continue;
+        }
+        match c {
+            '#' => break,
+            '"' => {
+                quoted = true;
+                in_word = true;
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quoted {
+        return Err(ParseError::bare("unterminated quoted string"));
+    }
+    if in_word {
+        out.push(cur);
+    }
+    Ok(out)
+}
+
+/// ip's `matches(arg, keyword)`: `arg` is a non-empty prefix of `keyword`.
+pub(super) fn matches(arg: &str, keyword: &str) -> bool {
+    !arg.is_empty() && keyword.starts_with(arg)
+}
+
+/// A cursor over a line's tokens.
+pub(super) struct Args<'a> {
+    pub(super) toks: &'a [String],
+    pub(super) i: usize,
+}
+
+impl<'a> Args<'a> {
+    pub(super) fn next(&mut self) -> Option<&'a str> {
+        let t = self.toks.get(self.i).map(|s| s.as_str());
+        self.i += 1;
+        t
+    }
+    pub(super) fn peek(&self) -> Option<&'a str> {
+        self.toks.get(self.i).map(|s| s.as_str())
+    }
+    /// The argument of keyword `kw`.
+    pub(super) fn value(&mut self, kw: &str) -> Result<&'a str> {
+        self.next()
+            .ok_or_else(|| ParseError::new(kw, format!("argument is missing for \"{kw}\"")))
+    }
+}
+
+pub(super) fn bad_arg(what: &str, tok: &str) -> ParseError {
+    ParseError::new(tok, format!("argument \"{tok}\" is wrong: {what}"))
+}
+
+pub(super) fn num<T: TryFrom<u32>>(what: &str, tok: &str) -> Result<T> {
+    parse_u32(tok)
+        .and_then(|v| T::try_from(v).ok())
+        .ok_or_else(|| bad_arg(&format!("invalid {what}"), tok))
+}
+
+/// An address of either family. IPv4 accepts ip's short forms (`10`, `10.1`).
+pub(super) fn parse_ip(tok: &str) -> Option<IpAddr> {
+    if let Ok(a) = tok.parse::<IpAddr>() {
+        return Some(a);
+    }
+    let parts: Vec<&str> = tok.split('.').collect();
+    if parts.len() < 4
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        let mut o = [0u8; 4];
+        for (i, p) in parts.iter().enumerate() {
+            o[i] = p.parse().ok()?;
+        }
+        return Some(IpAddr::V4(Ipv4Addr::from(o)));
+    }
+    None
+}
+
+pub(super) fn addr_of<A: Address>(tok: &str) -> Result<A> {
+    parse_ip(tok).and_then(A::from_ip).ok_or_else(|| {
+        ParseError::new(
+            tok,
+            format!("invalid {} address \"{tok}\"", A::FAMILY.name()),
+        )
+    })
+}
+
+/// `default`, `all`, `ADDR` or `ADDR/LEN`, in a family or deciding it.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum AnyPrefix {
+    Default,
+    V4(Ipv4Addr, u8),
+    V6(Ipv6Addr, u8),
+}
+
+pub(super) fn parse_any_prefix(tok: &str) -> Result<AnyPrefix> {
+    if tok == "default" || tok == "all" || tok == "any" {
+        return Ok(AnyPrefix::Default);
+    }
+    let bad = || {
+        ParseError::new(
+            tok,
+            format!("any valid prefix is expected rather than \"{tok}\""),
+        )
+    };
+    let (a, l) = match tok.split_once('/') {
+        Some((a, l)) => (a, Some(l)),
+        None => (tok, None),
+    };
+    let addr = parse_ip(a).ok_or_else(bad)?;
+    let width = if addr.is_ipv4() { 32 } else { 128 };
+    let len = match l {
+        None => width,
+        Some(l) => {
+            let n = parse_u32(l)
+                .filter(|n| *n <= width as u32)
+                .ok_or_else(bad)?;
+            n as u8
+        }
+    };
+    Ok(match addr {
+        IpAddr::V4(a) => AnyPrefix::V4(a, len),
+        IpAddr::V6(a) => AnyPrefix::V6(a, len),
+    })
+}
+
+impl AnyPrefix {
+    pub(super) fn family(&self) -> Option<Family> {
+        match self {
+            AnyPrefix::Default => None,
+            AnyPrefix::V4(..) => Some(Family::Inet),
+            AnyPrefix::V6(..) => Some(Family::Inet6),
+        }
+    }
+    /// Narrows to family `A`; `strict` refuses host bits (the kernel does so for IPv4 routes).
+    pub(super) fn get<A: Address>(&self, tok: &str, strict: bool) -> Result<Prefix<A>> {
+        let (ip, len): (IpAddr, u8) = match *self {
+            AnyPrefix::Default => return Ok(Prefix::any()),
+            AnyPrefix::V4(a, l) => (a.into(), l),
+            AnyPrefix::V6(a, l) => (a.into(), l),
+        };
+        let a = A::from_ip(ip).ok_or_else(|| {
+            ParseError::new(
+                tok,
+                format!("\"{tok}\" is not an {} prefix", A::FAMILY.name()),
+            )
+        })?;
+        if strict {
+            Prefix::new_strict(a, len).ok_or_else(|| {
+                ParseError::new(tok, "Invalid prefix for given prefix length").soft()
+            })
+        } else {
+            Ok(Prefix::new(a, len))
+        }
+    }
+}
+
+pub(super) fn dev_index(router: &Router, name: &str) -> Result<IfIndex> {
+    router
+        .links
+        .by_name(name)
+        .map(|l| l.index)
+        .ok_or_else(|| ParseError::device(name))
+}
+
+/// With -4 or -6, an address of the other family ends ip (`get_prefix`'s exit).
+pub(super) fn other_family(want: Family, tok: &str) -> ParseError {
+    let name = if want == Family::Inet {
+        "inet"
+    } else {
+        "inet6"
+    };
+    ParseError::new(
+        tok,
+        format!("{name} prefix is expected rather than \"{tok}\""),
+    )
+}

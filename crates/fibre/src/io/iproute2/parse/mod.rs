@@ -1,0 +1,267 @@
+//! Parsing of iproute2 command lines (`link`, `addr`, `route`, `rule` objects).
+//!
+//! Keywords may be abbreviated as ip allows (`matches()`: any prefix of the keyword), checked in
+//! ip's order so that the same abbreviation means the same thing. Every error names the token.
+//!
+//! One module per object (`link`, `addr`, `route` with `show`, `rule`) over a shared lexical
+//! layer (`lexer`) and iproute2's value names (`names`).
+use crate::addr::{Address, Family};
+use crate::error::Errno;
+use crate::link::IfAddr;
+use crate::nexthop::NextHop;
+use crate::prefix::Prefix;
+use crate::rib::{InsertMode, RouteSelector};
+use crate::route::*;
+use crate::router::{Change, RouteQuery, Router};
+use crate::rules::{Rule, RuleAction, RuleAddr, RuleFields, RuleSelector};
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+mod addr;
+mod lexer;
+mod link;
+mod names;
+mod route;
+mod rule;
+mod show;
+
+use addr::*;
+pub use lexer::tokenize;
+use lexer::*;
+use link::*;
+pub use names::DSFIELD_NAMES;
+use names::*;
+use route::*;
+use rule::*;
+use show::*;
+
+/// A line that could not be understood. `message` is what iproute2 would say after "Error: ".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    pub errno: Errno,
+    pub token: Option<String>,
+    pub message: String,
+    /// ip gives up on the whole batch (`invarg`, `get_prefix` and their kind call `exit`), even
+    /// with `-force`. Unknown devices and objects, errors the kernel would report, and what
+    /// fibre does not model fail only their line.
+    pub fatal: bool,
+    /// `message` is printed as it is, not as `Error: MESSAGE.`.
+    pub plain: bool,
+}
+
+impl ParseError {
+    fn new(token: &str, message: impl Into<String>) -> Self {
+        ParseError {
+            errno: Errno::EINVAL,
+            token: Some(token.to_string()),
+            message: message.into(),
+            fatal: true,
+            plain: false,
+        }
+    }
+    fn bare(message: impl Into<String>) -> Self {
+        ParseError {
+            errno: Errno::EINVAL,
+            token: None,
+            message: message.into(),
+            fatal: true,
+            plain: false,
+        }
+    }
+    fn device(name: &str) -> Self {
+        ParseError {
+            errno: Errno::ENODEV,
+            token: Some(name.to_string()),
+            message: format!("Cannot find device \"{name}\""),
+            fatal: false,
+            plain: true,
+        }
+    }
+    /// An error of this line only (see [`ParseError::fatal`]).
+    fn soft(mut self) -> Self {
+        self.fatal = false;
+        self
+    }
+}
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.message)
+    }
+}
+impl std::error::Error for ParseError {}
+
+type Result<T> = std::result::Result<T, ParseError>;
+
+/// Which tables `route show` lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableFilter {
+    All,
+    Id(TableId),
+}
+
+/// What `route show` selects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShowFilter {
+    /// `None`: both families (with `table all`).
+    pub family: Option<Family>,
+    pub table: TableFilter,
+    /// `root P` (routes inside P), `match P` (routes covering P), `exact P` / plain `P`.
+    pub root: Option<IpPrefix>,
+    pub matching: Option<IpPrefix>,
+    pub exact: Option<IpPrefix>,
+    /// `from P`: routes whose source prefix is exactly P (IPv4 routes have `0/0`).
+    pub src: Option<IpPrefix>,
+    pub kind: Option<RouteType>,
+    /// `dev D`: single-path routes through D (ip filters on a top-level output device, which
+    /// multipath routes lack), printed without `dev`.
+    pub dev: Option<IfIndex>,
+    /// `proto P`, printed without `proto`.
+    pub protocol: Option<Protocol>,
+}
+
+/// A prefix of either family, for filters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpPrefix {
+    V4(Prefix<Ipv4Addr>),
+    V6(Prefix<Ipv6Addr>),
+}
+
+/// A parsed line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// A change to the router.
+    Apply(Change),
+    /// `route flush`: every route the filter selects goes.
+    RouteFlush(ShowFilter),
+    /// A query, and how many times ip prints its answer (`connected`).
+    RouteGet(RouteQuery, usize),
+    RouteShow(ShowFilter),
+    RuleShow(Family),
+    LinkShow,
+    AddrShow(Option<Family>),
+    /// An empty or comment-only line.
+    Nothing,
+}
+
+/// Parses one batch line against the router's current state. `family` is the global `-4`/`-6`;
+/// a line may also start with its own `-4`/`-6`.
+pub fn parse_line(line: &str, family: Option<Family>, router: &Router) -> Result<Command> {
+    let toks = tokenize(line)?;
+    let mut args = Args { toks: &toks, i: 0 };
+    let mut family = family;
+    loop {
+        match args.peek() {
+            Some("-4") => family = Some(Family::Inet),
+            Some("-6") => family = Some(Family::Inet6),
+            Some("-j") | Some("-json") => {} // output mode is the batch's
+            _ => break,
+        }
+        args.next();
+    }
+    let Some(object) = args.next() else {
+        return Ok(Command::Nothing);
+    };
+    let verb = args.next().unwrap_or("show");
+    if matches(object, "link") {
+        parse_link(verb, &mut args, router)
+    } else if matches(object, "address") {
+        parse_addr(verb, &mut args, family, router)
+    } else if matches(object, "route") {
+        parse_route(verb, &mut args, family, router)
+    } else if matches(object, "rule") {
+        parse_rule(verb, &mut args, family, router)
+    } else {
+        Err(ParseError::new(
+            object,
+            format!("Object \"{object}\" is unknown, try \"ip help\""),
+        )
+        .soft())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn router() -> Router {
+        let mut r = Router::new();
+        r.apply(&[Change::LinkAddVeth {
+            name: "veth0".into(),
+            peer: "veth1".into(),
+        }])
+        .unwrap();
+        r
+    }
+
+    #[test]
+    fn tokenizer_handles_comments_and_quotes() {
+        assert_eq!(
+            tokenize("route add 10.0.0.0/8 dev \"veth0\" # note").unwrap(),
+            ["route", "add", "10.0.0.0/8", "dev", "veth0"]
+        );
+        assert!(tokenize("  # only a comment").unwrap().is_empty());
+        assert!(tokenize("x \"open").is_err());
+    }
+
+    #[test]
+    fn route_lines_decide_their_family() {
+        let r = router();
+        let c = parse_line("route add 2001:db8::/32 dev veth0", None, &r).unwrap();
+        assert!(
+            matches!(c, Command::Apply(Change::Route6(ref s, InsertMode::Add)) if s.metric == 1024)
+        );
+        let c = parse_line("route add default via 192.0.2.1", None, &r).unwrap();
+        assert!(matches!(c, Command::Apply(Change::Route4(..))));
+        let c = parse_line("-6 route add blackhole default", None, &r).unwrap();
+        assert!(
+            matches!(c, Command::Apply(Change::Route6(ref s, _)) if s.kind == RouteType::Blackhole)
+        );
+        let c = parse_line("r a local 10.1.2.3 dev veth0", None, &r).unwrap();
+        assert!(
+            matches!(c, Command::Apply(Change::Route4(ref s, _)) if s.table == TABLE_LOCAL && s.scope == SCOPE_HOST)
+        );
+    }
+
+    #[test]
+    fn errors_name_the_token() {
+        let r = router();
+        let e = parse_line("route add 10.0.0.0/33 dev veth0", None, &r).unwrap_err();
+        assert_eq!(e.token.as_deref(), Some("10.0.0.0/33"));
+        let e = parse_line("route add 10.0.0.1/8 dev veth0", None, &r).unwrap_err();
+        assert!(e.message.contains("Invalid prefix"), "{e}");
+        let e = parse_line("route add 10.0.0.0/8 dev nosuch", None, &r).unwrap_err();
+        assert_eq!(e.errno, Errno::ENODEV);
+        assert_eq!(e.token.as_deref(), Some("nosuch"));
+        let e = parse_line("route add 10.0.0.0/8 via 2001:db8::1", None, &r).unwrap_err();
+        assert_eq!(e.token.as_deref(), Some("2001:db8::1"));
+        let e = parse_line("frobnicate", None, &r).unwrap_err();
+        assert!(e.message.contains("frobnicate"));
+        let e = parse_line("rule add fwmark x lookup 100", None, &r).unwrap_err();
+        assert_eq!(e.token.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn rules_and_gets() {
+        let r = router();
+        let c = parse_line("rule add not from 10.0.0.0/8 fwmark 0x10/0xff iif veth0 sport 1000-2000 ipproto tcp pref 100 table 7", None, &r).unwrap();
+        let Command::Apply(Change::RuleAdd4(rule)) = c else {
+            panic!()
+        };
+        assert!(rule.invert);
+        assert_eq!(rule.fwmark, Some((0x10, 0xff)));
+        assert_eq!(rule.sport, Some((1000, 2000)));
+        assert_eq!(rule.priority, 100);
+        assert_eq!(rule.action, RuleAction::Lookup(7));
+        let c = parse_line("rule add from all lookup 5", None, &r).unwrap();
+        let Command::Apply(Change::RuleAdd4(rule)) = c else {
+            panic!()
+        };
+        assert_eq!(rule.priority, 32765, "one below the second rule");
+        let c = parse_line("route get 10.1.1.1 from 10.0.0.1 iif veth0 mark 7 tos 0x10 ipproto udp sport 5 dport 6 uid 9 fibmatch", None, &r).unwrap();
+        let Command::RouteGet(q, _) = c else { panic!() };
+        assert_eq!(
+            (q.mark, q.tos, q.ipproto, q.sport, q.dport, q.uid, q.fibmatch),
+            (7, 0x10, Some(17), Some(5), Some(6), Some(9), true)
+        );
+    }
+}

@@ -1,0 +1,60 @@
+//! Values iproute2 reads by name or number: DS field (`tos`), IP protocols, port ranges.
+use super::*;
+
+/// DS field values by name, as in iproute2's `rt_dsfield`.
+pub const DSFIELD_NAMES: &[(u8, &str)] = &[
+    (0x20, "CS1"),
+    (0x40, "CS2"),
+    (0x60, "CS3"),
+    (0x80, "CS4"),
+    (0xa0, "CS5"),
+    (0xc0, "CS6"),
+    (0xe0, "CS7"),
+    (0x28, "AF11"),
+    (0x30, "AF12"),
+    (0x38, "AF13"),
+    (0x48, "AF21"),
+    (0x50, "AF22"),
+    (0x58, "AF23"),
+    (0x68, "AF31"),
+    (0x70, "AF32"),
+    (0x78, "AF33"),
+    (0x88, "AF41"),
+    (0x90, "AF42"),
+    (0x98, "AF43"),
+    (0xb8, "EF"),
+];
+
+pub(super) fn parse_tos(tok: &str) -> Result<u8> {
+    if let Some((v, _)) = DSFIELD_NAMES
+        .iter()
+        .find(|(_, n)| n.eq_ignore_ascii_case(tok))
+    {
+        return Ok(*v);
+    }
+    // rtnl_dsfield_a2n reads hex whatever the prefix.
+    let hex = tok.strip_prefix("0x").unwrap_or(tok);
+    u8::from_str_radix(hex, 16).map_err(|_| bad_arg("TOS value is invalid", tok))
+}
+
+pub(super) fn parse_ipproto(tok: &str) -> Result<u8> {
+    match tok {
+        "tcp" => Ok(6),
+        "udp" => Ok(17),
+        "icmp" => Ok(1),
+        "ipv6-icmp" | "icmpv6" => Ok(58),
+        "sctp" => Ok(132),
+        "dccp" => Ok(33),
+        _ => num("ipproto", tok),
+    }
+}
+
+pub(super) fn parse_port_range(tok: &str) -> Result<(u16, u16)> {
+    let (a, b) = tok.split_once('-').unwrap_or((tok, tok));
+    let lo: u16 = num("port", a)?;
+    let hi: u16 = num("port", b)?;
+    if lo > hi {
+        return Err(bad_arg("invalid port range", tok));
+    }
+    Ok((lo, hi))
+}

@@ -1,0 +1,178 @@
+//! `ip rule add|del|show`.
+use super::*;
+
+pub(super) fn parse_rule(
+    verb: &str,
+    args: &mut Args<'_>,
+    family: Option<Family>,
+    router: &Router,
+) -> Result<Command> {
+    // Without -4/-6 a rule is IPv4, whatever its addresses (`iprule_modify` sends AF_INET).
+    let family = family.unwrap_or(Family::Inet);
+    if matches(verb, "show") || matches(verb, "list") {
+        return Ok(Command::RuleShow(family));
+    }
+    let add = matches(verb, "add");
+    if !add && !matches(verb, "delete") {
+        return Err(ParseError::new(
+            verb,
+            format!("Command \"{verb}\" is unknown, try \"ip rule help\""),
+        ));
+    }
+    match family {
+        Family::Inet => {
+            let (rule, prio, given) = parse_rule_args::<Ipv4Addr>(args)?;
+            Ok(Command::Apply(if add {
+                let mut rule = rule;
+                rule.priority = prio.unwrap_or_else(|| router.v4.rules.default_priority());
+                Change::RuleAdd4(rule)
+            } else {
+                Change::RuleDel4(RuleSelector {
+                    priority: prio,
+                    rule: Some(rule),
+                    given,
+                })
+            }))
+        }
+        Family::Inet6 => {
+            let (rule, prio, given) = parse_rule_args::<Ipv6Addr>(args)?;
+            Ok(Command::Apply(if add {
+                let mut rule = rule;
+                rule.priority = prio.unwrap_or_else(|| router.v6.rules.default_priority());
+                Change::RuleAdd6(rule)
+            } else {
+                Change::RuleDel6(RuleSelector {
+                    priority: prio,
+                    rule: Some(rule),
+                    given,
+                })
+            }))
+        }
+    }
+}
+
+pub(super) fn parse_rule_args<A: Address>(
+    args: &mut Args<'_>,
+) -> Result<(Rule<A>, Option<u32>, RuleFields)> {
+    let mut rule = Rule::<A>::lookup(0, TABLE_MAIN);
+    let mut prio = None;
+    let mut g = RuleFields::default();
+    // As given, host bits included (the kernel keeps them). An address of the other family
+    // reaches the kernel, which refuses its length (`fib_nl2rule`).
+    let prefix = |v: &str, what: &str| -> Result<Option<RuleAddr<A>>> {
+        let (addr, len) = match parse_any_prefix(v)? {
+            AnyPrefix::Default => return Ok(None),
+            AnyPrefix::V4(a, l) => (IpAddr::V4(a), l),
+            AnyPrefix::V6(a, l) => (IpAddr::V6(a), l),
+        };
+        let addr = A::from_ip(addr)
+            .ok_or_else(|| ParseError::new(v, format!("Invalid {what} address")).soft())?;
+        // A length of 0 selects everything: the kernel ignores such a FRA_SRC / FRA_DST.
+        Ok((len > 0).then_some(RuleAddr { addr, len }))
+    };
+    while let Some(t) = args.next() {
+        if t == "not" {
+            rule.invert = true;
+            g.invert = true;
+        } else if matches(t, "preference") || matches(t, "order") || matches(t, "priority") {
+            prio = Some(num("preference", args.value(t)?)?);
+        } else if t == "from" {
+            rule.src = prefix(args.value(t)?, "source")?;
+            g.src = true;
+        } else if t == "to" {
+            rule.dst = prefix(args.value(t)?, "destination")?;
+            g.dst = true;
+        } else if matches(t, "tos") || matches(t, "dsfield") {
+            let v = args.value(t)?;
+            rule.tos = parse_tos(v)?;
+            if A::FAMILY == Family::Inet && rule.tos & !0x1e != 0 {
+                return Err(ParseError {
+                    errno: Errno::EINVAL,
+                    token: Some(v.into()),
+                    message: "Invalid tos".into(),
+                    fatal: false,
+                    plain: false,
+                });
+            }
+            g.tos = true;
+        } else if t == "fwmark" {
+            let v = args.value(t)?;
+            let (m, mask) = match v.split_once('/') {
+                Some((m, k)) => (num::<u32>("fwmark", m)?, num::<u32>("fwmask", k)?),
+                None => (num::<u32>("fwmark", v)?, u32::MAX),
+            };
+            rule.fwmark = Some((m, mask));
+            g.fwmark = true;
+        } else if matches(t, "realms")
+            || matches(t, "suppress_ifgroup")
+            || t == "l3mdev"
+            || matches(t, "tun_id")
+            || t == "dscp"
+            || t == "flowlabel"
+        {
+            return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
+        } else if t == "protocol" {
+            let v = args.value(t)?;
+            rule.protocol =
+                protocol_from_name(v).ok_or_else(|| bad_arg("invalid \"protocol\"", v))?;
+        } else if matches(t, "table") || matches(t, "lookup") {
+            let v = args.value(t)?;
+            rule.action = RuleAction::Lookup(
+                table_from_name(v).ok_or_else(|| bad_arg("invalid table ID", v))?,
+            );
+            g.action = true;
+        } else if matches(t, "suppress_prefixlength") {
+            let v = args.value(t)?;
+            rule.suppress_prefixlength = Some(num("suppress_prefixlength", v)?);
+        } else if t == "dev" || matches(t, "iif") {
+            rule.iif = Some(args.value(t)?.to_string());
+            g.iif = true;
+        } else if matches(t, "oif") {
+            rule.oif = Some(args.value(t)?.to_string());
+            g.oif = true;
+        } else if t == "uidrange" {
+            let v = args.value(t)?;
+            let (a, b) = v
+                .split_once('-')
+                .ok_or_else(|| bad_arg("invalid UID range", v))?;
+            let (a, b): (u32, u32) = (num("uid", a)?, num("uid", b)?);
+            if a > b {
+                // The kernel's check (`fib_nl2rule`), so only this line fails.
+                return Err(ParseError::new(v, "Invalid uid range").soft());
+            }
+            rule.uidrange = Some((a, b));
+            g.uidrange = true;
+        } else if matches(t, "goto") {
+            rule.action = RuleAction::Goto(num("goto target", args.value(t)?)?);
+            g.action = true;
+        } else if matches(t, "nop") {
+            rule.action = RuleAction::Nop;
+            g.action = true;
+        } else if t == "ipproto" {
+            rule.ipproto = Some(parse_ipproto(args.value(t)?)?);
+            g.ipproto = true;
+        } else if t == "sport" {
+            rule.sport = Some(parse_port_range(args.value(t)?)?);
+            g.sport = true;
+        } else if t == "dport" {
+            rule.dport = Some(parse_port_range(args.value(t)?)?);
+            g.dport = true;
+        } else {
+            let action = match RouteType::from_name(t) {
+                Some(RouteType::Blackhole) => RuleAction::Blackhole,
+                Some(RouteType::Unreachable) => RuleAction::Unreachable,
+                Some(RouteType::Prohibit) => RuleAction::Prohibit,
+                Some(RouteType::Unicast) => rule.action,
+                _ => {
+                    return Err(ParseError::new(
+                        t,
+                        format!("Failed to parse rule type \"{t}\""),
+                    ))
+                }
+            };
+            rule.action = action;
+            g.action = true;
+        }
+    }
+    Ok((rule, prio, g))
+}
