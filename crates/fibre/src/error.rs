@@ -78,26 +78,6 @@ impl Errno {
             Errno::EHOSTUNREACH => "No route to host",
         }
     }
-    pub fn from_code(code: i32) -> Option<Errno> {
-        [
-            Errno::ENOENT,
-            Errno::ESRCH,
-            Errno::EAGAIN,
-            Errno::EACCES,
-            Errno::EEXIST,
-            Errno::ENODEV,
-            Errno::EINVAL,
-            Errno::ERANGE,
-            Errno::EMSGSIZE,
-            Errno::EOPNOTSUPP,
-            Errno::EADDRNOTAVAIL,
-            Errno::ENETDOWN,
-            Errno::ENETUNREACH,
-            Errno::EHOSTUNREACH,
-        ]
-        .into_iter()
-        .find(|e| e.code() == code)
-    }
 }
 
 impl fmt::Display for Errno {

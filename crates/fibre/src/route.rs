@@ -61,9 +61,6 @@ impl RouteType {
     pub fn from_name(s: &str) -> Option<RouteType> {
         RouteType::ALL.into_iter().find(|t| t.name() == s)
     }
-    pub fn from_code(c: u8) -> Option<RouteType> {
-        RouteType::ALL.into_iter().find(|t| *t as u8 == c)
-    }
     /// The error a lookup returns on matching this type without looking at next hops
     /// (`fib_props[type].error` in net/ipv4/fib_semantics.c). `Throw` answers `EAGAIN`: "try the
     /// next rule".

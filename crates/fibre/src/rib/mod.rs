@@ -234,23 +234,6 @@ impl<A: KernelSemantics> Rib<A> {
     pub fn stats(&self) -> TrieStats {
         self.trie.stats()
     }
-    /// Bytes of heap held by the table (trie arena plus route lists).
-    pub fn heap_bytes(&self) -> usize {
-        let lists: usize = self
-            .trie
-            .iter()
-            .map(|(_, e)| {
-                e.routes.capacity() * std::mem::size_of::<Route<A>>()
-                    + e.sources.as_ref().map_or(0, |s| {
-                        s.heap_bytes()
-                            + s.iter()
-                                .map(|(_, l)| l.capacity() * std::mem::size_of::<Route<A>>())
-                                .sum::<usize>()
-                    })
-            })
-            .sum();
-        self.trie.heap_bytes() + lists
-    }
 
     /// Everything stored for destination `dst`.
     pub fn entry(&self, dst: &Prefix<A>) -> Option<&DstEntry<A>> {

@@ -71,10 +71,6 @@ impl<A: Address, V> PrefixTrie<A, V> {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
-    /// Bytes held by the arena (capacity, not just use): the trie's share of memory reports.
-    pub fn heap_bytes(&self) -> usize {
-        self.nodes.capacity() * std::mem::size_of::<Node<A, V>>() + self.free.capacity() * 4
-    }
 
     fn alloc(&mut self, prefix: Prefix<A>) -> u32 {
         let node = Node {

@@ -35,7 +35,7 @@ impl RawHop<'_> {
     }
 }
 
-pub(super) fn parse_route_args<'a>(args: &mut Args<'a>, deleting: bool) -> Result<RouteArgs<'a>> {
+pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>> {
     let mut r = RouteArgs {
         hops: vec![RawHop::default()],
         ..Default::default()
@@ -173,7 +173,7 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>, deleting: bool) -> Resul
             r.dst = Some((parse_any_prefix(v)?, v));
         }
     }
-    if r.dst.is_none() && !deleting {
+    if r.dst.is_none() {
         return Err(ParseError::bare("destination prefix is required"));
     }
     Ok(r)
@@ -353,14 +353,14 @@ pub(super) fn parse_route(
         None
     };
     if let Some(mode) = mode {
-        let r = parse_route_args(args, false)?;
+        let r = parse_route_args(args)?;
         return Ok(Command::Apply(match r.family(family)? {
             Family::Inet => Change::Route4(r.spec::<Ipv4Addr>(router, false)?.0, mode),
             Family::Inet6 => Change::Route6(r.spec::<Ipv6Addr>(router, false)?.0, mode),
         }));
     }
     if matches(verb, "delete") {
-        let r = parse_route_args(args, false)?;
+        let r = parse_route_args(args)?;
         return Ok(Command::Apply(match r.family(family)? {
             Family::Inet => {
                 let (t, s) = r.selector::<Ipv4Addr>(router)?;
