@@ -2,6 +2,20 @@
 use fibre::addr::Bits;
 use rand::Rng;
 
+/// What the Rust peer crates (`prefix-trie`, `poptrie`) need of the key type: u32 and u128
+/// qualify.
+pub trait PeerKey:
+    Bits
+    + poptrie::Address
+    + num_traits::Unsigned
+    + num_traits::PrimInt
+    + num_traits::CheckedShr
+    + std::fmt::Debug
+{
+}
+impl PeerKey for u32 {}
+impl PeerKey for u128 {}
+
 pub trait Key: Bits {
     /// Appends the key in network byte order (the harness file format).
     fn put_be(self, out: &mut Vec<u8>);

@@ -11,6 +11,7 @@
 pub mod alloc;
 pub mod cli;
 pub mod engine;
+pub mod host;
 pub mod key;
 pub mod progress;
 pub mod report;

@@ -30,7 +30,7 @@ pub struct BenchRoute<K> {
 pub trait StudyFamily:
     KernelSemantics<Bits = <Self as StudyFamily>::K> + fibre::fib::FibFamily
 {
-    type K: Key + crate::engine::peers::PeerKey;
+    type K: Key + crate::key::PeerKey;
     /// `ipv4` / `ipv6`, as records name the family.
     const LABEL: &'static str;
     /// The study's scanned range for the full view (IPv6: 2400::/16 to 2a06::/16).

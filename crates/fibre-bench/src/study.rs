@@ -3,6 +3,7 @@
 use crate::alloc;
 use crate::engine::harness::{self, HarnessRun, HarnessSpec, HARNESSES};
 use crate::engine::{fibre_rib::FibreRib, in_process, Engine, MISS, REFERENCE};
+use crate::host::{online_cpus, pin_thread};
 use crate::progress::Progress;
 use crate::report::{self, Record, Results};
 use crate::scenario::{
@@ -895,26 +896,6 @@ fn pin(cpu: Option<usize>) -> String {
         Ok(()) => format!("{cpu} of {n}"),
         Err(e) => format!("not pinned ({e})"),
     }
-}
-
-/// Pins the calling thread to `cpu`.
-pub(crate) fn pin_thread(cpu: usize) -> std::io::Result<()> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; the call only reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
-    }
-}
-
-/// CPUs online (not the affinity mask, which pinning narrows to one).
-fn online_cpus() -> usize {
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    usize::try_from(n).unwrap_or(1).max(1)
 }
 
 fn machine() -> String {

@@ -114,7 +114,7 @@ fn reader<A: StudyFamily, V: LpmView<A>>(
     std::thread::spawn(move || {
         if let Some(cpu) = cpu {
             // Unpinned, the reader still runs: the figures are then noisier, not wrong.
-            let _ = crate::study::pin_thread(cpu);
+            let _ = crate::host::pin_thread(cpu);
         }
         let mut out = [0u32; 64];
         let (mut n, mut acc) = (0u64, 0u32);

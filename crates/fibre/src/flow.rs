@@ -1,6 +1,6 @@
 //! The lookup key: what a packet (or `ip route get`) tells the routing code.
 use crate::addr::Address;
-use crate::route::IfIndex;
+use crate::link::IfIndex;
 
 /// A flow as the kernel's `flowi4` / `flowi6` sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

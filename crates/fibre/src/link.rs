@@ -1,8 +1,11 @@
 //! Network devices and their addresses: what the kernel derives routes from.
 use crate::addr::Address;
 use crate::prefix::Prefix;
-use crate::route::{IfIndex, LOOPBACK_IFINDEX};
 use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// Interface index; 1 is `lo` in every network namespace.
+pub type IfIndex = u32;
+pub const LOOPBACK_IFINDEX: IfIndex = 1;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LinkKind {

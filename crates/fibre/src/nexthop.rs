@@ -4,7 +4,7 @@
 //! [`NhTable`], where identical next-hop groups are stored once and reference-counted, as the
 //! kernel shares `fib_info` objects. A compiled FIB stores these small ids, never route structs.
 use crate::addr::Address;
-use crate::route::IfIndex;
+use crate::link::IfIndex;
 use std::collections::HashMap;
 
 /// One way out: a gateway, a device, or both.

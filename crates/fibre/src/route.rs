@@ -11,9 +11,7 @@ pub const TABLE_DEFAULT: TableId = 253;
 pub const TABLE_MAIN: TableId = 254;
 pub const TABLE_LOCAL: TableId = 255;
 
-/// Interface index; 1 is `lo` in every network namespace.
-pub type IfIndex = u32;
-pub const LOOPBACK_IFINDEX: IfIndex = 1;
+pub use crate::link::{IfIndex, LOOPBACK_IFINDEX};
 
 /// What a route does with a packet it matches (`rtm_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

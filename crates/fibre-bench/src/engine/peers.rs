@@ -1,22 +1,9 @@
 //! Rust peer crates: `prefix-trie` (a path-compressed binary trie) and `poptrie` (the Poptrie
 //! algorithm of Asai & Ohara). Both map a prefix to the next-hop index.
 use super::{Engine, MISS};
+use crate::key::PeerKey;
 use crate::scenario::{BenchRoute, StudyFamily};
-use fibre::addr::Bits;
 use std::marker::PhantomData;
-
-/// What both crates need of the key type: u32 and u128 qualify.
-pub trait PeerKey:
-    Bits
-    + poptrie::Address
-    + num_traits::Unsigned
-    + num_traits::PrimInt
-    + num_traits::CheckedShr
-    + std::fmt::Debug
-{
-}
-impl PeerKey for u32 {}
-impl PeerKey for u128 {}
 
 pub struct PrefixTrieEngine<A: StudyFamily> {
     map: prefix_trie::PrefixMap<(A::K, u8), u8>,

@@ -18,9 +18,10 @@ pub mod trie;
 use crate::addr::Address;
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
+use crate::link::IfIndex;
 use crate::nexthop::{NextHop, NhTable};
 use crate::prefix::Prefix;
-use crate::route::{IfIndex, Protocol, Route, RouteType, Scope, TableId};
+use crate::route::{Protocol, Route, RouteType, Scope, TableId};
 pub use trie::{PrefixTrie, TrieStats};
 
 /// How an insert treats routes of the same key, named after `ip route` verbs (and netlink flags).
