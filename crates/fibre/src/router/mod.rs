@@ -878,10 +878,22 @@ impl Router {
 
     /// Every route of every table of a family, in table order.
     pub fn routes<A: RouterFamily>(&self) -> impl Iterator<Item = RouteSpec<A>> + '_ {
+        self.routes_with(|t: &Rib<A>| t.iter())
+    }
+
+    /// The routes `pick` walks in each table of a family (a trie walk: `Rib::covered`,
+    /// `Rib::covering`, ...), in table order, spelled out.
+    pub fn routes_with<'s, A: RouterFamily, I>(
+        &'s self,
+        pick: impl Fn(&'s Rib<A>) -> I + 's,
+    ) -> impl Iterator<Item = RouteSpec<A>> + 's
+    where
+        I: Iterator<Item = &'s Route<A>> + 's,
+    {
         let st = A::state(self);
         st.tables
             .values()
-            .flat_map(move |t| t.iter().map(move |r| RouteSpec::of(r, st.nhs.get(r.nh))))
+            .flat_map(move |t| pick(t).map(move |r| RouteSpec::of(r, st.nhs.get(r.nh))))
     }
 }
 

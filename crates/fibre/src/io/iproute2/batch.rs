@@ -441,9 +441,21 @@ impl Batch {
         {
             return Box::new(std::iter::empty()); // a filter of the other family selects nothing
         }
-        let routes = self
-            .router
-            .routes::<A>()
+        // The trie walks what a prefix filter names (a route and what it covers, or what covers
+        // it) instead of scanning every route; the filters below still apply in full.
+        let router = &self.router;
+        let walked: Box<dyn Iterator<Item = RouteSpec<A>> + 's> =
+            match (exact_p.flatten(), root.flatten(), matching.flatten()) {
+                (Some(p), _, _) => Box::new(
+                    router.routes_with(move |t| t.covered(&p).take_while(move |r| r.dst == p)),
+                ),
+                (None, Some(p), _) => Box::new(router.routes_with(move |t| t.covered(&p))),
+                (None, None, Some(p)) => {
+                    Box::new(router.routes_with(move |t| t.covering(&p).into_iter()))
+                }
+                (None, None, None) => Box::new(router.routes::<A>()),
+            };
+        let routes = walked
             .filter(move |r| match f.table {
                 TableFilter::All => true,
                 TableFilter::Id(t) => r.table == t,
