@@ -254,6 +254,7 @@ fn ip(args: &[&str]) -> Result<(), String> {
 
 /// Whether network namespaces can be made here (root and iproute2).
 pub fn netns_available() -> Result<(), String> {
+    // SAFETY: geteuid takes nothing and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return Err("not root".into());
     }

@@ -12,7 +12,8 @@ use std::collections::HashMap;
 const HUGE_PAGE: usize = 2 << 20;
 
 /// Asks for transparent huge pages (`madvise`: the usual system setting is "madvise", where
-/// only regions that ask get them). A refusal only costs TLB misses.
+/// only regions that ask get them). A refusal only costs TLB misses. The environment variable
+/// `FIBRE_NO_THP` (any value) turns the request off, to measure what huge pages bring.
 fn advise_huge_pages(ptr: *mut u8, len: usize) {
     #[cfg(target_os = "linux")]
     if len >= HUGE_PAGE / 2 && std::env::var_os("FIBRE_NO_THP").is_none() {
@@ -47,6 +48,7 @@ pub(crate) struct RawArena<T: Copy> {
 // SAFETY: see the module comment: cells are written only while unreachable by readers, and the
 // publication that makes them reachable is a release/acquire pair.
 unsafe impl<T: Copy + Send> Send for RawArena<T> {}
+// SAFETY: as for Send: shared readers only read cells the writer no longer writes.
 unsafe impl<T: Copy + Sync> Sync for RawArena<T> {}
 
 impl<T: Copy> RawArena<T> {
