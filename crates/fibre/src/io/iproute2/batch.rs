@@ -313,41 +313,18 @@ impl Batch {
                 Ok(())
             }
             Command::LinkShow => {
-                let lines = self
-                    .router
-                    .links
-                    .iter()
-                    .map(|l| {
-                        let state = if l.up { "UP" } else { "DOWN" };
-                        let text = format!(
-                            "{}: {}: <{}> state {state}",
-                            l.index,
-                            l.name,
-                            if l.up { "UP" } else { "" }
-                        );
-                        (
-                            text,
-                            json!({"ifindex": l.index, "ifname": l.name, "operstate": state}),
-                        )
-                    })
-                    .collect();
+                let lines = self.router.links.iter().map(link_line).collect();
                 self.emit(lines, stdout);
                 Ok(())
             }
             Command::AddrShow(fam) => {
-                let mut lines = Vec::new();
                 let links = &self.router.links;
+                let mut lines = Vec::new();
                 if fam != Some(Family::Inet6) {
-                    for a in &self.router.v4.addrs {
-                        let dev = links.name_of(a.dev).unwrap_or("?");
-                        lines.push((format!("inet {}/{} dev {dev}", a.addr, a.len), json!({"family": "inet", "local": a.addr.to_string(), "prefixlen": a.len, "dev": dev})));
-                    }
+                    lines.extend(self.router.v4.addrs.iter().map(|a| addr_line(a, links)));
                 }
                 if fam != Some(Family::Inet) {
-                    for a in &self.router.v6.addrs {
-                        let dev = links.name_of(a.dev).unwrap_or("?");
-                        lines.push((format!("inet6 {}/{} dev {dev}", a.addr, a.len), json!({"family": "inet6", "local": a.addr.to_string(), "prefixlen": a.len, "dev": dev})));
-                    }
+                    lines.extend(self.router.v6.addrs.iter().map(|a| addr_line(a, links)));
                 }
                 self.emit(lines, stdout);
                 Ok(())

@@ -1,7 +1,7 @@
 //! Printing as `ip` prints: text lines and `-j` JSON objects with ip's field names.
 use super::parse::DSFIELD_NAMES;
 use crate::addr::{Address, Family};
-use crate::link::Links;
+use crate::link::{IfAddr, Link, Links};
 use crate::route::*;
 use crate::router::RouteAnswer;
 use crate::rules::{Rule, RuleAction, RuleAddr};
@@ -213,6 +213,35 @@ pub fn route_json<A: Address>(
         m.insert("nexthops".into(), Value::Array(hops));
     }
     m
+}
+
+/// One device as `ip link show` prints it (the part fibre models): text and `-j` object.
+pub fn link_line(l: &Link) -> (String, Value) {
+    let state = if l.up { "UP" } else { "DOWN" };
+    let text = format!(
+        "{}: {}: <{}> state {state}",
+        l.index,
+        l.name,
+        if l.up { "UP" } else { "" }
+    );
+    (
+        text,
+        json!({"ifindex": l.index, "ifname": l.name, "operstate": state}),
+    )
+}
+
+/// One address as `ip addr show` prints it (the part fibre models): text and `-j` object.
+pub fn addr_line<A: Address>(a: &IfAddr<A>, links: &Links) -> (String, Value) {
+    let dev = links.name_of(a.dev).unwrap_or("?");
+    let family = if A::FAMILY == Family::Inet {
+        "inet"
+    } else {
+        "inet6"
+    };
+    (
+        format!("{family} {}/{} dev {dev}", a.addr, a.len),
+        json!({"family": family, "local": a.addr.to_string(), "prefixlen": a.len, "dev": dev}),
+    )
 }
 
 /// `ip route get ... fibmatch`: the matched route as stored, but for two things of the
