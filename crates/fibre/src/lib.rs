@@ -5,6 +5,8 @@
 //!   for IPv4 (`u32`) and IPv6 (`u128`).
 //! - [`route`] and [`nexthop`]: routes with the kernel's attributes; next-hop groups interned and
 //!   shared, referred to by small ids.
+//! - [`trie`]: the path-compressed prefix trie that the RIB keeps its routes in and the FIB
+//!   compiles from.
 //! - [`fib`]: compiled lookup structures (Poptrie) built from a RIB and patched as it changes,
 //!   published RCU-style to lock-free readers.
 //! - [`rib`]: one table of one family, a path-compressed trie of ordered route lists with the
@@ -37,6 +39,7 @@ pub mod rib;
 pub mod route;
 pub mod router;
 pub mod rules;
+pub mod trie;
 
 pub use addr::{Address, Family};
 pub use error::{ChangeError, Errno};

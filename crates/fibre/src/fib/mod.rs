@@ -16,7 +16,7 @@
 //!   it (RCU-style). Lookups neither allocate nor lock.
 use crate::addr::Address;
 use crate::prefix::Prefix;
-use crate::rib::PrefixTrie;
+use crate::trie::PrefixTrie;
 use arc_swap::ArcSwap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;

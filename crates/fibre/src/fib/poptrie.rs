@@ -28,7 +28,7 @@ use super::{
 };
 use crate::addr::Bits;
 use crate::prefix::Prefix;
-use crate::rib::PrefixTrie;
+use crate::trie::PrefixTrie;
 use arc_swap::ArcSwap;
 use std::marker::PhantomData;
 use std::sync::mpsc::{channel, Receiver, Sender};

@@ -13,7 +13,6 @@
 //! family's insert rules produce; every route's `nh` holds one reference in the [`NhTable`].
 pub mod ipv4;
 pub mod ipv6;
-pub mod trie;
 
 use crate::addr::Address;
 use crate::error::{ChangeError, Errno};
@@ -22,7 +21,7 @@ use crate::link::IfIndex;
 use crate::nexthop::{NextHop, NhTable};
 use crate::prefix::Prefix;
 use crate::route::{Protocol, Route, RouteType, Scope, TableId};
-pub use trie::{PrefixTrie, TrieStats};
+pub use crate::trie::{PrefixTrie, TrieStats};
 
 /// How an insert treats routes of the same key, named after `ip route` verbs (and netlink flags).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
