@@ -192,6 +192,61 @@ fn edge_router_example_matches_kernel() {
     scenario(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/edge-router.batch"));
 }
 
+/// `route get` as text, as ip prints it, for the queries of a scenario: the changes before its
+/// first link change set up a namespace and fibre alike, then the queries run as one batch in
+/// both; standard output and error must be the same, byte for byte.
+fn route_get_text(path: &Path) {
+    let text = std::fs::read_to_string(path).expect("scenario file");
+    let head: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("link set wa down"))
+        .collect();
+    let setup: String = head
+        .iter()
+        .filter(|l| !l.starts_with("route get") && !l.contains(" show"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let queries: String = head
+        .iter()
+        .filter(|l| l.starts_with("route get"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let ns = Netns::create("gettext").expect("namespace");
+    for chunk in chunks(&setup) {
+        ns.ip_batch_str(&[], &chunk).expect("ip -batch");
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+    }
+    let k = ns.ip_batch_str(&[], &queries).expect("ip -batch");
+    let mut batch = Batch::new(Router::new());
+    batch.mode = BatchMode::Force;
+    batch.run_text(&setup);
+    let ours = batch.run_text(&queries);
+    assert!(!k.stdout.is_empty(), "the kernel answered nothing");
+    assert_eq!(k.stdout, ours.stdout, "route get text");
+    // The batch's file name aside (ip read a temporary file).
+    let unnamed = |e: &str| -> Vec<String> {
+        e.lines()
+            .map(|l| match l.strip_prefix("Command failed ") {
+                Some(at) => format!("Command failed {}", at.rsplit(':').next().unwrap_or("")),
+                None => l.to_string(),
+            })
+            .collect()
+    };
+    assert_eq!(
+        unnamed(&k.stderr),
+        unnamed(&ours.stderr),
+        "route get errors"
+    );
+}
+
+#[test]
+fn route_get_prints_ips_text() {
+    if skip_or_fail("route_get_prints_ips_text") {
+        return;
+    }
+    route_get_text(&scenarios().join("mends.batch"));
+}
+
 fn scenarios() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios")
 }

@@ -663,20 +663,22 @@ fn route_input(
         RouteType::Unicast => {
             // The check depends on the leg the flow hash picks (S-class): fibre accepts the
             // packet if some usable leg passes, and reports the leg it answers with.
-            let legs = st
-                .nhs
-                .get(m.route.nh)
-                .iter()
-                .filter_map(|h| h.dev)
-                .filter(|d| r.links.is_up(*d));
-            if !legs
-                .into_iter()
-                .any(|d| validate_source(r, &flow, d).is_ok())
-            {
+            // A packet sent back out of its input device to a source on that link is redirected.
+            let mut passed = false;
+            for d in st.nhs.get(m.route.nh).iter().filter_map(|h| h.dev) {
+                if !r.links.is_up(d) {
+                    continue;
+                }
+                if let Ok(direct) = validate_source(r, &flow, d) {
+                    passed = true;
+                    if a.dev == Some(d) {
+                        a.cache.redirect = d == iif && direct;
+                    }
+                }
+            }
+            if !passed {
                 return Err(Errno::EINVAL);
             }
-            let out = a.dev.unwrap_or(0);
-            a.cache.redirect = out == iif && validate_source(r, &flow, out) == Ok(true);
         }
         _ => return Err(Errno::EINVAL),
     }

@@ -646,16 +646,13 @@ impl Router {
     ///   is on a live device, and go together once none is.
     fn flush_dev(&mut self, dev: IfIndex, removed: bool) {
         let links = &self.links;
-        let dead =
-            |h: &NextHop<Ipv4Addr>| h.dev == Some(dev) || !h.dev.is_some_and(|d| links.is_up(d));
+        // A leg is dead once its device is this one or another device that is down.
+        fn dead<A: Address>(h: &NextHop<A>, dev: IfIndex, links: &Links) -> bool {
+            h.dev == Some(dev) || !h.dev.is_some_and(|d| links.is_up(d))
+        }
         self.v4.remove_where(|r, hops| {
-            if removed {
-                hops.iter().any(|h| h.dev == Some(dev))
-            } else {
-                hops.iter().any(|h| h.dev == Some(dev))
-                    && hops.iter().all(dead)
-                    && r.scope < SCOPE_HOST
-            }
+            hops.iter().any(|h| h.dev == Some(dev))
+                && (removed || (hops.iter().all(|h| dead(h, dev, links)) && r.scope < SCOPE_HOST))
         });
         if removed {
             self.v6
@@ -674,11 +671,9 @@ impl Router {
                             continue;
                         }
                         let sibs = siblings(list, i, &st.nhs);
-                        let all_dead = sibs.iter().all(|s| {
-                            st.nhs.get(s.nh).iter().all(|h| {
-                                h.dev == Some(dev) || !h.dev.is_some_and(|d| links.is_up(d))
-                            })
-                        });
+                        let all_dead = sibs
+                            .iter()
+                            .all(|s| st.nhs.get(s.nh).iter().all(|h| dead(h, dev, links)));
                         if sibs.len() == 1 || all_dead {
                             doomed.extend(
                                 sibs.iter().map(|s| (s.table, s.dst, s.src, s.metric, s.nh)),

@@ -354,14 +354,11 @@ impl Batch {
 
     /// Text lines, or one JSON array line.
     fn emit(&self, lines: Vec<(String, Value)>, stdout: &mut dyn Write) {
-        if self.json {
-            let arr: Vec<Value> = lines.into_iter().map(|(_, v)| v).collect();
-            let _ = writeln!(stdout, "{}", Value::Array(arr));
-        } else {
-            for (t, _) in lines {
-                let _ = writeln!(stdout, "{t}");
-            }
+        let mut out = Lines::open(self.json, stdout);
+        for (t, v) in lines {
+            out.push(|| t, || v);
         }
+        out.close();
     }
 
     fn print_answer<A: RouterFamily>(

@@ -251,11 +251,7 @@ pub fn fibmatch_json<A: Address>(
     r: &RouteSpec<A>,
     links: &Links,
 ) -> Map<String, Value> {
-    let mut shown = r.clone();
-    if A::FAMILY == Family::Inet {
-        shown.kind = a.kind;
-    }
-    let mut m = route_json(&shown, links, true);
+    let mut m = route_json(&fibmatch_route(a, r), links, true);
     if A::FAMILY == Family::Inet6 {
         if let Some(i) = a.iif {
             m.insert("iif".into(), json!(dev_name(links, Some(i))));
@@ -265,11 +261,7 @@ pub fn fibmatch_json<A: Address>(
 }
 
 pub fn fibmatch_text<A: Address>(a: &RouteAnswer<A>, r: &RouteSpec<A>, links: &Links) -> String {
-    let mut shown = r.clone();
-    if A::FAMILY == Family::Inet {
-        shown.kind = a.kind;
-    }
-    let mut s = route_text(&shown, links, true);
+    let mut s = route_text(&fibmatch_route(a, r), links, true);
     if A::FAMILY == Family::Inet6 {
         if let Some(iif) = dev_name(links, a.iif) {
             // ip prints the input device before the router preference.
@@ -279,6 +271,18 @@ pub fn fibmatch_text<A: Address>(a: &RouteAnswer<A>, r: &RouteSpec<A>, links: &L
         }
     }
     s
+}
+
+/// The matched route as `fibmatch` shows it: IPv4 reports the resolved route's type.
+fn fibmatch_route<A: Address>(a: &RouteAnswer<A>, r: &RouteSpec<A>) -> RouteSpec<A> {
+    RouteSpec {
+        kind: if A::FAMILY == Family::Inet {
+            a.kind
+        } else {
+            r.kind
+        },
+        ..r.clone()
+    }
 }
 
 /// `ip route get` without `fibmatch`: the resolved path.
