@@ -13,7 +13,7 @@ use fibre::Prefix;
 use fibre_bench::scenario::{
     load_table, synthetic_view, with_next_hops, BenchRoute, FullView, StudyFamily,
 };
-use fibre_bench::updates::{loaded_router, spec, UpdateFamily};
+use fibre_bench::updates::{add, del, loaded_router, spec};
 use fibre_bench::workload;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
@@ -33,7 +33,7 @@ fn view<A: StudyFamily>(
     with_next_hops(&v.prefixes)
 }
 
-fn bench_family<A: UpdateFamily>(c: &mut Criterion, routes: &[BenchRoute<A::K>]) {
+fn bench_family<A: StudyFamily>(c: &mut Criterion, routes: &[BenchRoute<A::K>]) {
     let prefix = |r: &BenchRoute<A::K>| Prefix::new(A::from_bits(r.addr), r.len);
     let mut fib: Fib<A> = Fib::from_routes(routes.iter().map(|r| (prefix(r), r.nh as u32)))
         .expect("next-hop indexes are small");
@@ -95,8 +95,8 @@ fn bench_family<A: UpdateFamily>(c: &mut Criterion, routes: &[BenchRoute<A::K>])
                 spec::<A>(&routes[i], dev)
             },
             |s| {
-                router.change(&A::del(&s)).expect("delete");
-                router.change(&A::add(s)).expect("insert");
+                router.change(&del(&s)).expect("delete");
+                router.change(&add(s)).expect("insert");
             },
             BatchSize::SmallInput,
         )

@@ -28,7 +28,7 @@ pub struct BenchRoute<K> {
 
 /// What differs between the families in the study.
 pub trait StudyFamily:
-    KernelSemantics<Bits = <Self as StudyFamily>::K> + fibre::fib::FibFamily
+    KernelSemantics<Bits = <Self as StudyFamily>::K> + fibre::router::RouterFamily
 {
     type K: Key + crate::key::PeerKey;
     /// `ipv4` / `ipv6`, as records name the family.

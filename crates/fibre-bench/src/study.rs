@@ -280,7 +280,7 @@ fn points<A: StudyFamily + PickView>(ctx: &Ctx) -> Vec<(ScenarioKind, usize)> {
     out
 }
 
-fn study_family<A: StudyFamily + PickView + crate::updates::UpdateFamily>(
+fn study_family<A: StudyFamily + PickView>(
     ctx: &mut Ctx,
     points: Vec<(ScenarioKind, usize)>,
 ) -> Result<(), String> {
@@ -313,9 +313,7 @@ fn study_family<A: StudyFamily + PickView + crate::updates::UpdateFamily>(
 }
 
 /// The update benchmark on the full view (see [`crate::updates`]).
-fn update_point<A: StudyFamily + PickView + crate::updates::UpdateFamily>(
-    ctx: &mut Ctx,
-) -> Result<(), String> {
+fn update_point<A: StudyFamily + PickView>(ctx: &mut Ctx) -> Result<(), String> {
     let whole = A::view(ctx.views).prefixes.len();
     let size = ctx.cfg.update_table.map_or(whole, |n| n.min(whole));
     let Some((routes, _)) = generate::<A>(&ScenarioKind::FullView, size, ctx.views, ctx.cfg.seed)

@@ -9,57 +9,19 @@
 //! The reader loads the current version for each batch of 64 lookups (as a forwarding loop
 //! between quiescent points); its lookup rate during the updates is reported too.
 use crate::scenario::{BenchRoute, StudyFamily};
+use fibre::addr::Bits;
 use fibre::fib::{Fib, LpmView, Poptrie, Reader};
 use fibre::io::iproute2::Batch;
 use fibre::nexthop::NextHop;
 use fibre::rib::{InsertMode, RouteSelector};
 use fibre::route::TABLE_MAIN;
-use fibre::router::{Change, RouterFamily};
-use fibre::{Prefix, RouteSpec, Router};
+use fibre::router::{Change, FamilyChange};
+use fibre::{Prefix, RouteQuery, RouteSpec, Router};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-
-/// Router changes of one family.
-pub trait UpdateFamily: StudyFamily + RouterFamily {
-    /// `ip -batch` lines giving the bench's gateways a connected subnet on `veth0`.
-    const SETUP: &'static str;
-    fn add(spec: RouteSpec<Self>) -> Change;
-    fn del(spec: &RouteSpec<Self>) -> Change;
-    /// `route get`; whether it found a route.
-    fn get(router: &Router, q: &fibre::RouteQuery) -> bool;
-}
-
-impl UpdateFamily for Ipv4Addr {
-    const SETUP: &'static str = "link add veth0 type veth peer name veth1\nlink set veth0 up\n\
-        link set veth1 up\naddr add 198.18.0.1/24 dev veth0\n";
-    fn add(spec: RouteSpec<Self>) -> Change {
-        Change::Route4(spec, InsertMode::Add)
-    }
-    fn del(spec: &RouteSpec<Self>) -> Change {
-        Change::RouteDel4(TABLE_MAIN, RouteSelector::exact(spec))
-    }
-    fn get(router: &Router, q: &fibre::RouteQuery) -> bool {
-        router.route_get_v4(q).is_ok()
-    }
-}
-
-impl UpdateFamily for Ipv6Addr {
-    const SETUP: &'static str = "link add veth0 type veth peer name veth1\nlink set veth0 up\n\
-        link set veth1 up\naddr add fd00:fb::1/64 dev veth0\n";
-    fn add(spec: RouteSpec<Self>) -> Change {
-        Change::Route6(spec, InsertMode::Add)
-    }
-    fn del(spec: &RouteSpec<Self>) -> Change {
-        Change::RouteDel6(TABLE_MAIN, RouteSelector::exact(spec))
-    }
-    fn get(router: &Router, q: &fibre::RouteQuery) -> bool {
-        router.route_get_v6(q).is_ok()
-    }
-}
 
 /// Per-change times of one path, ns.
 #[derive(Debug, Default)]
@@ -89,18 +51,34 @@ pub struct UpdateRun {
     pub route_get_rib: f64,
 }
 
+/// The bench's link: `veth0`, up, with the first address of the reserved subnet, where the
+/// routes' gateways are.
+fn setup<A: StudyFamily>() -> String {
+    let (net, len) = A::RESERVED;
+    let own = A::from_bits(net | A::K::from_u64(1));
+    format!(
+        "link add veth0 type veth peer name veth1\nlink set veth0 up\nlink set veth1 up\n\
+         addr add {own}/{len} dev veth0\n"
+    )
+}
+
 /// The route the bench installs for `r`: via a gateway on the connected subnet of `dev`.
-pub fn spec<A: UpdateFamily>(r: &BenchRoute<A::K>, dev: u32) -> RouteSpec<A> {
-    let gw = if A::WIDTH == 32 {
-        format!("198.18.0.{}", 10 + r.nh)
-    } else {
-        format!("fd00:fb::{:x}", 10 + r.nh)
-    };
-    let gw: A = gw.parse().ok().expect("gateway literal");
+pub fn spec<A: StudyFamily>(r: &BenchRoute<A::K>, dev: u32) -> RouteSpec<A> {
+    let gw = A::from_bits(A::RESERVED.0 | A::K::from_u64(10 + r.nh as u64));
     RouteSpec::new(
         Prefix::new(A::from_bits(r.addr), r.len),
         vec![NextHop::via(gw, dev)],
     )
+}
+
+/// The change that puts the bench's route `spec` in table main.
+pub fn add<A: StudyFamily>(spec: RouteSpec<A>) -> Change {
+    FamilyChange::Route(spec, InsertMode::Add).into()
+}
+
+/// The change that takes the bench's route `spec` out of table main.
+pub fn del<A: StudyFamily>(spec: &RouteSpec<A>) -> Change {
+    FamilyChange::RouteDel(TABLE_MAIN, RouteSelector::exact(spec)).into()
 }
 
 /// A reader thread on `cpu` doing bulk lookups of `keys` until `stop`; returns ns per lookup.
@@ -136,21 +114,21 @@ fn reader<A: StudyFamily, V: LpmView<A>>(
 
 /// A router with the bench's link and subnet and `routes` in table main, loaded as one change
 /// set; the device index of the gateways' link, and the seconds the load took.
-pub fn loaded_router<A: UpdateFamily>(
+pub fn loaded_router<A: StudyFamily>(
     routes: &[BenchRoute<A::K>],
 ) -> Result<(Router, u32, f64), String> {
     let mut batch = Batch::new(Router::new());
-    let out = batch.run_text(A::SETUP);
+    let out = batch.run_text(&setup::<A>());
     if !out.success() {
         return Err(format!("update bench set-up: {}", out.stderr));
     }
     let mut router = batch.router;
     let dev = router
-        .links
+        .links()
         .by_name("veth0")
         .ok_or("update bench set-up: no veth0")?
         .index;
-    let changes: Vec<Change> = routes.iter().map(|r| A::add(spec::<A>(r, dev))).collect();
+    let changes: Vec<Change> = routes.iter().map(|r| add(spec::<A>(r, dev))).collect();
     let start = Instant::now();
     router
         .apply(&changes)
@@ -160,7 +138,7 @@ pub fn loaded_router<A: UpdateFamily>(
 
 /// Deletes and puts back `count` random routes of `routes`, one change at a time, through the
 /// router and through a bare FIB, with a reader on `reader_cpu`.
-pub fn run<A: UpdateFamily>(
+pub fn run<A: StudyFamily>(
     routes: &[BenchRoute<A::K>],
     keys: &[A::K],
     count: usize,
@@ -178,19 +156,16 @@ pub fn run<A: UpdateFamily>(
     // Through the router.
     let (mut router, dev, load) = loaded_router::<A>(routes)?;
     run.router_load = load;
-    let queries: Vec<fibre::RouteQuery> = keys
+    let queries: Vec<RouteQuery<A>> = keys
         .iter()
         .take(20_000)
-        .map(|&k| fibre::RouteQuery {
-            dst: Some(A::from_bits(k).into()),
-            ..Default::default()
-        })
+        .map(|&k| RouteQuery::to(A::from_bits(k)))
         .collect();
     let time_gets = |router: &Router| {
         let t = Instant::now();
         let mut ok = 0usize;
         for q in &queries {
-            ok += A::get(router, q) as usize;
+            ok += router.route_get(q).is_ok() as usize;
         }
         std::hint::black_box(ok);
         t.elapsed().as_nanos() as f64 / queries.len().max(1) as f64
@@ -200,7 +175,7 @@ pub fn run<A: UpdateFamily>(
     run.route_get_rib = time_gets(&router);
     router.set_fibs_enabled(true);
     // What a plain lookup probes: IPv4's merged local+main FIB, IPv6 main's.
-    let st = A::state(&router);
+    let st = router.family::<A>();
     let fib_reader = st
         .merged_fib_reader()
         .or_else(|| st.fib_reader(TABLE_MAIN))
@@ -215,8 +190,8 @@ pub fn run<A: UpdateFamily>(
     );
     for r in &chosen {
         let s = spec::<A>(r, dev);
-        let del = A::del(&s);
-        let add = A::add(s);
+        let del = del(&s);
+        let add = add(s);
         let t = Instant::now();
         router.change(&del).map_err(|e| format!("delete: {e:?}"))?;
         run.router.delete.push(t.elapsed().as_nanos() as f64);

@@ -40,6 +40,31 @@ impl Family {
     }
 }
 
+/// Runs generic code for the family chosen at run time: the one place a run-time [`Family`]
+/// becomes a type. `with_family!(family, A => body)` evaluates `body` with the type `A` standing
+/// for `Ipv4Addr` or `Ipv6Addr`.
+///
+/// ```
+/// use fibre::{with_family, Address, Family};
+/// fn width<A: Address>() -> u8 { A::WIDTH }
+/// assert_eq!(with_family!(Family::Inet6, A => width::<A>()), 128);
+/// ```
+#[macro_export]
+macro_rules! with_family {
+    ($family:expr, $A:ident => $body:expr) => {
+        match $family {
+            $crate::Family::Inet => {
+                type $A = ::std::net::Ipv4Addr;
+                $body
+            }
+            $crate::Family::Inet6 => {
+                type $A = ::std::net::Ipv6Addr;
+                $body
+            }
+        }
+    };
+}
+
 /// The unsigned integer behind an address: `u32` or `u128`.
 pub trait Bits:
     Copy

@@ -47,4 +47,9 @@ pub use flow::Flow;
 pub use prefix::Prefix;
 pub use rib::Rib;
 pub use route::{Route, RouteSpec, RouteType};
-pub use router::{Change, RouteAnswer, RouteQuery, Router};
+pub use router::{Change, FamilyChange, RouteAnswer, RouteQuery, Router, RouterFamily};
+
+/// The README's code, run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

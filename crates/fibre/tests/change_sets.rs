@@ -3,6 +3,7 @@
 use fibre::io::iproute2::{parse_line, Batch, BatchMode, Command};
 use fibre::{Change, Errno, Router};
 use proptest::prelude::*;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 fn router() -> Router {
     let mut b = Batch::new(Router::new());
@@ -19,7 +20,8 @@ fn router() -> Router {
 fn state(r: &Router) -> String {
     let mut b = Batch::new(r.clone());
     b.run_text("route show table all\n-6 route show table all\nrule show\n-6 rule show\nlink show\naddr show\n").stdout
-        + &format!("groups {} {}", r.v4.nhs.len(), r.v6.nhs.len())
+        + &format!("groups {} {}", r.family::<Ipv4Addr>().nexthops().len(),
+            r.family::<Ipv6Addr>().nexthops().len())
 }
 
 fn changes(r: &Router, lines: &str) -> Vec<Change> {

@@ -13,10 +13,12 @@
 //! FIBs follow the RIB at commit: the journal names every edited destination; a link change
 //! (next hops die or come back) re-encodes all of them. While a change set is open, lookups use
 //! the RIB (the FIBs show the last committed state, as readers on other threads see it).
-use super::{FamilyState, RouterFamily};
+use super::FamilyState;
+use crate::fib::FibFamily;
 use crate::fib::{Fib, PoptrieView, Reader, MAX_ID, NO_ROUTE};
 use crate::flow::Flow;
 use crate::prefix::Prefix;
+use crate::rib::KernelSemantics;
 use crate::rib::{LinkState, TableLookup};
 use crate::route::{TableId, TABLE_LOCAL, TABLE_MAIN};
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,7 +28,7 @@ pub const ASK_RIB: u32 = MAX_ID;
 
 /// One compiled FIB and what its ids stand for.
 #[derive(Debug)]
-pub struct TableFib<A: RouterFamily> {
+pub struct TableFib<A: KernelSemantics + FibFamily> {
     /// The tables it covers, in the order their lists compete at equal prefixes.
     tables: Vec<TableId>,
     fib: Fib<A>,
@@ -39,7 +41,7 @@ pub struct TableFib<A: RouterFamily> {
     pub tos_or_source_routes: bool,
 }
 
-impl<A: RouterFamily> Clone for TableFib<A> {
+impl<A: KernelSemantics + FibFamily> Clone for TableFib<A> {
     fn clone(&self) -> Self {
         TableFib {
             tables: self.tables.clone(),
@@ -60,7 +62,7 @@ enum Own {
     Nothing,
 }
 
-impl<A: RouterFamily> TableFib<A> {
+impl<A: KernelSemantics + FibFamily> TableFib<A> {
     fn build(st: &FamilyState<A>, tables: Vec<TableId>, links: &dyn LinkState) -> Self {
         let mut tf = TableFib {
             tables,
@@ -212,7 +214,7 @@ impl<A: RouterFamily> TableFib<A> {
 
 /// A family's FIBs.
 #[derive(Clone, Debug)]
-pub struct Fibs<A: RouterFamily> {
+pub struct Fibs<A: KernelSemantics + FibFamily> {
     pub tables: BTreeMap<TableId, TableFib<A>>,
     /// IPv4 local+main as one trie, local's lists first at equal prefixes.
     pub merged: Option<TableFib<A>>,
@@ -223,7 +225,7 @@ pub struct Fibs<A: RouterFamily> {
     pub disabled: bool,
 }
 
-impl<A: RouterFamily> Default for Fibs<A> {
+impl<A: KernelSemantics + FibFamily> Default for Fibs<A> {
     fn default() -> Self {
         Fibs {
             tables: BTreeMap::new(),
@@ -234,7 +236,7 @@ impl<A: RouterFamily> Default for Fibs<A> {
     }
 }
 
-impl<A: RouterFamily> Fibs<A> {
+impl<A: KernelSemantics + FibFamily> Fibs<A> {
     /// Whether table `t` gets a FIB of its own: IPv4 local and main are looked up through the
     /// merged FIB while rules are the default ones (as the kernel's merged trie), so theirs are
     /// built only once rules are customised.
@@ -329,7 +331,7 @@ impl<A: RouterFamily> Fibs<A> {
     }
 }
 
-impl<A: RouterFamily> FamilyState<A> {
+impl<A: KernelSemantics + FibFamily> FamilyState<A> {
     /// FIBs hold the committed state; inside a change set the RIB answers.
     fn fibs_current(&self) -> bool {
         self.journal.is_empty() && !self.fibs.links_changed && !self.fibs.disabled

@@ -43,12 +43,16 @@ fn kernel_route(
     }
 }
 
-impl RouterFamily for Ipv4Addr {
+impl family::Kernel for Ipv4Addr {
+    const ICMP: u8 = 1;
     fn state(r: &Router) -> &FamilyState<Self> {
         &r.v4
     }
     fn state_mut(r: &mut Router) -> &mut FamilyState<Self> {
         &mut r.v4
+    }
+    fn wrap(c: FamilyChange<Self>) -> Change {
+        Change::Inet(c)
     }
 
     fn derive(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<RouteSpec<Self>> {
@@ -181,14 +185,10 @@ impl RouterFamily for Ipv4Addr {
         Ok(())
     }
 
-    fn route_get(
-        r: &Router,
-        q: &RouteQuery,
-        dst: Self,
-        src: Option<Self>,
-    ) -> Result<RouteAnswer<Self>, Errno> {
+    fn route_get(r: &Router, q: &RouteQuery<Self>) -> Result<RouteAnswer<Self>, Errno> {
+        let dst = q.dst;
         // A source of 0.0.0.0 is no source (the kernel reads 0 as "unset").
-        let src = src.filter(|s| !s.is_unspecified());
+        let src = q.src.filter(|s| !s.is_unspecified());
         let mut a = match q.iif {
             Some(iif) => route_input(r, q, dst, src, iif)?,
             None => route_output(r, q, dst, src)?,
@@ -337,6 +337,37 @@ impl RouterFamily for Ipv4Addr {
     fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> Vec<NextHop<Self>> {
         st.nhs.get(m.route.nh).to_vec()
     }
+
+    fn route_del(
+        st: &mut FamilyState<Self>,
+        table: TableId,
+        sel: &RouteSelector<Self>,
+    ) -> Result<(), ChangeError> {
+        Ok(st.delete(table, sel)?)
+    }
+
+    /// `fib_empty_table`: the lowest unused table id.
+    fn unspecified_table(st: &FamilyState<Self>) -> Result<TableId, ChangeError> {
+        Ok((1..)
+            .find(|id| !st.tables.contains_key(id))
+            .expect("fewer tables than ids"))
+    }
+
+    /// `fib_sync_down_addr`: an address gone from every device takes with it the routes of main
+    /// that name it as preferred source.
+    fn addresses_gone(r: &mut Router, before: &[IfAddr<Self>]) {
+        let addrs = &r.v4.addrs;
+        let gone: Vec<Ipv4Addr> = before
+            .iter()
+            .map(|a| a.addr)
+            .filter(|a| !addrs.iter().any(|x| x.addr == *a))
+            .collect();
+        if !gone.is_empty() {
+            r.v4.remove_where(|r, _| {
+                r.table == TABLE_MAIN && r.prefsrc.is_some_and(|p| gone.contains(&p))
+            });
+        }
+    }
 }
 
 /// `fib_validate_source` with rp_filter off: a packet from one of our own addresses, or whose
@@ -445,7 +476,7 @@ fn no_fib(
 /// `ip_route_output_key_hash_rcu` and `__mkroute_output`, in the kernel's order of checks.
 fn route_output(
     r: &Router,
-    q: &RouteQuery,
+    q: &RouteQuery<Ipv4Addr>,
     dst: Ipv4Addr,
     src: Option<Ipv4Addr>,
 ) -> Result<RouteAnswer<Ipv4Addr>, Errno> {
@@ -562,7 +593,7 @@ fn route_output(
 /// 6.13 every failure of the input path is EINVAL, but for a route's own error.
 fn route_input(
     r: &Router,
-    q: &RouteQuery,
+    q: &RouteQuery<Ipv4Addr>,
     dst: Ipv4Addr,
     src: Option<Ipv4Addr>,
     iif: IfIndex,

@@ -23,12 +23,16 @@ fn is_link_local(a: &Ipv6Addr) -> bool {
     a.segments()[0] & 0xffc0 == 0xfe80
 }
 
-impl RouterFamily for Ipv6Addr {
+impl family::Kernel for Ipv6Addr {
+    const ICMP: u8 = 58;
     fn state(r: &Router) -> &FamilyState<Self> {
         &r.v6
     }
     fn state_mut(r: &mut Router) -> &mut FamilyState<Self> {
         &mut r.v6
+    }
+    fn wrap(c: FamilyChange<Self>) -> Change {
+        Change::Inet6(c)
     }
 
     fn derive(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<RouteSpec<Self>> {
@@ -120,13 +124,9 @@ impl RouterFamily for Ipv6Addr {
         Ok(())
     }
 
-    fn route_get(
-        r: &Router,
-        q: &RouteQuery,
-        dst: Self,
-        src: Option<Self>,
-    ) -> Result<RouteAnswer<Self>, Errno> {
-        let src = src.filter(|s| !s.is_unspecified());
+    fn route_get(r: &Router, q: &RouteQuery<Self>) -> Result<RouteAnswer<Self>, Errno> {
+        let dst = q.dst;
+        let src = q.src.filter(|s| !s.is_unspecified());
         // `rt6_need_strict`: such destinations must be reached by a route on the given device.
         let strict_dst = is_link_local(&dst) || dst.is_multicast() || dst.is_loopback();
         let flow = if let Some(iif) = q.iif {
@@ -277,5 +277,63 @@ impl RouterFamily for Ipv6Addr {
         sibs.iter()
             .flat_map(|r| st.nhs.get(r.nh).iter().copied())
             .collect()
+    }
+
+    /// `ip6_route_multipath_del`: every leg is deleted like a single route of that gateway and
+    /// device; the last failure is reported, and the legs deleted before it stay deleted.
+    fn route_del(
+        st: &mut FamilyState<Self>,
+        table: TableId,
+        sel: &RouteSelector<Self>,
+    ) -> Result<(), ChangeError> {
+        if sel.hops.is_empty() {
+            return Ok(st.delete(table, sel)?);
+        }
+        let mut last = None;
+        let mut any = false;
+        for h in &sel.hops {
+            let leg = RouteSelector {
+                hops: vec![],
+                dev: h.dev,
+                gateway: h.gateway,
+                leg: true,
+                ..sel.clone()
+            };
+            match st.delete(table, &leg) {
+                Ok(()) => any = true,
+                Err(e) => last = Some(e),
+            }
+        }
+        match last {
+            Some(e) => Err(ChangeError {
+                partial: any,
+                ..ChangeError::new(e)
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn unspecified_table(_: &FamilyState<Self>) -> Result<TableId, ChangeError> {
+        Err(ChangeError::with(Errno::EINVAL, "Invalid table"))
+    }
+
+    /// `rt6_remove_prefsrc`: routes through a device forget a source address the device lost.
+    fn addresses_gone(r: &mut Router, before: &[IfAddr<Self>]) {
+        let st = &mut r.v6;
+        for a in before.iter().filter(|a| !st.addrs.contains(a)) {
+            let nhs = &st.nhs;
+            for (id, rib) in st.tables.iter_mut() {
+                let mut saved = Vec::new();
+                rib.modify_where(
+                    |r| {
+                        r.prefsrc == Some(a.addr)
+                            && nhs.get(r.nh).iter().any(|h| h.dev == Some(a.dev))
+                    },
+                    |r| r.prefsrc = None,
+                    &mut saved,
+                );
+                st.journal.extend(saved.into_iter().map(|s| (*id, s)));
+            }
+        }
     }
 }

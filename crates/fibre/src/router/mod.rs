@@ -7,6 +7,7 @@
 //! commit; the small parts (links, addresses, rules) are copied at `begin`.
 use crate::addr::{Address, Family};
 use crate::error::{ChangeError, Errno};
+use crate::fib::FibFamily;
 use crate::flow::Flow;
 use crate::link::{loopback_v4, loopback_v6, IfAddr, LinkKind, Links};
 use crate::nexthop::{NextHop, NhTable};
@@ -24,25 +25,27 @@ pub mod fibs;
 mod ipv4;
 mod ipv6;
 
+use family::Kernel;
 use fibs::Fibs;
 
-/// Everything one family keeps.
+/// Everything one family keeps. Outside the router it is a read-only view
+/// ([`Router::family`]): every change goes through a change set.
 #[derive(Clone, Debug)]
-pub struct FamilyState<A: RouterFamily> {
+pub struct FamilyState<A: KernelSemantics + FibFamily> {
     tables: BTreeMap<TableId, Rib<A>>,
-    pub nhs: NhTable<A>,
-    pub rules: RuleSet<A>,
-    pub addrs: Vec<IfAddr<A>>,
+    nhs: NhTable<A>,
+    rules: RuleSet<A>,
+    addrs: Vec<IfAddr<A>>,
     /// Routes currently derived from addresses and link state (proto kernel).
     derived: Vec<RouteSpec<A>>,
     /// IPv4: a user added a `local` route (the kernel then checks sources the slow way).
-    pub custom_local_routes: bool,
+    custom_local_routes: bool,
     journal: Vec<(TableId, SavedList<A>)>,
     /// The compiled FIBs of the tables, following the RIB at each commit.
-    pub fibs: Fibs<A>,
+    fibs: Fibs<A>,
 }
 
-impl<A: RouterFamily> Default for FamilyState<A> {
+impl<A: KernelSemantics + FibFamily> Default for FamilyState<A> {
     fn default() -> Self {
         let mut tables = BTreeMap::new();
         tables.insert(TABLE_LOCAL, Rib::new(TABLE_LOCAL));
@@ -64,15 +67,29 @@ impl<A: RouterFamily> Default for FamilyState<A> {
 }
 
 impl<A: RouterFamily> FamilyState<A> {
+    /// Table `id`, if the family has it.
     pub fn table(&self, id: TableId) -> Option<&Rib<A>> {
         self.tables.get(&id)
     }
+    /// The family's tables, by id.
     pub fn tables(&self) -> impl Iterator<Item = &Rib<A>> {
         self.tables.values()
     }
     /// Route count over all tables.
     pub fn route_count(&self) -> usize {
         self.tables.values().map(|t| t.len()).sum()
+    }
+    /// The policy rules, in priority order.
+    pub fn rules(&self) -> &RuleSet<A> {
+        &self.rules
+    }
+    /// The addresses on the family's devices, in the order they were added.
+    pub fn addrs(&self) -> &[IfAddr<A>] {
+        &self.addrs
+    }
+    /// The shared next-hop groups the routes refer to.
+    pub fn nexthops(&self) -> &NhTable<A> {
+        &self.nhs
     }
     fn table_mut(&mut self, id: TableId) -> &mut Rib<A> {
         self.tables.entry(id).or_insert_with(|| Rib::new(id))
@@ -228,20 +245,84 @@ pub struct Matched<'a, A: Address> {
     pub list: &'a [Route<A>],
 }
 
-/// What `ip route get` asks.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RouteQuery {
-    pub dst: Option<IpAddr>,
-    pub src: Option<IpAddr>,
+/// What `ip route get` asks: a destination of family `A` and what else the query names.
+///
+/// `RouteQuery<IpAddr>` is a query whose family is not chosen yet (as text gives it);
+/// [`RouteQuery::narrow`] makes it one of a family.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouteQuery<A> {
+    /// The destination.
+    pub dst: A,
+    /// `from`: the source address (of the packet, for `iif`; the socket's, otherwise).
+    pub src: Option<A>,
+    /// `iif`: the packet arrives on this device (the input path) instead of being sent from
+    /// this host (the output path).
     pub iif: Option<IfIndex>,
+    /// `oif`: the socket is bound to this device.
     pub oif: Option<IfIndex>,
+    /// `mark`: the firewall mark, for rules.
     pub mark: u32,
+    /// `tos` (`dsfield`).
     pub tos: u8,
+    /// `ipproto`; `None` asks as the kernel does without it (IPv4 as UDP, IPv6 as 0).
     pub ipproto: Option<u8>,
+    /// `sport`.
     pub sport: Option<u16>,
+    /// `dport`.
     pub dport: Option<u16>,
+    /// `uid`: the socket's owner, for `uidrange` rules.
     pub uid: Option<u32>,
+    /// `fibmatch`: answer with the matched route instead of the resolved path.
     pub fibmatch: bool,
+}
+
+impl<A> RouteQuery<A> {
+    /// A query for `dst` that names nothing else.
+    pub fn to(dst: A) -> Self {
+        RouteQuery {
+            dst,
+            src: None,
+            iif: None,
+            oif: None,
+            mark: 0,
+            tos: 0,
+            ipproto: None,
+            sport: None,
+            dport: None,
+            uid: None,
+            fibmatch: false,
+        }
+    }
+
+    /// The same query for another destination and source (of another type: a query parsed
+    /// before its family is known is a `RouteQuery<()>` until its addresses are).
+    pub fn with<B>(self, dst: B, src: Option<B>) -> RouteQuery<B> {
+        RouteQuery {
+            dst,
+            src,
+            iif: self.iif,
+            oif: self.oif,
+            mark: self.mark,
+            tos: self.tos,
+            ipproto: self.ipproto,
+            sport: self.sport,
+            dport: self.dport,
+            uid: self.uid,
+            fibmatch: self.fibmatch,
+        }
+    }
+}
+
+impl RouteQuery<IpAddr> {
+    /// The query as one of family `A`: `None` where its destination or source is of the
+    /// other family.
+    pub fn narrow<A: Address>(&self) -> Option<RouteQuery<A>> {
+        let src = match self.src {
+            None => None,
+            Some(s) => Some(A::from_ip(s)?),
+        };
+        Some(self.clone().with(A::from_ip(self.dst)?, src))
+    }
 }
 
 /// The flags of a resolved IPv4 route (`RTCF_*`), as `ip route get` prints them after `cache`.
@@ -296,34 +377,57 @@ pub struct RouteAnswer<A: Address> {
     pub iif: Option<IfIndex>,
 }
 
-/// Family-specific parts of the router.
-pub trait RouterFamily: KernelSemantics + crate::fib::FibFamily {
-    fn state(r: &Router) -> &FamilyState<Self>;
-    fn state_mut(r: &mut Router) -> &mut FamilyState<Self>;
-    /// The routes the kernel derives from addresses and link state.
-    fn derive(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<RouteSpec<Self>>;
-    /// Policy lookup with the kernel's fast path when rules were never touched.
-    fn policy_lookup<'a>(
-        st: &'a FamilyState<Self>,
-        flow: &Flow<Self>,
-        iif: Option<&str>,
-        oif: Option<&str>,
-        links: &dyn LinkState,
-    ) -> Result<Matched<'a, Self>, Errno>;
-    /// Refuses an address the kernel does not put on a device of this kind.
-    fn check_address(a: &IfAddr<Self>, kind: Option<&LinkKind>) -> Result<(), ChangeError>;
-    /// The whole `ip route get` for this family.
-    fn route_get(
-        r: &Router,
-        q: &RouteQuery,
-        dst: Self,
-        src: Option<Self>,
-    ) -> Result<RouteAnswer<Self>, Errno>;
-    /// Checks and completes a route before insert (gateway reachability, device state).
-    fn prepare(r: &Router, spec: &mut RouteSpec<Self>) -> Result<(), ChangeError>;
-    /// The next hops a match reports: IPv4 the route's group; IPv6 the ECMP siblings, the
-    /// matched one first (the kernel's circular sibling list).
-    fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> Vec<NextHop<Self>>;
+/// The address families the router keeps, IPv4 and IPv6: what generic code over the router
+/// names (`router.route_get::<A>(..)`, `router.family::<A>()`). The trait is sealed; what
+/// differs between the kernel's IPv4 and IPv6 is behind it, in `router::ipv4` and
+/// `router::ipv6`.
+pub trait RouterFamily: family::Kernel {}
+impl RouterFamily for Ipv4Addr {}
+impl RouterFamily for Ipv6Addr {}
+
+mod family {
+    use super::*;
+
+    /// The router's family-specific parts (sealed: the module is private, so neither the
+    /// trait nor its mutable access to a [`Router`] can be reached from outside).
+    pub trait Kernel: KernelSemantics + crate::fib::FibFamily {
+        /// The protocol number of the family's ICMP, which route queries accept.
+        const ICMP: u8;
+        fn state(r: &Router) -> &FamilyState<Self>;
+        fn state_mut(r: &mut Router) -> &mut FamilyState<Self>;
+        /// A change of this family as a router change.
+        fn wrap(c: FamilyChange<Self>) -> Change;
+        /// The routes the kernel derives from addresses and link state.
+        fn derive(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<RouteSpec<Self>>;
+        /// Policy lookup with the kernel's fast path when rules were never touched.
+        fn policy_lookup<'a>(
+            st: &'a FamilyState<Self>,
+            flow: &Flow<Self>,
+            iif: Option<&str>,
+            oif: Option<&str>,
+            links: &dyn LinkState,
+        ) -> Result<Matched<'a, Self>, Errno>;
+        /// Refuses an address the kernel does not put on a device of this kind.
+        fn check_address(a: &IfAddr<Self>, kind: Option<&LinkKind>) -> Result<(), ChangeError>;
+        /// The whole `ip route get` for this family (`ipproto` already checked).
+        fn route_get(r: &Router, q: &RouteQuery<Self>) -> Result<RouteAnswer<Self>, Errno>;
+        /// Checks and completes a route before insert (gateway reachability, device state).
+        fn prepare(r: &Router, spec: &mut RouteSpec<Self>) -> Result<(), ChangeError>;
+        /// The next hops a match reports: IPv4 the route's group; IPv6 the ECMP siblings, the
+        /// matched one first (the kernel's circular sibling list).
+        fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> Vec<NextHop<Self>>;
+        /// `route del`.
+        fn route_del(
+            st: &mut FamilyState<Self>,
+            table: TableId,
+            sel: &RouteSelector<Self>,
+        ) -> Result<(), ChangeError>;
+        /// The table a rule with `lookup 0` gets.
+        fn unspecified_table(st: &FamilyState<Self>) -> Result<TableId, ChangeError>;
+        /// What the routes do once addresses are gone (`before`: the addresses before the
+        /// change).
+        fn addresses_gone(r: &mut Router, before: &[IfAddr<Self>]);
+    }
 }
 
 /// Links plus "is it up", for lookups.
@@ -333,35 +437,42 @@ impl LinkState for Links {
     }
 }
 
-/// A change the router applies.
+/// A change the router applies: to links, or to the state of one family.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
     /// `link add NAME type veth peer name PEER`
-    LinkAddVeth {
-        name: String,
-        peer: String,
-    },
+    LinkAddVeth { name: String, peer: String },
     /// `link set NAME up|down`
-    LinkSet {
-        dev: IfIndex,
-        up: bool,
-    },
+    LinkSet { dev: IfIndex, up: bool },
     /// `link del NAME`
-    LinkDel {
-        dev: IfIndex,
-    },
-    AddrAdd4(IfAddr<Ipv4Addr>),
-    AddrDel4(IfAddr<Ipv4Addr>),
-    AddrAdd6(IfAddr<Ipv6Addr>),
-    AddrDel6(IfAddr<Ipv6Addr>),
-    Route4(RouteSpec<Ipv4Addr>, InsertMode),
-    Route6(RouteSpec<Ipv6Addr>, InsertMode),
-    RouteDel4(TableId, RouteSelector<Ipv4Addr>),
-    RouteDel6(TableId, RouteSelector<Ipv6Addr>),
-    RuleAdd4(Rule<Ipv4Addr>),
-    RuleAdd6(Rule<Ipv6Addr>),
-    RuleDel4(RuleSelector<Ipv4Addr>),
-    RuleDel6(RuleSelector<Ipv6Addr>),
+    LinkDel { dev: IfIndex },
+    /// A change to IPv4 addresses, routes or rules.
+    Inet(FamilyChange<Ipv4Addr>),
+    /// A change to IPv6 addresses, routes or rules.
+    Inet6(FamilyChange<Ipv6Addr>),
+}
+
+/// A change to one family's addresses, routes or rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FamilyChange<A: Address> {
+    /// `addr add`
+    AddrAdd(IfAddr<A>),
+    /// `addr del`
+    AddrDel(IfAddr<A>),
+    /// `route add|replace|append|prepend|change`, as the mode says.
+    Route(RouteSpec<A>, InsertMode),
+    /// `route del`: the routes of a table that the selector selects.
+    RouteDel(TableId, RouteSelector<A>),
+    /// `rule add`
+    RuleAdd(Rule<A>),
+    /// `rule del`
+    RuleDel(RuleSelector<A>),
+}
+
+impl<A: RouterFamily> From<FamilyChange<A>> for Change {
+    fn from(c: FamilyChange<A>) -> Change {
+        A::wrap(c)
+    }
 }
 
 /// The small parts of a family, copied when a change set opens.
@@ -407,15 +518,21 @@ struct Snapshot {
 }
 
 /// A network namespace's routing state.
+///
+/// Sealed: [`Router::links`] and [`Router::family`] are read-only views, and every change
+/// goes through a change set ([`Router::apply`], [`Router::change`], or
+/// [`Router::begin`]…[`Router::commit`]), so the FIBs and next-hop groups always follow.
 #[derive(Clone, Debug, Default)]
 pub struct Router {
-    pub links: Links,
-    pub v4: FamilyState<Ipv4Addr>,
-    pub v6: FamilyState<Ipv6Addr>,
+    links: Links,
+    v4: FamilyState<Ipv4Addr>,
+    v6: FamilyState<Ipv6Addr>,
     snapshot: Option<Box<Snapshot>>,
 }
 
 impl Router {
+    /// A router with only `lo` (down), the default rules and empty local and main tables, as
+    /// a new network namespace.
     pub fn new() -> Self {
         Self::default()
     }
@@ -484,26 +601,15 @@ impl Router {
             }
             return r;
         }
-        if matches!(
-            c,
-            Change::LinkAddVeth { .. } | Change::LinkSet { .. } | Change::LinkDel { .. }
-        ) {
-            // Next hops die or come back: the FIBs are rebuilt at commit.
-            self.v4.fibs.links_changed = true;
-            self.v6.fibs.links_changed = true;
+        match c {
+            Change::Inet(c) => return self.family_change(c),
+            Change::Inet6(c) => return self.family_change(c),
+            Change::LinkAddVeth { .. } | Change::LinkSet { .. } | Change::LinkDel { .. } => {}
         }
-        let v6_before = match c {
-            Change::AddrDel6(_) | Change::LinkDel { .. } | Change::LinkSet { up: false, .. } => {
-                self.v6.addrs.clone()
-            }
-            _ => Vec::new(),
-        };
-        let v4_before: Vec<Ipv4Addr> = match c {
-            Change::AddrDel4(_) | Change::LinkDel { .. } => {
-                self.v4.addrs.iter().map(|a| a.addr).collect()
-            }
-            _ => Vec::new(),
-        };
+        // Next hops die or come back: the FIBs are rebuilt at commit.
+        self.v4.fibs.links_changed = true;
+        self.v6.fibs.links_changed = true;
+        let (v4_before, v6_before) = (self.v4.addrs.clone(), self.v6.addrs.clone());
         match c {
             Change::LinkAddVeth { name, peer } => {
                 if name == peer
@@ -527,107 +633,38 @@ impl Router {
                 }
                 self.sync_derived();
             }
-            Change::AddrAdd4(a) => self.addr_add(a.clone())?,
-            Change::AddrDel4(a) => addr_del(&mut self.v4, a)?,
-            Change::AddrAdd6(a) => self.addr_add(a.clone())?,
-            Change::AddrDel6(a) => addr_del(&mut self.v6, a)?,
-            Change::Route4(spec, mode) => self.route_change(spec.clone(), *mode)?,
-            Change::Route6(spec, mode) => self.route_change(spec.clone(), *mode)?,
-            Change::RouteDel4(t, sel) => self.v4.delete(*t, sel)?,
-            Change::RouteDel6(t, sel) if sel.hops.is_empty() => self.v6.delete(*t, sel)?,
-            Change::RouteDel6(t, sel) => {
-                // ip6_route_multipath_del: every leg is deleted like a single route of that
-                // gateway and device; the last failure is reported, and the legs deleted before
-                // it stay deleted.
-                let mut last = None;
-                let mut any = false;
-                for h in &sel.hops {
-                    let leg = RouteSelector {
-                        hops: vec![],
-                        dev: h.dev,
-                        gateway: h.gateway,
-                        leg: true,
-                        ..sel.clone()
-                    };
-                    match self.v6.delete(*t, &leg) {
-                        Ok(()) => any = true,
-                        Err(e) => last = Some(e),
-                    }
-                }
-                if let Some(e) = last {
-                    return Err(ChangeError {
-                        partial: any,
-                        ..ChangeError::new(e)
-                    });
-                }
-            }
-            Change::RuleAdd4(r) if r.action == RuleAction::Lookup(0) => {
-                // `fib_empty_table`: the kernel gives the rule the lowest unused table id.
-                let id = (1..)
-                    .find(|id| !self.v4.tables.contains_key(id))
-                    .expect("fewer tables than ids");
-                self.v4.rules.add(Rule {
-                    action: RuleAction::Lookup(id),
-                    ..r.clone()
-                })?;
-                self.v4.table_mut(id);
-            }
-            Change::RuleAdd6(r) if r.action == RuleAction::Lookup(0) => {
-                return Err(ChangeError::with(Errno::EINVAL, "Invalid table"));
-            }
-            Change::RuleAdd4(r) => self.v4.rules.add(r.clone())?,
-            Change::RuleAdd6(r) => self.v6.rules.add(r.clone())?,
-            Change::RuleDel4(s) => drop(self.v4.rules.delete(s)?),
-            Change::RuleDel6(s) => drop(self.v6.rules.delete(s)?),
+            Change::Inet(_) | Change::Inet6(_) => unreachable!("handled above"),
         }
-        if matches!(c, Change::AddrDel4(_) | Change::AddrDel6(_)) {
-            self.sync_derived();
-        }
-        if matches!(c, Change::AddrDel4(_) | Change::LinkDel { .. }) {
-            self.drop_stray_prefsrc(&v4_before);
-        }
-        let v6_gone: Vec<IfAddr<Ipv6Addr>> = v6_before
-            .into_iter()
-            .filter(|a| !self.v6.addrs.contains(a))
-            .collect();
-        self.forget_prefsrc_v6(&v6_gone);
+        Ipv4Addr::addresses_gone(self, &v4_before);
+        Ipv6Addr::addresses_gone(self, &v6_before);
         Ok(())
     }
 
-    /// `rt6_remove_prefsrc`: routes through a device forget a source address the device lost.
-    fn forget_prefsrc_v6(&mut self, gone: &[IfAddr<Ipv6Addr>]) {
-        let st = &mut self.v6;
-        for a in gone {
-            let nhs = &st.nhs;
-            for (id, rib) in st.tables.iter_mut() {
-                let mut saved = Vec::new();
-                rib.modify_where(
-                    |r| {
-                        r.prefsrc == Some(a.addr)
-                            && nhs.get(r.nh).iter().any(|h| h.dev == Some(a.dev))
-                    },
-                    |r| r.prefsrc = None,
-                    &mut saved,
-                );
-                st.journal.extend(saved.into_iter().map(|s| (*id, s)));
+    /// One family's part of [`Router::change`].
+    fn family_change<A: RouterFamily>(&mut self, c: &FamilyChange<A>) -> Result<(), ChangeError> {
+        match c {
+            FamilyChange::AddrAdd(a) => self.addr_add(a.clone())?,
+            FamilyChange::AddrDel(a) => {
+                let before = A::state(self).addrs.clone();
+                addr_del(A::state_mut(self), a)?;
+                self.sync_derived();
+                A::addresses_gone(self, &before);
             }
+            FamilyChange::Route(spec, mode) => self.route_change(spec.clone(), *mode)?,
+            FamilyChange::RouteDel(t, sel) => A::route_del(A::state_mut(self), *t, sel)?,
+            FamilyChange::RuleAdd(r) if r.action == RuleAction::Lookup(0) => {
+                let st = A::state_mut(self);
+                let id = A::unspecified_table(st)?;
+                st.rules.add(Rule {
+                    action: RuleAction::Lookup(id),
+                    ..r.clone()
+                })?;
+                st.table_mut(id);
+            }
+            FamilyChange::RuleAdd(r) => A::state_mut(self).rules.add(r.clone())?,
+            FamilyChange::RuleDel(s) => drop(A::state_mut(self).rules.delete(s)?),
         }
-    }
-
-    /// `fib_sync_down_addr`: an IPv4 address gone from every device takes with it the routes of
-    /// main that name it as preferred source.
-    fn drop_stray_prefsrc(&mut self, before: &[Ipv4Addr]) {
-        let addrs = &self.v4.addrs;
-        let gone: Vec<Ipv4Addr> = before
-            .iter()
-            .copied()
-            .filter(|a| !addrs.iter().any(|x| x.addr == *a))
-            .collect();
-        if !gone.is_empty() {
-            self.v4.remove_where(|r, _| {
-                r.table == TABLE_MAIN && r.prefsrc.is_some_and(|p| gone.contains(&p))
-            });
-        }
+        Ok(())
     }
 
     fn sync_derived(&mut self) {
@@ -779,24 +816,25 @@ impl Router {
         A::state(self).addrs.iter().any(|a| a.addr == addr)
     }
 
-    /// `ip route get`.
-    pub fn route_get_v4(&self, q: &RouteQuery) -> Result<RouteAnswer<Ipv4Addr>, Errno> {
-        check_ipproto(q, 1)?;
-        let dst = q.dst.and_then(Ipv4Addr::from_ip).ok_or(Errno::EINVAL)?;
-        let src = match q.src {
-            None => None,
-            Some(s) => Some(Ipv4Addr::from_ip(s).ok_or(Errno::EINVAL)?),
-        };
-        Ipv4Addr::route_get(self, q, dst, src)
+    /// `ip route get`: the kernel's answer to `q`, or its error.
+    pub fn route_get<A: RouterFamily>(&self, q: &RouteQuery<A>) -> Result<RouteAnswer<A>, Errno> {
+        // `rtm_getroute_parse_ip_proto`: route queries know TCP, UDP and the family's ICMP only.
+        match q.ipproto {
+            None | Some(6) | Some(17) => {}
+            Some(p) if p == A::ICMP => {}
+            Some(_) => return Err(Errno::EOPNOTSUPP),
+        }
+        A::route_get(self, q)
     }
-    pub fn route_get_v6(&self, q: &RouteQuery) -> Result<RouteAnswer<Ipv6Addr>, Errno> {
-        check_ipproto(q, 58)?;
-        let dst = q.dst.and_then(Ipv6Addr::from_ip).ok_or(Errno::EINVAL)?;
-        let src = match q.src {
-            None => None,
-            Some(s) => Some(Ipv6Addr::from_ip(s).ok_or(Errno::EINVAL)?),
-        };
-        Ipv6Addr::route_get(self, q, dst, src)
+
+    /// The links (devices).
+    pub fn links(&self) -> &Links {
+        &self.links
+    }
+
+    /// One family's tables, rules, addresses, next-hop groups and FIBs, read-only.
+    pub fn family<A: RouterFamily>(&self) -> &FamilyState<A> {
+        A::state(self)
     }
 
     /// A first address of `dev` usable as source toward `toward` (prefsrc when the route has none).
@@ -896,15 +934,6 @@ impl Router {
 /// (`ip_mtu_from_fib_result`'s `IP_MAX_MTU`, the metric's clamp in `fib_convert_metrics`).
 fn clamp_mtu<A: Address>(spec: &mut RouteSpec<A>) {
     spec.mtu = spec.mtu.filter(|&m| m != 0).map(|m| m.min(65520));
-}
-
-/// `rtm_getroute_parse_ip_proto`: route queries know TCP, UDP and the family's ICMP only.
-fn check_ipproto(q: &RouteQuery, icmp: u8) -> Result<(), Errno> {
-    match q.ipproto {
-        None | Some(6) | Some(17) => Ok(()),
-        Some(p) if p == icmp => Ok(()),
-        Some(_) => Err(Errno::EOPNOTSUPP),
-    }
 }
 
 fn addr_del<A: RouterFamily>(st: &mut FamilyState<A>, a: &IfAddr<A>) -> Result<(), ChangeError> {

@@ -13,13 +13,14 @@
 mod gen;
 
 use fibre::io::iproute2::{Batch, BatchMode};
-use fibre::{Family, RouteQuery, RouteSpec, Router};
+use fibre::router::RouterFamily;
+use fibre::{Errno, Family, RouteAnswer, RouteQuery, RouteSpec, Router};
 use gen::Profile;
 use kernel_oracle::{skip_or_fail, Answer, KernelRoute, Netns, Oracle, Probe};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// A route reduced to what decides and reports a match, comparable across both sides.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,7 +110,7 @@ fn norm_spec<A: fibre::Address>(spec: &RouteSpec<A>, router: &Router) -> Norm {
     let name = |d: Option<u32>| {
         d.map(|d| {
             router
-                .links
+                .links()
                 .name_of(d)
                 .map(str::to_string)
                 .unwrap_or_else(|| format!("if{d}"))
@@ -308,9 +309,8 @@ fn probes(
     out
 }
 
-fn query_of(p: &Probe) -> RouteQuery {
+fn query_of(p: &Probe) -> RouteQuery<IpAddr> {
     RouteQuery {
-        dst: Some(p.dst),
         src: p.src,
         iif: p.iif,
         oif: p.oif,
@@ -321,7 +321,16 @@ fn query_of(p: &Probe) -> RouteQuery {
         dport: p.dport,
         uid: p.uid,
         fibmatch: p.fibmatch,
+        ..RouteQuery::to(p.dst)
     }
+}
+
+/// `route get` of a probe, in family `A`.
+fn ask<A: RouterFamily>(router: &Router, q: &RouteQuery<IpAddr>) -> Result<RouteAnswer<A>, Errno> {
+    router.route_get(
+        &q.narrow::<A>()
+            .expect("a probe's addresses are of one family"),
+    )
 }
 
 fn describe(p: &Probe) -> String {
@@ -453,7 +462,7 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     let names: BTreeMap<u32, String> = links.iter().map(|(n, i)| (*i, n.clone())).collect();
     for (n, i) in &ifindex {
         assert_eq!(
-            router.links.by_name(n).map(|l| l.index),
+            router.links().by_name(n).map(|l| l.index),
             Some(*i),
             "fibre numbers devices as the kernel does ({n})"
         );
@@ -469,9 +478,9 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
         for (probe, kernel) in ps.iter().zip(&answers) {
             let q = query_of(probe);
             let ours = if v6 {
-                norm_fibre(&router.route_get_v6(&q), &router)
+                norm_fibre(&ask::<Ipv6Addr>(&router, &q), &router)
             } else {
-                norm_fibre(&router.route_get_v4(&q), &router)
+                norm_fibre(&ask::<Ipv4Addr>(&router, &q), &router)
             };
             let theirs = norm_kernel(kernel, &names);
             // Without fibmatch the kernel answers a resolved (cloned) route: compare the verdict.
@@ -749,7 +758,12 @@ fn fib_path_answers_as_the_rib() {
         batch.family = None;
         let ifindex: BTreeMap<String, u32> = gen::DEVS
             .iter()
-            .map(|d| (d.to_string(), batch.router.links.by_name(d).unwrap().index))
+            .map(|d| {
+                (
+                    d.to_string(),
+                    batch.router.links().by_name(d).unwrap().index,
+                )
+            })
             .collect();
         let mut rng = SmallRng::seed_from_u64(p.seed ^ 0xf1b);
         let mut compared = 0;
@@ -778,13 +792,13 @@ fn fib_path_answers_as_the_rib() {
                     let q = query_of(&probe);
                     let (a, b) = if v6 {
                         (
-                            format!("{:?}", with_fib.route_get_v6(&q)),
-                            format!("{:?}", without.route_get_v6(&q)),
+                            format!("{:?}", ask::<Ipv6Addr>(with_fib, &q)),
+                            format!("{:?}", ask::<Ipv6Addr>(&without, &q)),
                         )
                     } else {
                         (
-                            format!("{:?}", with_fib.route_get_v4(&q)),
-                            format!("{:?}", without.route_get_v4(&q)),
+                            format!("{:?}", ask::<Ipv4Addr>(with_fib, &q)),
+                            format!("{:?}", ask::<Ipv4Addr>(&without, &q)),
                         )
                     };
                     assert_eq!(a, b, "seed {} after {step}: {}", p.seed, describe(&probe));
@@ -794,12 +808,12 @@ fn fib_path_answers_as_the_rib() {
         }
         // The FIB path was taken: IPv4's merged local+main and IPv6 main have FIBs with
         // entries, and IPv4 main its own once rules are customised.
-        let v4 = &batch.router.v4;
+        let v4 = batch.router.family::<Ipv4Addr>();
         assert!(v4.merged_fib().is_some_and(|t| !t.fib().is_empty()));
-        assert_eq!(v4.table_fib(254).is_some(), v4.rules.customised);
+        assert_eq!(v4.table_fib(254).is_some(), v4.rules().customised);
         assert!(batch
             .router
-            .v6
+            .family::<Ipv6Addr>()
             .table_fib(254)
             .is_some_and(|t| !t.fib().is_empty()));
         eprintln!("FIB vs RIB: seed {}: {compared} probes agree", p.seed);

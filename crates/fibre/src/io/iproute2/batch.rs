@@ -8,13 +8,12 @@ use super::format::*;
 use super::parse::{parse_line, Command, IpPrefix, ParseError, ShowFilter, TableFilter};
 use crate::addr::{Address, Family};
 use crate::error::{ChangeError, Errno};
-use crate::prefix::Prefix;
 use crate::rib::RouteSelector;
 use crate::route::{RouteSpec, PROTO_BOOT};
-use crate::router::{Change, RouteAnswer, RouteQuery, Router, RouterFamily};
+use crate::router::{Change, FamilyChange, RouteAnswer, RouteQuery, Router, RouterFamily};
+use crate::with_family;
 use serde_json::{json, Value};
 use std::fmt::Write;
-use std::net::{Ipv4Addr, Ipv6Addr};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BatchMode {
@@ -237,17 +236,13 @@ impl Batch {
             Command::Nothing => Ok(()),
             Command::Apply(change) => Ok(self.router.change(&change)?),
             Command::RouteGet(q, times) => {
+                let fam = Family::of(&q.dst);
                 for _ in 0..times {
-                    match q.dst.map(|d| Family::of(&d)) {
-                        Some(Family::Inet6) => {
-                            let a = self.router.route_get_v6(&q)?;
-                            self.print_answer(&a, &q, stdout)
-                        }
-                        _ => {
-                            let a = self.router.route_get_v4(&q)?;
-                            self.print_answer(&a, &q, stdout)
-                        }
-                    }
+                    with_family!(fam, A => {
+                        let q = q.narrow::<A>().expect("the parser checked the families");
+                        let a = self.router.route_get(&q)?;
+                        self.print_answer(&a, &q, stdout);
+                    });
                 }
                 Ok(())
             }
@@ -255,29 +250,19 @@ impl Batch {
                 self.check_table(&f, "Dump")?;
                 // Printed route by route: a full table is never held as text or JSON.
                 let mut lines = Lines::open(self.json, stdout);
-                if f.family != Some(Family::Inet6) {
-                    self.show::<Ipv4Addr>(&f, &mut lines);
-                }
-                if f.family != Some(Family::Inet) {
-                    self.show::<Ipv6Addr>(&f, &mut lines);
+                for fam in families(f.family) {
+                    with_family!(fam, A => self.show::<A>(&f, &mut lines));
                 }
                 lines.close();
                 Ok(())
             }
             Command::RouteFlush(f) => {
                 self.check_table(&f, "Flush")?;
-                let mut changes = Vec::new();
-                if f.family != Some(Family::Inet6) {
-                    changes.extend(
-                        self.selected::<Ipv4Addr>(&f)
-                            .map(|r| Change::RouteDel4(r.table, RouteSelector::exact(&r))),
-                    );
-                }
-                if f.family != Some(Family::Inet) {
-                    changes.extend(
-                        self.selected::<Ipv6Addr>(&f)
-                            .map(|r| Change::RouteDel6(r.table, RouteSelector::exact(&r))),
-                    );
+                let mut changes: Vec<Change> = Vec::new();
+                for fam in families(f.family) {
+                    with_family!(fam, A => changes.extend(self.selected::<A>(&f).map(|r| {
+                        FamilyChange::RouteDel(r.table, RouteSelector::exact(&r)).into()
+                    })));
                 }
                 for c in changes {
                     // A route removed with an earlier one (IPv6 siblings) is already gone.
@@ -293,38 +278,28 @@ impl Batch {
                 Ok(())
             }
             Command::RuleShow(fam) => {
-                let lines = match fam {
-                    Family::Inet => self
-                        .router
-                        .v4
-                        .rules
-                        .iter()
-                        .map(|r| (rule_text(r), rule_json(r)))
-                        .collect(),
-                    Family::Inet6 => self
-                        .router
-                        .v6
-                        .rules
-                        .iter()
-                        .map(|r| (rule_text(r), rule_json(r)))
-                        .collect(),
-                };
+                let lines = with_family!(fam, A => self
+                    .router
+                    .family::<A>()
+                    .rules()
+                    .iter()
+                    .map(|r| (rule_text(r), rule_json(r)))
+                    .collect());
                 self.emit(lines, stdout);
                 Ok(())
             }
             Command::LinkShow => {
-                let lines = self.router.links.iter().map(link_line).collect();
+                let lines = self.router.links().iter().map(link_line).collect();
                 self.emit(lines, stdout);
                 Ok(())
             }
-            Command::AddrShow(fam) => {
-                let links = &self.router.links;
+            Command::AddrShow(only) => {
+                let links = self.router.links();
                 let mut lines = Vec::new();
-                if fam != Some(Family::Inet6) {
-                    lines.extend(self.router.v4.addrs.iter().map(|a| addr_line(a, links)));
-                }
-                if fam != Some(Family::Inet) {
-                    lines.extend(self.router.v6.addrs.iter().map(|a| addr_line(a, links)));
+                for fam in families(only) {
+                    with_family!(fam, A => lines.extend(
+                        self.router.family::<A>().addrs().iter().map(|a| addr_line(a, links))
+                    ));
                 }
                 self.emit(lines, stdout);
                 Ok(())
@@ -337,11 +312,13 @@ impl Batch {
         let TableFilter::Id(t) = f.table else {
             return Ok(());
         };
-        let missing = match f.family {
-            Some(Family::Inet6) => Some(("ipv6", self.router.v6.table(t).is_none())),
-            Some(Family::Inet) => Some(("ipv4", self.router.v4.table(t).is_none())),
-            None => None,
-        };
+        let missing = f.family.map(|fam| {
+            let name = if fam == Family::Inet { "ipv4" } else { "ipv6" };
+            (
+                name,
+                with_family!(fam, A => self.router.family::<A>().table(t).is_none()),
+            )
+        });
         match missing {
             Some((fam, true)) if self.command_line => Err(LineError {
                 errno: Errno::ENOENT,
@@ -364,10 +341,10 @@ impl Batch {
     fn print_answer<A: RouterFamily>(
         &self,
         a: &RouteAnswer<A>,
-        q: &RouteQuery,
+        q: &RouteQuery<A>,
         stdout: &mut dyn Write,
     ) {
-        let links = &self.router.links;
+        let links = self.router.links();
         let line = match (&a.route, q.fibmatch) {
             (Some(r), true) => (
                 fibmatch_text(a, r, links),
@@ -389,20 +366,7 @@ impl Batch {
         &'s self,
         f: &'s ShowFilter,
     ) -> Box<dyn Iterator<Item = RouteSpec<A>> + 's> {
-        let narrow = |p: &Option<IpPrefix>| -> Option<Option<Prefix<A>>> {
-            p.map(|p| match p {
-                IpPrefix::V4(p) => (A::FAMILY == Family::Inet)
-                    .then(|| {
-                        Prefix::from_bits(A::from_ip(p.addr().into()).unwrap().to_bits(), p.len())
-                    })
-                    .flatten(),
-                IpPrefix::V6(p) => (A::FAMILY == Family::Inet6)
-                    .then(|| {
-                        Prefix::from_bits(A::from_ip(p.addr().into()).unwrap().to_bits(), p.len())
-                    })
-                    .flatten(),
-            })
-        };
+        let narrow = |p: &Option<IpPrefix>| p.map(|p| p.narrow::<A>());
         let (root, matching, exact_p, from) = (
             narrow(&f.root),
             narrow(&f.matching),
@@ -456,7 +420,7 @@ impl Batch {
     fn show<A: RouterFamily>(&self, f: &ShowFilter, out: &mut Lines<'_>) {
         // ip prints `table` only when it lists more than one table.
         let show_table = f.table == TableFilter::All;
-        let links = &self.router.links;
+        let links = self.router.links();
         for mut r in self.selected::<A>(f) {
             // ip leaves out what the filter already says: the protocol, the device.
             if f.protocol.is_some() {
@@ -473,6 +437,13 @@ impl Batch {
             );
         }
     }
+}
+
+/// The families a listing covers: one, or (`None`) both, IPv4 first.
+fn families(only: Option<Family>) -> impl Iterator<Item = Family> {
+    [Family::Inet, Family::Inet6]
+        .into_iter()
+        .filter(move |f| only.is_none_or(|o| o == *f))
 }
 
 /// IPv6 ECMP siblings are listed as one multipath route, as ip shows them. Routes of one

@@ -53,49 +53,33 @@ pub(super) fn parse_addr(
     let dev_name = dev
         .ok_or_else(|| ParseError::bare("Not enough information: \"dev\" argument is required"))?;
     let dev = dev_index(router, dev_name)?;
-    match p {
-        AnyPrefix::V4(a, len) => {
-            if family == Some(Family::Inet6) {
-                return Err(ParseError::new(tok, "address family mismatch").soft());
-            }
-            let subnet = Prefix::new(a, len);
-            let broadcast = match brd {
-                None | Some("-") => None,
-                Some("+") => (len < 31).then(|| subnet.last()),
-                Some(b) => Some(addr_of::<Ipv4Addr>(b)?),
-            };
-            let ifa = IfAddr {
-                addr: a,
-                len,
-                dev,
-                broadcast,
-                noprefixroute,
-                metric,
-            };
-            Ok(Command::Apply(if add {
-                Change::AddrAdd4(ifa)
-            } else {
-                Change::AddrDel4(ifa)
-            }))
-        }
-        AnyPrefix::V6(a, len) => {
-            if family == Some(Family::Inet) {
-                return Err(ParseError::new(tok, "address family mismatch").soft());
-            }
-            let ifa = IfAddr {
-                addr: a,
-                len,
-                dev,
-                broadcast: None,
-                noprefixroute,
-                metric,
-            };
-            Ok(Command::Apply(if add {
-                Change::AddrAdd6(ifa)
-            } else {
-                Change::AddrDel6(ifa)
-            }))
-        }
-        AnyPrefix::Default => Err(ParseError::new(tok, "an address is expected")),
+    let AnyPrefix::Addr(ip, len) = p else {
+        return Err(ParseError::new(tok, "an address is expected"));
+    };
+    let fam = Family::of(&ip);
+    if family.is_some_and(|f| f != fam) {
+        return Err(ParseError::new(tok, "address family mismatch").soft());
     }
+    with_family!(fam, A => {
+        let addr = A::from_ip(ip).expect("of the family");
+        // Only IPv4 addresses have a broadcast address (ip sends none for IPv6).
+        let broadcast = match brd.filter(|_| fam == Family::Inet) {
+            None | Some("-") => None,
+            Some("+") => (len < 31).then(|| Prefix::new(addr, len).last()),
+            Some(b) => Some(addr_of::<A>(b)?),
+        };
+        let ifa = IfAddr {
+            addr,
+            len,
+            dev,
+            broadcast,
+            noprefixroute,
+            metric,
+        };
+        Ok(Command::Apply(if add {
+            FamilyChange::AddrAdd(ifa).into()
+        } else {
+            FamilyChange::AddrDel(ifa).into()
+        }))
+    })
 }

@@ -115,8 +115,7 @@ pub(super) fn addr_of<A: Address>(tok: &str) -> Result<A> {
 #[derive(Clone, Copy, Debug)]
 pub(super) enum AnyPrefix {
     Default,
-    V4(Ipv4Addr, u8),
-    V6(Ipv6Addr, u8),
+    Addr(IpAddr, u8),
 }
 
 pub(super) fn parse_any_prefix(tok: &str) -> Result<AnyPrefix> {
@@ -144,26 +143,20 @@ pub(super) fn parse_any_prefix(tok: &str) -> Result<AnyPrefix> {
             n as u8
         }
     };
-    Ok(match addr {
-        IpAddr::V4(a) => AnyPrefix::V4(a, len),
-        IpAddr::V6(a) => AnyPrefix::V6(a, len),
-    })
+    Ok(AnyPrefix::Addr(addr, len))
 }
 
 impl AnyPrefix {
     pub(super) fn family(&self) -> Option<Family> {
         match self {
             AnyPrefix::Default => None,
-            AnyPrefix::V4(..) => Some(Family::Inet),
-            AnyPrefix::V6(..) => Some(Family::Inet6),
+            AnyPrefix::Addr(a, _) => Some(Family::of(a)),
         }
     }
     /// Narrows to family `A`; `strict` refuses host bits (the kernel does so for IPv4 routes).
     pub(super) fn get<A: Address>(&self, tok: &str, strict: bool) -> Result<Prefix<A>> {
-        let (ip, len): (IpAddr, u8) = match *self {
-            AnyPrefix::Default => return Ok(Prefix::any()),
-            AnyPrefix::V4(a, l) => (a.into(), l),
-            AnyPrefix::V6(a, l) => (a.into(), l),
+        let AnyPrefix::Addr(ip, len) = *self else {
+            return Ok(Prefix::any());
         };
         let a = A::from_ip(ip).ok_or_else(|| {
             ParseError::new(
@@ -183,7 +176,7 @@ impl AnyPrefix {
 
 pub(super) fn dev_index(router: &Router, name: &str) -> Result<IfIndex> {
     router
-        .links
+        .links()
         .by_name(name)
         .map(|l| l.index)
         .ok_or_else(|| ParseError::device(name))

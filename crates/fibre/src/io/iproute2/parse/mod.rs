@@ -12,8 +12,9 @@ use crate::nexthop::NextHop;
 use crate::prefix::Prefix;
 use crate::rib::{InsertMode, RouteSelector};
 use crate::route::*;
-use crate::router::{Change, RouteQuery, Router};
+use crate::router::{Change, FamilyChange, RouteQuery, Router};
 use crate::rules::{Rule, RuleAction, RuleAddr, RuleFields, RuleSelector};
+use crate::with_family;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -119,11 +120,18 @@ pub struct ShowFilter {
     pub protocol: Option<Protocol>,
 }
 
-/// A prefix of either family, for filters.
+/// A prefix of either family, for filters: `addr/len` as given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IpPrefix {
-    V4(Prefix<Ipv4Addr>),
-    V6(Prefix<Ipv6Addr>),
+pub struct IpPrefix {
+    pub addr: IpAddr,
+    pub len: u8,
+}
+
+impl IpPrefix {
+    /// The prefix in family `A` (host bits cleared), or `None` if it is of the other family.
+    pub fn narrow<A: Address>(&self) -> Option<Prefix<A>> {
+        Some(Prefix::new(A::from_ip(self.addr)?, self.len))
+    }
 }
 
 /// A parsed line.
@@ -134,7 +142,7 @@ pub enum Command {
     /// `route flush`: every route the filter selects goes.
     RouteFlush(ShowFilter),
     /// A query, and how many times ip prints its answer (`connected`).
-    RouteGet(RouteQuery, usize),
+    RouteGet(RouteQuery<IpAddr>, usize),
     RouteShow(ShowFilter),
     RuleShow(Family),
     LinkShow,
@@ -208,17 +216,20 @@ mod tests {
         let r = router();
         let c = parse_line("route add 2001:db8::/32 dev veth0", None, &r).unwrap();
         assert!(
-            matches!(c, Command::Apply(Change::Route6(ref s, InsertMode::Add)) if s.metric == 1024)
+            matches!(c, Command::Apply(Change::Inet6(FamilyChange::Route(ref s, InsertMode::Add))) if s.metric == 1024)
         );
         let c = parse_line("route add default via 192.0.2.1", None, &r).unwrap();
-        assert!(matches!(c, Command::Apply(Change::Route4(..))));
+        assert!(matches!(
+            c,
+            Command::Apply(Change::Inet(FamilyChange::Route(..)))
+        ));
         let c = parse_line("-6 route add blackhole default", None, &r).unwrap();
         assert!(
-            matches!(c, Command::Apply(Change::Route6(ref s, _)) if s.kind == RouteType::Blackhole)
+            matches!(c, Command::Apply(Change::Inet6(FamilyChange::Route(ref s, _))) if s.kind == RouteType::Blackhole)
         );
         let c = parse_line("r a local 10.1.2.3 dev veth0", None, &r).unwrap();
         assert!(
-            matches!(c, Command::Apply(Change::Route4(ref s, _)) if s.table == TABLE_LOCAL && s.scope == SCOPE_HOST)
+            matches!(c, Command::Apply(Change::Inet(FamilyChange::Route(ref s, _))) if s.table == TABLE_LOCAL && s.scope == SCOPE_HOST)
         );
     }
 
@@ -244,7 +255,7 @@ mod tests {
     fn rules_and_gets() {
         let r = router();
         let c = parse_line("rule add not from 10.0.0.0/8 fwmark 0x10/0xff iif veth0 sport 1000-2000 ipproto tcp pref 100 table 7", None, &r).unwrap();
-        let Command::Apply(Change::RuleAdd4(rule)) = c else {
+        let Command::Apply(Change::Inet(FamilyChange::RuleAdd(rule))) = c else {
             panic!()
         };
         assert!(rule.invert);
@@ -253,7 +264,7 @@ mod tests {
         assert_eq!(rule.priority, 100);
         assert_eq!(rule.action, RuleAction::Lookup(7));
         let c = parse_line("rule add from all lookup 5", None, &r).unwrap();
-        let Command::Apply(Change::RuleAdd4(rule)) = c else {
+        let Command::Apply(Change::Inet(FamilyChange::RuleAdd(rule))) = c else {
             panic!()
         };
         assert_eq!(rule.priority, 32765, "one below the second rule");

@@ -354,23 +354,16 @@ pub(super) fn parse_route(
     };
     if let Some(mode) = mode {
         let r = parse_route_args(args)?;
-        return Ok(Command::Apply(match r.family(family)? {
-            Family::Inet => Change::Route4(r.spec::<Ipv4Addr>(router, false)?.0, mode),
-            Family::Inet6 => Change::Route6(r.spec::<Ipv6Addr>(router, false)?.0, mode),
-        }));
+        return Ok(Command::Apply(with_family!(r.family(family)?, A => {
+            FamilyChange::<A>::Route(r.spec(router, false)?.0, mode).into()
+        })));
     }
     if matches(verb, "delete") {
         let r = parse_route_args(args)?;
-        return Ok(Command::Apply(match r.family(family)? {
-            Family::Inet => {
-                let (t, s) = r.selector::<Ipv4Addr>(router)?;
-                Change::RouteDel4(t, s)
-            }
-            Family::Inet6 => {
-                let (t, s) = r.selector::<Ipv6Addr>(router)?;
-                Change::RouteDel6(t, s)
-            }
-        }));
+        return Ok(Command::Apply(with_family!(r.family(family)?, A => {
+            let (t, s) = r.selector::<A>(router)?;
+            FamilyChange::RouteDel(t, s).into()
+        })));
     }
     if matches(verb, "get") {
         return parse_route_get(args, family, router);

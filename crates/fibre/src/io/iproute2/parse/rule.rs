@@ -19,36 +19,21 @@ pub(super) fn parse_rule(
             format!("Command \"{verb}\" is unknown, try \"ip rule help\""),
         ));
     }
-    match family {
-        Family::Inet => {
-            let (rule, prio, given) = parse_rule_args::<Ipv4Addr>(args)?;
-            Ok(Command::Apply(if add {
-                let mut rule = rule;
-                rule.priority = prio.unwrap_or_else(|| router.v4.rules.default_priority());
-                Change::RuleAdd4(rule)
-            } else {
-                Change::RuleDel4(RuleSelector {
-                    priority: prio,
-                    rule: Some(rule),
-                    given,
-                })
-            }))
-        }
-        Family::Inet6 => {
-            let (rule, prio, given) = parse_rule_args::<Ipv6Addr>(args)?;
-            Ok(Command::Apply(if add {
-                let mut rule = rule;
-                rule.priority = prio.unwrap_or_else(|| router.v6.rules.default_priority());
-                Change::RuleAdd6(rule)
-            } else {
-                Change::RuleDel6(RuleSelector {
-                    priority: prio,
-                    rule: Some(rule),
-                    given,
-                })
-            }))
-        }
-    }
+    with_family!(family, A => {
+        let (mut rule, prio, given) = parse_rule_args::<A>(args)?;
+        Ok(Command::Apply(if add {
+            rule.priority =
+                prio.unwrap_or_else(|| router.family::<A>().rules().default_priority());
+            FamilyChange::RuleAdd(rule).into()
+        } else {
+            FamilyChange::RuleDel(RuleSelector {
+                priority: prio,
+                rule: Some(rule),
+                given,
+            })
+            .into()
+        }))
+    })
 }
 
 pub(super) fn parse_rule_args<A: Address>(
@@ -62,8 +47,7 @@ pub(super) fn parse_rule_args<A: Address>(
     let prefix = |v: &str, what: &str| -> Result<Option<RuleAddr<A>>> {
         let (addr, len) = match parse_any_prefix(v)? {
             AnyPrefix::Default => return Ok(None),
-            AnyPrefix::V4(a, l) => (IpAddr::V4(a), l),
-            AnyPrefix::V6(a, l) => (IpAddr::V6(a), l),
+            AnyPrefix::Addr(a, l) => (a, l),
         };
         let addr = A::from_ip(addr)
             .ok_or_else(|| ParseError::new(v, format!("Invalid {what} address")).soft())?;

@@ -22,22 +22,22 @@ pub(super) fn parse_show_filter(
     let explicit = family;
     let prefix_arg = |v: &str| -> Result<AnyPrefix> {
         let p = parse_any_prefix(v)?;
-        let fam = match p {
-            AnyPrefix::V4(..) => Some(Family::Inet),
-            AnyPrefix::V6(..) => Some(Family::Inet6),
-            AnyPrefix::Default => None,
-        };
-        match (explicit, fam) {
+        match (explicit, p.family()) {
             (Some(want), Some(got)) if want != got => Err(other_family(want, v)),
             _ => Ok(p),
         }
     };
     let to_ip = |p: AnyPrefix, fam: Option<Family>| -> IpPrefix {
         match p {
-            AnyPrefix::V4(a, l) => IpPrefix::V4(Prefix::new(a, l)),
-            AnyPrefix::V6(a, l) => IpPrefix::V6(Prefix::new(a, l)),
-            AnyPrefix::Default if fam == Some(Family::Inet6) => IpPrefix::V6(Prefix::any()),
-            AnyPrefix::Default => IpPrefix::V4(Prefix::any()),
+            AnyPrefix::Addr(addr, len) => IpPrefix { addr, len },
+            AnyPrefix::Default if fam == Some(Family::Inet6) => IpPrefix {
+                addr: Ipv6Addr::UNSPECIFIED.into(),
+                len: 0,
+            },
+            AnyPrefix::Default => IpPrefix {
+                addr: Ipv4Addr::UNSPECIFIED.into(),
+                len: 0,
+            },
         }
     };
     while let Some(t) = args.next() {
@@ -89,13 +89,22 @@ pub(super) fn parse_show_filter(
     Ok(f)
 }
 
+/// An address (not a prefix, not `default`).
+fn address(v: &str) -> Result<IpAddr> {
+    match parse_any_prefix(v)? {
+        AnyPrefix::Addr(a, _) => Ok(a),
+        AnyPrefix::Default => Err(ParseError::new(v, "an address is expected")),
+    }
+}
+
 pub(super) fn parse_route_get(
     args: &mut Args<'_>,
     family: Option<Family>,
     router: &Router,
 ) -> Result<Command> {
-    let mut q = RouteQuery::default();
-    let mut dst_tok = None;
+    let mut dst = None;
+    let mut q = RouteQuery::to(());
+    let mut src = None;
     let mut connected = false;
     while let Some(t) = args.next() {
         if matches(t, "tos") || matches(t, "dsfield") {
@@ -127,46 +136,35 @@ pub(super) fn parse_route_get(
         } else if t == "ipproto" {
             q.ipproto = Some(parse_ipproto(args.value(t)?)?);
         } else if t == "from" {
-            let v = args.value(t)?;
-            let a = match parse_any_prefix(v)? {
-                AnyPrefix::V4(a, _) => IpAddr::V4(a),
-                AnyPrefix::V6(a, _) => IpAddr::V6(a),
-                AnyPrefix::Default => return Err(ParseError::new(v, "an address is expected")),
-            };
-            q.src = Some(a);
+            src = Some(address(args.value(t)?)?);
         } else {
             let mut v = t;
             if matches(v, "to") && args.peek().is_some() {
                 v = args.value(t)?;
             }
-            if dst_tok.is_some() {
+            if dst.is_some() {
                 return Err(ParseError::new(
                     v,
                     format!("either \"to\" is duplicate, or \"{v}\" is a garbage"),
                 ));
             }
-            q.dst = Some(match parse_any_prefix(v)? {
-                AnyPrefix::V4(a, _) => IpAddr::V4(a),
-                AnyPrefix::V6(a, _) => IpAddr::V6(a),
-                AnyPrefix::Default => return Err(ParseError::new(v, "an address is expected")),
-            });
-            dst_tok = Some(v);
+            dst = Some((address(v)?, v));
         }
     }
-    let dst = q.dst.ok_or_else(|| ParseError {
+    let (dst, dst_tok) = dst.ok_or_else(|| ParseError {
         // iproute_get prints it and returns: only this line fails.
         plain: true,
         ..ParseError::bare("need at least a destination address").soft()
     })?;
     let fam = Family::of(&dst);
     if let Some(want) = family.filter(|&f| f != fam) {
-        return Err(other_family(want, dst_tok.unwrap_or("")));
+        return Err(other_family(want, dst_tok));
     }
-    if q.src.is_some_and(|s| Family::of(&s) != fam) {
+    if src.is_some_and(|s| Family::of(&s) != fam) {
         return Err(ParseError::bare("source and destination are of different families").soft());
     }
     // iproute2 6.1's `connected` asks again with the answer's source, but sends the first
     // request unchanged: without `from` it prints the same answer twice.
-    let times = if connected && q.src.is_none() { 2 } else { 1 };
-    Ok(Command::RouteGet(q, times))
+    let times = if connected && src.is_none() { 2 } else { 1 };
+    Ok(Command::RouteGet(q.with(dst, src), times))
 }
