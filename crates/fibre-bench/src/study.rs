@@ -2,7 +2,7 @@
 //! fibre's, times them, and collects the records.
 use crate::alloc;
 use crate::engine::harness::{self, HarnessRun, HarnessSpec, HARNESSES};
-use crate::engine::{fibre_rib::FibreRib, in_process, Engine, MISS, REFERENCE};
+use crate::engine::{fibre_fib::FibreFib, in_process, Engine, MISS, REFERENCE};
 use crate::host::{online_cpus, pin_thread};
 use crate::progress::Progress;
 use crate::report::{self, Record, Results};
@@ -12,6 +12,7 @@ use crate::scenario::{
 };
 use crate::stats::Summary;
 use crate::workload::{self, StudySet};
+use fibre::fib::Reference;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
@@ -424,8 +425,8 @@ fn study_point<A: StudyFamily + PickView>(
     with_w: bool,
 ) -> Result<(), String> {
     let mut point = Point::<A>::prepare(ctx, scenario, routes)?;
-    let reference = point.workloads(ctx, range, with_w)?;
-    point.measure_in_process(ctx, reference);
+    point.workloads(ctx, range, with_w)?;
+    point.measure_in_process(ctx);
     point.measure_harnesses(ctx)?;
     point.remember_builds(ctx);
     Ok(())
@@ -515,18 +516,18 @@ impl<'a, A: StudyFamily> Point<'a, A> {
             && !self.excluded.iter().any(|e| e == name)
     }
 
-    /// Builds the reference (fibre's RIB: it decides which addresses hit and what the answers
-    /// are), draws the workloads and writes their files; returns the reference and its build.
+    /// Builds the reference (longest-prefix match by its definition: it decides which
+    /// addresses hit and what the answers are), draws the workloads and writes their files.
     fn workloads(
         &mut self,
         ctx: &mut Ctx,
         range: (A::K, A::K),
         with_w: bool,
-    ) -> Result<(Box<dyn Engine<A>>, Built), String> {
+    ) -> Result<(), String> {
         let cfg = ctx.cfg;
         let (scenario, size) = (self.scenario, self.size);
-        let mut reference: Box<dyn Engine<A>> = Box::new(FibreRib::<A>::new());
-        let reference_build = build(reference.as_mut(), self.routes);
+        let mut reference = FibreFib::<A, Reference<A>>::new();
+        reference.build(self.routes);
         let StudySet { addrs, tries } =
             workload::study_set::<A>(range, cfg.seed, |a| reference.lookup(a) != MISS);
         self.record(
@@ -571,28 +572,18 @@ impl<'a, A: StudyFamily> Point<'a, A> {
                 file,
             });
         }
-        Ok((reference, reference_build))
+        Ok(())
     }
 
-    /// The in-process engines: the reference first (already built), then each one built
-    /// afresh; an engine whose answers differ from the reference's is left out.
-    fn measure_in_process(&self, ctx: &mut Ctx, reference: (Box<dyn Engine<A>>, Built)) {
+    /// The in-process engines, each built afresh; an engine whose answers differ from the
+    /// reference's is left out. The reference itself is the oracle, not timed.
+    fn measure_in_process(&self, ctx: &mut Ctx) {
         let cfg = ctx.cfg;
-        let mut engines: Vec<(Box<dyn Engine<A>>, Built)> = Vec::new();
-        if self.wanted(cfg, REFERENCE) {
-            engines.push(reference);
-        }
-        for e in in_process::<A>() {
-            if e.name() != REFERENCE && self.wanted(cfg, e.name()) {
-                engines.push((e, (0.0, None)));
-            }
-        }
-        'engines: for (mut engine, built) in engines {
-            let (secs, bytes) = if engine.name() == REFERENCE {
-                built
-            } else {
-                build(engine.as_mut(), self.routes)
-            };
+        let engines = in_process::<A>()
+            .into_iter()
+            .filter(|e| e.name() != REFERENCE && self.wanted(cfg, e.name()));
+        'engines: for mut engine in engines {
+            let (secs, bytes) = build(engine.as_mut(), self.routes);
             let name = engine.name();
             let note = Some(engine.note().to_string()).filter(|n| !n.is_empty());
             for w in &self.loads {

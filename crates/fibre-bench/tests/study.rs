@@ -181,7 +181,10 @@ echo '{"engine":"bart-table","metric":"build","value":0.1,"unit":"s","runs":1,"s
     let err = study::run(&cfg)
         .err()
         .expect("a lying engine must fail the run");
-    assert!(err.contains("bart-table disagrees with fibre-rib"), "{err}");
+    assert!(
+        err.contains("bart-table disagrees with fibre-fib-reference"),
+        "{err}"
+    );
     assert!(err.contains("next hop 7"), "{err}");
     // The report is still written, says so, and holds no record of the liar.
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();

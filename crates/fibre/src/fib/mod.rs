@@ -9,6 +9,8 @@
 //! - [`LpmAlgorithm`] is the pluggable part: an encoding that builds from a set of
 //!   `(prefix, id)`, re-encodes what a change touches, and publishes versions readers look up in.
 //!   [`for_each_algorithm`] is its one registration point: the tests and the bench iterate it.
+//!   [`Reference`] answers by the definition of longest-prefix match: the oracle of the tests
+//!   and the bench.
 //! - [`Fib`] wraps an algorithm with the set it encodes: stage changes with [`Fib::set`], make
 //!   them visible at once with [`Fib::publish`].
 //! - Readers ([`Reader`]) load the current version lock-free (`arc-swap`) and keep it as long as
@@ -23,8 +25,10 @@ use std::sync::Arc;
 
 mod arena;
 pub mod poptrie;
+pub mod reference;
 
 pub use poptrie::{Poptrie, PoptrieView};
+pub use reference::{Reference, ReferenceView};
 
 /// The answer where no prefix matches.
 pub const NO_ROUTE: u32 = 0x7FFF_FFFF;
@@ -148,8 +152,10 @@ pub trait AlgorithmVisitor<A: FibFamily> {
     fn visit<L: LpmAlgorithm<A>>(&mut self);
 }
 
-/// The one registration point of FIB algorithms.
+/// The one registration point of FIB algorithms: the reference (the oracle, see
+/// [`reference`]) first, then the encodings for speed.
 pub fn for_each_algorithm<A: FibFamily>(v: &mut impl AlgorithmVisitor<A>) {
+    v.visit::<Reference<A>>();
     v.visit::<Poptrie<A>>();
 }
 

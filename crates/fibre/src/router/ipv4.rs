@@ -23,7 +23,8 @@ fn joined(a: Ipv4Addr) -> bool {
     a == Ipv4Addr::new(224, 0, 0, 1)
 }
 
-fn kernel_route(
+/// IPv4's derived routes also carry a scope and a preferred source.
+fn kernel_route_v4(
     table: TableId,
     dst: Prefix<Ipv4Addr>,
     kind: RouteType,
@@ -33,13 +34,9 @@ fn kernel_route(
     metric: u32,
 ) -> RouteSpec<Ipv4Addr> {
     RouteSpec {
-        table,
-        kind,
         scope,
         prefsrc: Some(prefsrc),
-        metric,
-        protocol: PROTO_KERNEL,
-        ..RouteSpec::new(dst, vec![NextHop::dev(dev)])
+        ..kernel_route(table, dst, kind, dev, metric)
     }
 }
 
@@ -74,7 +71,7 @@ impl family::Kernel for Ipv4Addr {
                 .find(|o| o.dev == a.dev && o.len == a.len && o.subnet() == subnet);
             let prim = primary.map_or(a.addr, |p| p.addr);
             // The local route lives as long as the address, whatever the link does.
-            push(kernel_route(
+            push(kernel_route_v4(
                 TABLE_LOCAL,
                 Prefix::host(a.addr),
                 RouteType::Local,
@@ -87,7 +84,7 @@ impl family::Kernel for Ipv4Addr {
                 continue;
             }
             if let Some(b) = a.broadcast.filter(|b| !b.is_broadcast()) {
-                push(kernel_route(
+                push(kernel_route_v4(
                     TABLE_LOCAL,
                     Prefix::host(b),
                     RouteType::Broadcast,
@@ -103,7 +100,7 @@ impl family::Kernel for Ipv4Addr {
             {
                 if !a.noprefixroute {
                     let spec = if link.kind == LinkKind::Loopback {
-                        kernel_route(
+                        kernel_route_v4(
                             TABLE_LOCAL,
                             subnet,
                             RouteType::Local,
@@ -113,7 +110,7 @@ impl family::Kernel for Ipv4Addr {
                             0,
                         )
                     } else {
-                        kernel_route(
+                        kernel_route_v4(
                             TABLE_MAIN,
                             subnet,
                             RouteType::Unicast,
@@ -126,7 +123,7 @@ impl family::Kernel for Ipv4Addr {
                     push(spec);
                 }
                 if a.len < 31 {
-                    push(kernel_route(
+                    push(kernel_route_v4(
                         TABLE_LOCAL,
                         Prefix::host(subnet.last()),
                         RouteType::Broadcast,
@@ -320,16 +317,7 @@ impl family::Kernel for Ipv4Addr {
                     hop.dev = hop.dev.or(dev);
                 }
             }
-            let dev = hop
-                .dev
-                .ok_or_else(|| ChangeError::with(Errno::EINVAL, "Nexthop device required"))?;
-            let link = r.links.by_index(dev).ok_or(Errno::ENODEV)?;
-            if !link.up {
-                return Err(ChangeError::with(
-                    Errno::ENETDOWN,
-                    "Nexthop device is not up",
-                ));
-            }
+            r.check_hop_device(hop, "Nexthop device required")?;
         }
         Ok(())
     }

@@ -3,22 +3,6 @@
 use super::*;
 use crate::rib::ipv6::siblings;
 
-fn kernel_route(
-    table: TableId,
-    dst: Prefix<Ipv6Addr>,
-    kind: RouteType,
-    dev: IfIndex,
-    metric: u32,
-) -> RouteSpec<Ipv6Addr> {
-    RouteSpec {
-        table,
-        kind,
-        metric,
-        protocol: PROTO_KERNEL,
-        ..RouteSpec::new(dst, vec![NextHop::dev(dev)])
-    }
-}
-
 fn is_link_local(a: &Ipv6Addr) -> bool {
     a.segments()[0] & 0xffc0 == 0xfe80
 }
@@ -248,16 +232,7 @@ impl family::Kernel for Ipv6Addr {
                     hop.dev = Some(dev);
                 }
             }
-            let dev = hop
-                .dev
-                .ok_or_else(|| ChangeError::with(Errno::EINVAL, "Egress device not specified"))?;
-            let link = r.links.by_index(dev).ok_or(Errno::ENODEV)?;
-            if !link.up {
-                return Err(ChangeError::with(
-                    Errno::ENETDOWN,
-                    "Nexthop device is not up",
-                ));
-            }
+            r.check_hop_device(hop, "Egress device not specified")?;
         }
         Ok(())
     }

@@ -811,6 +811,26 @@ impl Router {
         Ok(())
     }
 
+    /// The last check of a route's next hop: its device is named (`missing` otherwise), exists
+    /// and is up.
+    fn check_hop_device<A: Address>(
+        &self,
+        hop: &NextHop<A>,
+        missing: &'static str,
+    ) -> Result<(), ChangeError> {
+        let dev = hop
+            .dev
+            .ok_or_else(|| ChangeError::with(Errno::EINVAL, missing))?;
+        let link = self.links.by_index(dev).ok_or(Errno::ENODEV)?;
+        if !link.up {
+            return Err(ChangeError::with(
+                Errno::ENETDOWN,
+                "Nexthop device is not up",
+            ));
+        }
+        Ok(())
+    }
+
     /// Is `addr` configured on any device (`__ip_dev_find` / `ipv6_chk_addr`)?
     pub fn is_local_address<A: RouterFamily>(&self, addr: A) -> bool {
         A::state(self).addrs.iter().any(|a| a.addr == addr)
@@ -927,6 +947,23 @@ impl Router {
         st.tables
             .values()
             .flat_map(move |t| pick(t).map(move |r| RouteSpec::of(r, st.nhs.get(r.nh))))
+    }
+}
+
+/// A route the kernel derives from an address (proto kernel), through `dev`.
+fn kernel_route<A: Address>(
+    table: TableId,
+    dst: Prefix<A>,
+    kind: RouteType,
+    dev: IfIndex,
+    metric: u32,
+) -> RouteSpec<A> {
+    RouteSpec {
+        table,
+        kind,
+        metric,
+        protocol: PROTO_KERNEL,
+        ..RouteSpec::new(dst, vec![NextHop::dev(dev)])
     }
 }
 

@@ -1,10 +1,10 @@
 //! Arbitrary bytes as a sequence of calls on the public FIB API (`PrefixTrie`, `Fib`,
 //! `Poptrie`), with arbitrary prefixes and ids: no call may panic or touch memory out of bounds,
-//! refused ids are refused with an error, and whatever was accepted answers as a linear scan of
-//! the accepted `(prefix, id)` set does. Shared by the fuzz target (`fuzz/fuzz_targets/fib_api.rs`)
+//! refused ids are refused with an error, and whatever was accepted answers as the reference
+//! algorithm given the accepted `(prefix, id)` set does. Shared by the fuzz target (`fuzz/fuzz_targets/fib_api.rs`)
 //! and the no-panic property test (`tests/fib_api_never_panics.rs`).
 use fibre::addr::Bits;
-use fibre::fib::{Fib, LpmAlgorithm, Poptrie, MAX_ID, NO_ROUTE};
+use fibre::fib::{Fib, LpmAlgorithm, Poptrie, Reference, MAX_ID, NO_ROUTE};
 use fibre::rib::PrefixTrie;
 use fibre::{Address, Prefix};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -48,28 +48,13 @@ impl Input<'_> {
     }
 }
 
-/// The longest accepted prefix containing `key`, by linear scan.
-fn scan<A: Address>(model: &[(Prefix<A>, u32)], key: A) -> u32 {
-    model
-        .iter()
-        .filter(|(p, _)| p.contains(key))
-        .max_by_key(|(p, _)| p.len())
-        .map_or(NO_ROUTE, |&(_, id)| id)
-}
-
-fn set<A: Address>(model: &mut Vec<(Prefix<A>, u32)>, p: Prefix<A>, id: Option<u32>) {
-    model.retain(|(q, _)| *q != p);
-    if let Some(id) = id {
-        model.push((p, id));
-    }
-}
-
 /// Runs the calls `data` spells for one family.
 pub fn run<A: fibre::fib::FibFamily>(data: &[u8]) {
     let mut input = Input(data);
     let width = A::Bits::WIDTH;
     let mut fib: Fib<A> = Fib::new();
-    let mut accepted: Vec<(Prefix<A>, u32)> = Vec::new();
+    // What was accepted, in the reference.
+    let mut accepted: Fib<A, Reference<A>> = Fib::new();
     let mut trie: PrefixTrie<A, u32> = PrefixTrie::new();
     let mut poptrie: Option<Poptrie<A>> = None;
     while let Some(op) = input.byte() {
@@ -83,20 +68,21 @@ pub fn run<A: fibre::fib::FibFamily>(data: &[u8]) {
                 let r = fib.set(p, Some(id));
                 assert_eq!(r.is_err(), id > MAX_ID, "id {id} at {p}");
                 if r.is_ok() {
-                    set(&mut accepted, p, Some(id));
+                    accepted.set(p, Some(id)).expect("accepted by the FIB");
                 }
             }
             1 => {
                 fib.set(p, None).expect("removal takes no id");
-                set(&mut accepted, p, None);
+                accepted.set(p, None).expect("removal takes no id");
             }
-            // Publish, then every answer is the scan's.
+            // Publish, then every answer is the reference's.
             2 => {
                 fib.publish();
+                accepted.publish();
                 for _ in 0..4 {
                     let Some(k) = input.bits::<A>() else { break };
                     let key = A::from_bits(k);
-                    assert_eq!(fib.lookup(key), scan(&accepted, key), "lookup of {key}");
+                    assert_eq!(fib.lookup(key), accepted.lookup(key), "lookup of {key}");
                 }
             }
             // The bare encoding: a trie with any ids, built or patched.
@@ -138,7 +124,7 @@ pub fn run<A: fibre::fib::FibFamily>(data: &[u8]) {
         }
     }
     fib.publish();
-    let fresh = Fib::<A>::from_routes(accepted.iter().copied()).expect("accepted ids");
+    let fresh = Fib::<A>::from_routes(accepted.routes()).expect("accepted ids");
     assert_eq!(fib.image(), fresh.image(), "patched equals built");
 }
 
