@@ -20,11 +20,14 @@ use std::str::FromStr;
 /// Address family, numbered as in the kernel (`AF_INET`, `AF_INET6`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
+    /// IPv4 (`AF_INET`).
     Inet = 2,
+    /// IPv6 (`AF_INET6`).
     Inet6 = 10,
 }
 
 impl Family {
+    /// The family of `addr`.
     pub fn of(addr: &IpAddr) -> Family {
         match addr {
             IpAddr::V4(_) => Family::Inet,
@@ -83,13 +86,21 @@ pub trait Bits:
     + Shr<u32, Output = Self>
     + 'static
 {
+    /// Width in bits: 32 or 128.
     const WIDTH: u8;
+    /// All bits clear.
     const ZERO: Self;
+    /// All bits set.
     const ONES: Self;
+    /// Number of leading zero bits.
     fn leading_zeros(self) -> u32;
+    /// Number of set bits.
     fn count_ones(self) -> u32;
+    /// `self + 1`, wrapping to zero past the maximum.
     fn wrapping_add_one(self) -> Self;
+    /// The low 64 bits, truncating.
     fn low_u64(self) -> u64;
+    /// `v` zero-extended (or truncated) to this width.
     fn from_u64(v: u64) -> Self;
 
     /// The network mask of a prefix of `len` bits (`len` may be 0 or WIDTH).
@@ -145,11 +156,15 @@ impl_bits!(u128);
 pub trait Address:
     Copy + Eq + Ord + Hash + Debug + Display + FromStr + Send + Sync + Into<IpAddr> + 'static
 {
+    /// The integer key type: `u32` or `u128`.
     type Bits: Bits;
+    /// The address family.
     const FAMILY: Family;
     /// Address width in bits: 32 or 128.
     const WIDTH: u8 = <Self::Bits as Bits>::WIDTH;
+    /// The address as its integer key, first wire bit most significant.
     fn to_bits(self) -> Self::Bits;
+    /// The address whose integer key is `bits`.
     fn from_bits(bits: Self::Bits) -> Self;
     /// The unspecified address (`0.0.0.0`, `::`).
     fn unspecified() -> Self {

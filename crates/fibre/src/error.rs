@@ -37,6 +37,7 @@ pub enum Errno {
 }
 
 impl Errno {
+    /// The positive errno number (netlink carries its negation).
     pub fn code(self) -> i32 {
         self as i32
     }
@@ -91,7 +92,9 @@ impl std::error::Error for Errno {}
 /// (iproute2 prints `Error: TEXT.` instead of `RTNETLINK answers: STRERROR`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChangeError {
+    /// The errno.
     pub errno: Errno,
+    /// The extended-ack message, without iproute2's `Error: ` prefix and final period.
     pub detail: Option<String>,
     /// The kernel reports this error yet keeps part of the change (a multipath IPv6 `del` whose
     /// later legs fail): applied alone, the change stays; in an all-or-nothing set it does not.
@@ -99,6 +102,7 @@ pub struct ChangeError {
 }
 
 impl ChangeError {
+    /// An error with no extended-ack text.
     pub fn new(errno: Errno) -> Self {
         ChangeError {
             errno,
@@ -106,6 +110,7 @@ impl ChangeError {
             partial: false,
         }
     }
+    /// An error with extended-ack text `detail`.
     pub fn with(errno: Errno, detail: impl Into<String>) -> Self {
         ChangeError {
             errno,

@@ -5,6 +5,7 @@ use crate::link::IfIndex;
 /// A flow as the kernel's `flowi4` / `flowi6` sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Flow<A: Address> {
+    /// Destination address.
     pub dst: A,
     /// Source address; `None` is the unspecified address (no `from`).
     pub src: Option<A>,
@@ -13,12 +14,17 @@ pub struct Flow<A: Address> {
     pub iif: Option<IfIndex>,
     /// Output device the caller insists on (`oif DEV`).
     pub oif: Option<IfIndex>,
+    /// Firewall mark, matched by rules' `fwmark`.
     pub mark: u32,
     /// The DS field byte (`tos`): IPv4 routes match its legacy TOS bits, rules its DSCP.
     pub tos: u8,
+    /// IP protocol number, matched by rules' `ipproto`.
     pub ipproto: u8,
+    /// Source port, matched by rules' `sport`.
     pub sport: u16,
+    /// Destination port, matched by rules' `dport`.
     pub dport: u16,
+    /// Socket owner's uid, matched by rules' `uidrange`.
     pub uid: u32,
     /// IPv6: a route on another device than `oif` is unusable rather than merely less preferred
     /// (`RT6_LOOKUP_F_IFACE`: oif given without a source address).

@@ -27,6 +27,7 @@
 //!     route get 198.51.100.7 fibmatch\n");
 //! assert_eq!(out.stdout.trim(), "198.51.100.0/24 via 192.0.2.254 dev veth0");
 //! ```
+#![deny(missing_docs)]
 pub mod addr;
 pub mod error;
 pub mod fib;

@@ -5,22 +5,31 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Interface index; 1 is `lo` in every network namespace.
 pub type IfIndex = u32;
+/// The index of `lo` (`LOOPBACK_IFINDEX`).
 pub const LOOPBACK_IFINDEX: IfIndex = 1;
 
+/// The device types fibre models.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LinkKind {
+    /// `lo`.
     Loopback,
     /// One end of a veth pair; `peer` is the other end's index.
     Veth {
+        /// The other end's index.
         peer: IfIndex,
     },
 }
 
+/// A network device.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Link {
+    /// Interface index.
     pub index: IfIndex,
+    /// Device name (`veth0`).
     pub name: String,
+    /// Administratively up (`IFF_UP`, `ip link set DEV up`).
     pub up: bool,
+    /// Device type.
     pub kind: LinkKind,
     /// IPv6 addrconf has set the device up (it then has its ff00::/8 route): when it became
     /// ready, or when an IPv6 address was added while it was up; until it goes down.
@@ -32,16 +41,20 @@ pub struct Link {
 pub struct IfAddr<A: Address> {
     /// The address itself (`local`), with the subnet length.
     pub addr: A,
+    /// Subnet length in bits.
     pub len: u8,
+    /// The device the address is on.
     pub dev: IfIndex,
     /// IPv4 explicit broadcast (`brd`).
     pub broadcast: Option<A>,
+    /// `noprefixroute`: no route to the subnet is derived from this address.
     pub noprefixroute: bool,
     /// Metric of the prefix route (`metric N`).
     pub metric: Option<u32>,
 }
 
 impl<A: Address> IfAddr<A> {
+    /// The subnet the address is on (`addr/len`, host bits masked).
     pub fn subnet(&self) -> Prefix<A> {
         Prefix::new(self.addr, self.len)
     }
@@ -70,15 +83,19 @@ impl Default for Links {
 }
 
 impl Links {
+    /// The device named `name`.
     pub fn by_name(&self, name: &str) -> Option<&Link> {
         self.links.iter().find(|l| l.name == name)
     }
+    /// The device with index `index`.
     pub fn by_index(&self, index: IfIndex) -> Option<&Link> {
         self.links.iter().find(|l| l.index == index)
     }
+    /// The name of device `index`.
     pub fn name_of(&self, index: IfIndex) -> Option<&str> {
         self.by_index(index).map(|l| l.name.as_str())
     }
+    /// Whether device `index` exists and is administratively up (carrier not considered).
     pub fn is_up(&self, index: IfIndex) -> bool {
         self.by_index(index).is_some_and(|l| l.up)
     }
@@ -95,6 +112,7 @@ impl Links {
             None => false,
         }
     }
+    /// All devices, in creation order.
     pub fn iter(&self) -> impl Iterator<Item = &Link> {
         self.links.iter()
     }
@@ -119,6 +137,7 @@ impl Links {
         });
         (n, p)
     }
+    /// Sets device `index` up or down; going down clears `v6_configured`.
     pub fn set_up(&mut self, index: IfIndex, up: bool) {
         if let Some(l) = self.links.iter_mut().find(|l| l.index == index) {
             l.up = up;
@@ -127,6 +146,7 @@ impl Links {
             }
         }
     }
+    /// Marks device `index` as set up by IPv6 addrconf (see [`Link::v6_configured`]).
     pub fn set_v6_configured(&mut self, index: IfIndex) {
         if let Some(l) = self.links.iter_mut().find(|l| l.index == index) {
             l.v6_configured = true;
@@ -165,6 +185,7 @@ pub fn loopback_v4() -> IfAddr<Ipv4Addr> {
         metric: None,
     }
 }
+/// `::1/128`, the IPv6 loopback address the kernel puts on `lo`.
 pub fn loopback_v6() -> IfAddr<Ipv6Addr> {
     IfAddr {
         addr: Ipv6Addr::LOCALHOST,

@@ -10,15 +10,19 @@ use std::collections::HashMap;
 /// One way out: a gateway, a device, or both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NextHop<A: Address> {
+    /// Gateway address (`via`); `None` for a destination directly on the device's link.
     pub gateway: Option<A>,
     /// Output device; `None` only for reject routes (the kernel then uses `lo`).
     pub dev: Option<IfIndex>,
     /// ECMP weight, 1..=256 (`rtnh_hops + 1`).
     pub weight: u16,
+    /// `onlink` (`RTNH_F_ONLINK`): the gateway is taken to be on the device's link without a
+    /// route to it.
     pub onlink: bool,
 }
 
 impl<A: Address> NextHop<A> {
+    /// A direct hop out of `dev` (`dev DEV`), weight 1.
     pub fn dev(dev: IfIndex) -> Self {
         NextHop {
             gateway: None,
@@ -27,6 +31,7 @@ impl<A: Address> NextHop<A> {
             onlink: false,
         }
     }
+    /// A hop through `gateway` on `dev` (`via GW dev DEV`), weight 1.
     pub fn via(gateway: A, dev: IfIndex) -> Self {
         NextHop {
             gateway: Some(gateway),
@@ -42,6 +47,7 @@ impl<A: Address> NextHop<A> {
 pub struct NhId(pub u32);
 
 impl NhId {
+    /// The empty group (slot 0), used by routes without next hops.
     pub const NONE: NhId = NhId(0);
 }
 
@@ -70,6 +76,7 @@ impl<A: Address> Default for NhTable<A> {
 }
 
 impl<A: Address> NhTable<A> {
+    /// A table holding only the empty group.
     pub fn new() -> Self {
         Self::default()
     }
@@ -150,6 +157,7 @@ impl<A: Address> NhTable<A> {
             self.free.push(id.0);
         }
     }
+    /// The next hops of group `id`.
     #[inline]
     pub fn get(&self, id: NhId) -> &[NextHop<A>] {
         &self.groups[id.0 as usize]
@@ -158,6 +166,7 @@ impl<A: Address> NhTable<A> {
     pub fn len(&self) -> usize {
         self.index.len()
     }
+    /// Whether no group other than the empty one is stored.
     pub fn is_empty(&self) -> bool {
         self.index.is_empty()
     }

@@ -8,6 +8,9 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
 
+/// An address prefix (`ADDR/LEN`), its host bits always zero.
+///
+/// Parsing with `str::parse` is strict; [`Prefix::parse_masked`] masks host bits instead.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Prefix<A: Address> {
     bits: A::Bits,
@@ -17,10 +20,13 @@ pub struct Prefix<A: Address> {
 /// Why a prefix did not parse; `text` is the input as given, for messages that name it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PrefixError {
+    /// The input as given.
     pub text: String,
+    /// What was wrong with it.
     pub kind: PrefixErrorKind,
 }
 
+/// The ways a prefix can fail to parse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrefixErrorKind {
     /// Not an address of this family.
@@ -90,10 +96,12 @@ impl<A: Address> Prefix<A> {
             len: A::WIDTH,
         }
     }
+    /// The network address (host bits zero).
     #[inline]
     pub fn addr(&self) -> A {
         A::from_bits(self.bits)
     }
+    /// The network address as its integer key.
     #[inline]
     pub fn bits(&self) -> A::Bits {
         self.bits
@@ -109,6 +117,7 @@ impl<A: Address> Prefix<A> {
     pub fn is_default(&self) -> bool {
         self.len == 0
     }
+    /// True for a full-length prefix (`/32`, `/128`).
     #[inline]
     pub fn is_host(&self) -> bool {
         self.len == A::WIDTH

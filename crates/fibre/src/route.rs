@@ -6,9 +6,14 @@ use crate::prefix::Prefix;
 
 /// Routing table id. Any `u32`; the kernel names three.
 pub type TableId = u32;
+/// `RT_TABLE_UNSPEC`: no table given.
 pub const TABLE_UNSPEC: TableId = 0;
+/// `RT_TABLE_DEFAULT` (`default`): empty, consulted last by the IPv4 default rules.
 pub const TABLE_DEFAULT: TableId = 253;
+/// `RT_TABLE_MAIN` (`main`): where `ip route add` puts routes unless told otherwise.
 pub const TABLE_MAIN: TableId = 254;
+/// `RT_TABLE_LOCAL` (`local`): the kernel's `local`, `broadcast` and `anycast` routes for the
+/// host's own addresses, consulted first.
 pub const TABLE_LOCAL: TableId = 255;
 
 pub use crate::link::{IfIndex, LOOPBACK_IFINDEX};
@@ -17,19 +22,34 @@ pub use crate::link::{IfIndex, LOOPBACK_IFINDEX};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum RouteType {
+    /// `RTN_UNICAST`: the packet goes out through the route's next hops.
     Unicast = 1,
+    /// `RTN_LOCAL`: the destination is an address of this host; the packet is delivered
+    /// locally, through `lo`.
     Local = 2,
+    /// `RTN_BROADCAST`: a broadcast address (IPv4); delivered locally and sent as link-layer
+    /// broadcast, never through a gateway.
     Broadcast = 3,
+    /// `RTN_ANYCAST`: an anycast address of this host (IPv6 adds the subnet-router anycast
+    /// address of each prefix to table local).
     Anycast = 4,
+    /// `RTN_MULTICAST`: multicast destinations (IPv6 adds `ff00::/8` per device to table local).
     Multicast = 5,
+    /// `RTN_BLACKHOLE`: the packet is silently discarded; a lookup answers `EINVAL`.
     Blackhole = 6,
+    /// `RTN_UNREACHABLE`: a lookup answers `EHOSTUNREACH`.
     Unreachable = 7,
+    /// `RTN_PROHIBIT`: a lookup answers `EACCES`.
     Prohibit = 8,
+    /// `RTN_THROW`: the lookup in this table fails with `EAGAIN` and the rule walk goes on with
+    /// the next rule (`ENETUNREACH` if none finds a route).
     Throw = 9,
+    /// `RTN_NAT`: obsolete in the kernel, which refuses lookups on it with `EINVAL`.
     Nat = 10,
 }
 
 impl RouteType {
+    /// Every type, in `rtm_type` order.
     pub const ALL: [RouteType; 10] = [
         RouteType::Unicast,
         RouteType::Local,
@@ -42,6 +62,7 @@ impl RouteType {
         RouteType::Throw,
         RouteType::Nat,
     ];
+    /// The iproute2 spelling (`unicast`, `blackhole`, ...).
     pub fn name(self) -> &'static str {
         match self {
             RouteType::Unicast => "unicast",
@@ -56,6 +77,7 @@ impl RouteType {
             RouteType::Nat => "nat",
         }
     }
+    /// The type spelled `s` as iproute2 spells it; exact match only.
     pub fn from_name(s: &str) -> Option<RouteType> {
         RouteType::ALL.into_iter().find(|t| t.name() == s)
     }
@@ -79,106 +101,39 @@ impl RouteType {
 
 /// Route scope (`rtm_scope`): how far the destination is.
 pub type Scope = u8;
+/// `RT_SCOPE_UNIVERSE` (`global`): the destination may be anywhere, as through a gateway.
 pub const SCOPE_UNIVERSE: Scope = 0;
+/// `RT_SCOPE_SITE` (`site`): within the site.
 pub const SCOPE_SITE: Scope = 200;
+/// `RT_SCOPE_LINK` (`link`): directly on an attached link.
 pub const SCOPE_LINK: Scope = 253;
+/// `RT_SCOPE_HOST` (`host`): this host itself, as for `local` routes.
 pub const SCOPE_HOST: Scope = 254;
+/// `RT_SCOPE_NOWHERE` (`nowhere`): no destination.
 pub const SCOPE_NOWHERE: Scope = 255;
-
-pub fn scope_name(s: Scope) -> String {
-    match s {
-        SCOPE_UNIVERSE => "global".into(),
-        SCOPE_SITE => "site".into(),
-        SCOPE_LINK => "link".into(),
-        SCOPE_HOST => "host".into(),
-        SCOPE_NOWHERE => "nowhere".into(),
-        n => n.to_string(),
-    }
-}
-pub fn scope_from_name(s: &str) -> Option<Scope> {
-    Some(match s {
-        "global" | "universe" => SCOPE_UNIVERSE,
-        "site" => SCOPE_SITE,
-        "link" => SCOPE_LINK,
-        "host" => SCOPE_HOST,
-        "nowhere" => SCOPE_NOWHERE,
-        n => parse_u8(n)?,
-    })
-}
 
 /// Who installed the route (`rtm_protocol`), named as in iproute2's `rt_protos`.
 pub type Protocol = u8;
+/// `RTPROT_UNSPEC` (`unspec`).
 pub const PROTO_UNSPEC: Protocol = 0;
+/// `RTPROT_REDIRECT` (`redirect`): installed by an ICMP redirect.
 pub const PROTO_REDIRECT: Protocol = 1;
+/// `RTPROT_KERNEL` (`kernel`): derived by the kernel from an address or device.
 pub const PROTO_KERNEL: Protocol = 2;
+/// `RTPROT_BOOT` (`boot`): the default for `ip route add`.
 pub const PROTO_BOOT: Protocol = 3;
+/// `RTPROT_STATIC` (`static`): installed by the administrator.
 pub const PROTO_STATIC: Protocol = 4;
-
-const PROTOCOL_NAMES: &[(Protocol, &str)] = &[
-    (0, "unspec"),
-    (1, "redirect"),
-    (2, "kernel"),
-    (3, "boot"),
-    (4, "static"),
-    (8, "gated"),
-    (9, "ra"),
-    (10, "mrt"),
-    (11, "zebra"),
-    (12, "bird"),
-    (13, "dnrouted"),
-    (14, "xorp"),
-    (15, "ntk"),
-    (16, "dhcp"),
-    (17, "keepalived"),
-    (42, "babel"),
-    (99, "openr"),
-    (186, "bgp"),
-    (187, "isis"),
-    (188, "ospf"),
-    (189, "rip"),
-    (192, "eigrp"),
-];
-pub fn protocol_name(p: Protocol) -> String {
-    PROTOCOL_NAMES
-        .iter()
-        .find(|(n, _)| *n == p)
-        .map(|(_, s)| s.to_string())
-        .unwrap_or_else(|| p.to_string())
-}
-pub fn protocol_from_name(s: &str) -> Option<Protocol> {
-    PROTOCOL_NAMES
-        .iter()
-        .find(|(_, n)| *n == s)
-        .map(|(p, _)| *p)
-        .or_else(|| parse_u8(s))
-}
-
-/// Table names as iproute2 prints them (`rt_tables`).
-pub fn table_name(t: TableId) -> String {
-    match t {
-        TABLE_LOCAL => "local".into(),
-        TABLE_MAIN => "main".into(),
-        TABLE_DEFAULT => "default".into(),
-        TABLE_UNSPEC => "unspec".into(),
-        n => n.to_string(),
-    }
-}
-pub fn table_from_name(s: &str) -> Option<TableId> {
-    match s {
-        "local" => Some(TABLE_LOCAL),
-        "main" => Some(TABLE_MAIN),
-        "default" => Some(TABLE_DEFAULT),
-        "unspec" => Some(TABLE_UNSPEC),
-        n => parse_u32(n),
-    }
-}
 
 /// IPv6 router preference (RFC 4191), which breaks ties between routes of equal metric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum RouterPref {
+    /// `pref low`.
     Low,
+    /// `pref medium`, the default.
     #[default]
     Medium,
+    /// `pref high`.
     High,
 }
 impl RouterPref {
@@ -190,6 +145,7 @@ impl RouterPref {
             RouterPref::High => 3,
         }
     }
+    /// The iproute2 spelling: `low`, `medium`, `high`.
     pub fn name(self) -> &'static str {
         match self {
             RouterPref::Low => "low",
@@ -197,6 +153,7 @@ impl RouterPref {
             RouterPref::High => "high",
         }
     }
+    /// The preference spelled `s`; `None` for anything else.
     pub fn from_name(s: &str) -> Option<RouterPref> {
         match s {
             "low" => Some(RouterPref::Low),
@@ -214,7 +171,9 @@ impl RouterPref {
 /// `fib_info` sharing).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Route<A: Address> {
+    /// The table the route is in (`table`, `RTA_TABLE`).
     pub table: TableId,
+    /// The destination prefix.
     pub dst: Prefix<A>,
     /// IPv6 source prefix (`from`); `::/0` for ordinary routes and always `0.0.0.0/0` for IPv4.
     pub src: Prefix<A>,
@@ -222,68 +181,52 @@ pub struct Route<A: Address> {
     pub tos: u8,
     /// `metric` / `priority`: lower wins.
     pub metric: u32,
+    /// The route type (`rtm_type`).
     pub kind: RouteType,
+    /// Who installed the route (`proto`, `rtm_protocol`).
     pub protocol: Protocol,
+    /// The route's scope (`scope`, `rtm_scope`).
     pub scope: Scope,
+    /// Preferred source address for packets this host sends along the route (`src`,
+    /// `RTA_PREFSRC`).
     pub prefsrc: Option<A>,
+    /// IPv6 router preference (`pref`).
     pub pref: RouterPref,
     /// Route metrics (`mtu`, `advmss`, ...): reported, never deciding.
     pub mtu: Option<u32>,
+    /// The interned next-hop group: an index into the family's `NhTable`.
     pub nh: NhId,
-}
-
-pub(crate) fn parse_u8(s: &str) -> Option<u8> {
-    parse_u32(s).and_then(|v| u8::try_from(v).ok())
-}
-
-/// Numbers as iproute2's `get_unsigned` reads them: decimal, `0x` hex or leading-zero octal.
-pub(crate) fn parse_u32(s: &str) -> Option<u32> {
-    if s.is_empty() || s.starts_with('+') || s.starts_with('-') {
-        return None;
-    }
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u32::from_str_radix(h, 16).ok()
-    } else if s.len() > 1 && s.starts_with('0') {
-        u32::from_str_radix(&s[1..], 8).ok()
-    } else {
-        s.parse().ok()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn names_round_trip() {
-        for t in RouteType::ALL {
-            assert_eq!(RouteType::from_name(t.name()), Some(t));
-        }
-        assert_eq!(protocol_from_name("bird"), Some(12));
-        assert_eq!(protocol_name(186), "bgp");
-        assert_eq!(table_from_name("main"), Some(254));
-        assert_eq!(table_name(100), "100");
-        assert_eq!(parse_u32("0x10"), Some(16));
-        assert_eq!(parse_u32("010"), Some(8));
-        assert_eq!(parse_u32("-1"), None);
-        assert_eq!(scope_from_name("link"), Some(253));
-    }
 }
 
 /// A route as requested (`ip route add ...`): attributes plus next hops spelled out, before they
 /// are interned. Also how routes are handed out to callers that do not hold the [`crate::nexthop::NhTable`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RouteSpec<A: Address> {
+    /// The table (`table`, `RTA_TABLE`).
     pub table: TableId,
+    /// The destination prefix.
     pub dst: Prefix<A>,
+    /// IPv6 source prefix (`from`); the whole address space for ordinary routes, and always so
+    /// for IPv4.
     pub src: Prefix<A>,
+    /// IPv4 TOS selector (`tos`); 0 matches every flow.
     pub tos: u8,
+    /// `metric` / `priority`: lower wins.
     pub metric: u32,
+    /// The route type (`rtm_type`).
     pub kind: RouteType,
+    /// Who installs the route (`proto`, `rtm_protocol`).
     pub protocol: Protocol,
+    /// The route's scope (`scope`, `rtm_scope`).
     pub scope: Scope,
+    /// Preferred source address (`src`, `RTA_PREFSRC`).
     pub prefsrc: Option<A>,
+    /// IPv6 router preference (`pref`).
     pub pref: RouterPref,
+    /// The `mtu` metric, if set.
     pub mtu: Option<u32>,
+    /// The next hops: one for a plain route, several for multipath (`nexthop ...`), none for
+    /// reject types.
     pub hops: Vec<crate::nexthop::NextHop<A>>,
 }
 

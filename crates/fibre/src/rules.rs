@@ -11,13 +11,20 @@ use crate::flow::Flow;
 use crate::prefix::Prefix;
 use crate::route::{TableId, TABLE_DEFAULT, TABLE_LOCAL, TABLE_MAIN};
 
+/// What a matching rule does (`fra_action`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RuleAction {
+    /// `lookup TABLE` (`FR_ACT_TO_TBL`): look the flow up in this table.
     Lookup(TableId),
+    /// `goto PRIO` (`FR_ACT_GOTO`): go on at the first rule of this priority.
     Goto(u32),
+    /// `nop` (`FR_ACT_NOP`): do nothing; the walk goes on.
     Nop,
+    /// `blackhole` (`FR_ACT_BLACKHOLE`): end the walk with `EINVAL`.
     Blackhole,
+    /// `unreachable` (`FR_ACT_UNREACHABLE`): end the walk with `ENETUNREACH`.
     Unreachable,
+    /// `prohibit` (`FR_ACT_PROHIBIT`): end the walk with `EACCES`.
     Prohibit,
 }
 
@@ -38,7 +45,9 @@ impl RuleAction {
 /// when it matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RuleAddr<A: Address> {
+    /// The address as given, host bits kept.
     pub addr: A,
+    /// The prefix length.
     pub len: u8,
 }
 
@@ -61,27 +70,40 @@ impl<A: Address> From<Prefix<A>> for RuleAddr<A> {
 /// One rule. `None` selectors match everything.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Rule<A: Address> {
+    /// `priority` / `pref`: rules are evaluated in increasing order.
     pub priority: u32,
+    /// `not`: the rule applies when its selectors do not all match.
     pub invert: bool,
+    /// `from PREFIX`: the flow's source address.
     pub src: Option<RuleAddr<A>>,
+    /// `to PREFIX`: the flow's destination address.
     pub dst: Option<RuleAddr<A>>,
+    /// `iif NAME`: the input device, by name (it need not exist).
     pub iif: Option<String>,
+    /// `oif NAME`: the output device, by name (it need not exist).
     pub oif: Option<String>,
     /// (mark, mask): matches when `(flow.mark ^ mark) & mask == 0`.
     pub fwmark: Option<(u32, u32)>,
     /// DS field selector (`tos` / `dsfield`); 0 matches all.
     pub tos: u8,
+    /// `ipproto N`: the IP protocol number.
     pub ipproto: Option<u8>,
+    /// `sport LO-HI`: inclusive source port range.
     pub sport: Option<(u16, u16)>,
+    /// `dport LO-HI`: inclusive destination port range.
     pub dport: Option<(u16, u16)>,
+    /// `uidrange LO-HI`: inclusive range of the socket owner's uid.
     pub uidrange: Option<(u32, u32)>,
+    /// What the rule does when it applies.
     pub action: RuleAction,
     /// Results whose prefix length is <= this are discarded and the walk goes on.
     pub suppress_prefixlength: Option<u8>,
+    /// Who installed the rule (`protocol`, `FRA_PROTOCOL`); not a selector.
     pub protocol: u8,
 }
 
 impl<A: Address> Rule<A> {
+    /// `ip rule add priority PRIORITY lookup TABLE`: matches every flow.
     pub fn lookup(priority: u32, table: TableId) -> Self {
         Rule {
             priority,
@@ -217,9 +239,11 @@ impl<A: Address> Default for RuleSet<A> {
 }
 
 impl<A: Address> RuleSet<A> {
+    /// The rules in evaluation order.
     pub fn iter(&self) -> impl Iterator<Item = &Rule<A>> {
         self.rules.iter()
     }
+    /// The rules in evaluation order, as a slice.
     pub fn as_slice(&self) -> &[Rule<A>] {
         &self.rules
     }
@@ -270,25 +294,40 @@ impl<A: Address> RuleSet<A> {
 /// `ip rule del` names a rule by the attributes given; others are wildcards.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RuleSelector<A: Address> {
+    /// `priority N`, if given.
     pub priority: Option<u32>,
+    /// The other attributes, as parsed into a rule; `None` selects by priority alone.
     pub rule: Option<Rule<A>>,
     /// Which fields of `rule` were given (the rest match anything).
     pub given: RuleFields,
 }
 
+/// One flag per [`Rule`] field that a [`RuleSelector`] compares: set when the field was given.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RuleFields {
+    /// `from` was given.
     pub src: bool,
+    /// `to` was given.
     pub dst: bool,
+    /// `iif` was given.
     pub iif: bool,
+    /// `oif` was given.
     pub oif: bool,
+    /// `fwmark` was given.
     pub fwmark: bool,
+    /// `tos` / `dsfield` was given.
     pub tos: bool,
+    /// `ipproto` was given.
     pub ipproto: bool,
+    /// `sport` was given.
     pub sport: bool,
+    /// `dport` was given.
     pub dport: bool,
+    /// `uidrange` was given.
     pub uidrange: bool,
+    /// An action was given.
     pub action: bool,
+    /// `not` was given.
     pub invert: bool,
 }
 

@@ -28,6 +28,7 @@ struct Node<A: Address, V> {
     child: [u32; 2],
 }
 
+/// A map from prefixes to values, kept as a path-compressed binary trie (see the module docs).
 #[derive(Clone, Debug)]
 pub struct PrefixTrie<A: Address, V> {
     nodes: Vec<Node<A, V>>,
@@ -56,6 +57,7 @@ impl<A: Address, V> Default for PrefixTrie<A, V> {
 }
 
 impl<A: Address, V> PrefixTrie<A, V> {
+    /// An empty trie.
     pub fn new() -> Self {
         PrefixTrie {
             nodes: Vec::new(),
@@ -68,6 +70,7 @@ impl<A: Address, V> PrefixTrie<A, V> {
     pub fn len(&self) -> usize {
         self.len
     }
+    /// Whether no prefix holds a value.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -115,10 +118,12 @@ impl<A: Address, V> PrefixTrie<A, V> {
         None
     }
 
+    /// The value stored at exactly `p`.
     pub fn get(&self, p: &Prefix<A>) -> Option<&V> {
         self.find(p)
             .and_then(|i| self.nodes[i as usize].value.as_ref())
     }
+    /// The value stored at exactly `p`, mutably.
     pub fn get_mut(&mut self, p: &Prefix<A>) -> Option<&mut V> {
         self.find(p)
             .and_then(|i| self.nodes[i as usize].value.as_mut())
@@ -136,6 +141,7 @@ impl<A: Address, V> PrefixTrie<A, V> {
         let n = self.nodes.get(i as usize)?;
         n.value.as_ref().map(|v| (&n.prefix, v))
     }
+    /// Whether a value is stored at exactly `p`.
     pub fn contains_key(&self, p: &Prefix<A>) -> bool {
         self.get(p).is_some()
     }

@@ -79,11 +79,24 @@ impl<T: Copy> RawArena<T> {
     pub(crate) fn cap(&self) -> usize {
         self.cap
     }
-    /// Reads cell `i`.
-    #[inline(always)]
+    /// Reads cell `i` (checked: the writer's side and the walks).
+    #[inline]
     pub(crate) fn get(&self, i: u32) -> T {
+        assert!((i as usize) < self.cap, "arena index out of range");
+        // SAFETY: in range. A cell the caller reads is one no one writes at the same time: the
+        // writer reads its own cells, and readers only cells of published versions.
+        unsafe { self.ptr.add(i as usize).read() }
+    }
+    /// Reads cell `i` without a bounds check: the lookups' path.
+    ///
+    /// # Safety
+    /// `i` is below the capacity, and the cell belongs to a version published before the read
+    /// (so no writer writes it now). An index taken from a published version of a structure
+    /// whose indexes the writer kept inside the capacity is such a cell.
+    #[inline(always)]
+    pub(crate) unsafe fn get_unchecked(&self, i: u32) -> T {
         debug_assert!((i as usize) < self.cap);
-        // SAFETY: indexes come from the structure the writer built inside the capacity.
+        // SAFETY: the caller's contract.
         unsafe { self.ptr.add(i as usize).read() }
     }
     /// The address of cell `i`, for prefetching.
@@ -91,26 +104,36 @@ impl<T: Copy> RawArena<T> {
     pub(crate) fn addr(&self, i: u32) -> *const T {
         self.ptr.wrapping_add(i as usize)
     }
-    /// Copies `len` cells from `src` to `dst` (ranges apart). The writer's side only: `dst` is a
-    /// block no published version reaches.
-    pub(crate) fn copy(&self, src: u32, dst: u32, len: u32) {
+    /// Copies `len` cells from `src` to `dst` (ranges apart; checked).
+    ///
+    /// # Safety
+    /// Only the writer calls it, and no published version reaches `dst..dst + len` (a fresh
+    /// block, or one whose last reader has gone): a reader could otherwise read a cell while it
+    /// is written.
+    pub(crate) unsafe fn copy(&self, src: u32, dst: u32, len: u32) {
         let (s, d, n) = (src as usize, dst as usize, len as usize);
         assert!(s + n <= self.cap && d + n <= self.cap && (s + n <= d || d + n <= s));
         // SAFETY: both ranges are in the allocation and do not overlap; `dst` is unreachable by
         // readers (module comment).
         unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(s), self.ptr.add(d), n) }
     }
-    /// Sets `len` cells from `dst` on to `v` (the writer's side, as [`RawArena::copy`]).
-    pub(crate) fn fill(&self, dst: u32, len: u32, v: T) {
+    /// Sets `len` cells from `dst` on to `v` (checked).
+    ///
+    /// # Safety
+    /// As for [`RawArena::copy`]: the writer's side, on cells no published version reaches.
+    pub(crate) unsafe fn fill(&self, dst: u32, len: u32, v: T) {
         assert!(dst as usize + len as usize <= self.cap);
         for i in dst..dst + len {
             // SAFETY: in range (asserted above); unreachable by readers.
             unsafe { self.ptr.add(i as usize).write(v) }
         }
     }
-    /// Writes cell `i`. The writer's side only, on cells no published version reaches.
+    /// Writes cell `i` (checked).
+    ///
+    /// # Safety
+    /// As for [`RawArena::copy`]: the writer's side, on a cell no published version reaches.
     #[inline]
-    pub(crate) fn set(&self, i: u32, v: T) {
+    pub(crate) unsafe fn set(&self, i: u32, v: T) {
         assert!((i as usize) < self.cap, "arena index out of range");
         // SAFETY: in range; unreachable by readers (module comment).
         unsafe { self.ptr.add(i as usize).write(v) }

@@ -38,7 +38,9 @@ pub const MAX_ID: u32 = NO_ROUTE - 1;
 /// An id above [`MAX_ID`], refused where it enters a FIB (nothing was changed).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdOutOfRange {
+    /// The prefix the id was given for, as text.
     pub prefix: String,
+    /// The id refused.
     pub id: u32,
 }
 
@@ -64,6 +66,19 @@ pub(crate) fn check_ids<A: Address>(
         }),
         None => Ok(()),
     }
+}
+
+/// [`check_ids`] over the ids stored at the `changed` prefixes of `routes`: what an update
+/// refuses before it changes anything.
+pub(crate) fn check_changed<A: Address>(
+    routes: &PrefixTrie<A, u32>,
+    changed: &[Prefix<A>],
+) -> Result<(), IdOutOfRange> {
+    check_ids(
+        changed
+            .iter()
+            .filter_map(|p| routes.get(p).map(|&id| (*p, id))),
+    )
 }
 
 /// Per-family shape of the compiled structures.
@@ -108,7 +123,9 @@ pub trait LpmView<A: Address>: Send + Sync + 'static {
 pub struct FibStats {
     /// Bytes of the structure readers use (blocks awaiting reclamation included).
     pub bytes: usize,
+    /// Internal nodes of the current version.
     pub nodes: usize,
+    /// Leaves of the current version: stored answers.
     pub leaves: usize,
     /// Node levels below direct pointing.
     pub max_depth: usize,
@@ -120,7 +137,9 @@ pub struct FibStats {
 
 /// A compiled longest-prefix-match encoding: the pluggable part of the FIB.
 pub trait LpmAlgorithm<A: FibFamily>: Send + Sync + Sized + 'static {
+    /// A short name for the algorithm, used in test and bench output.
     const NAME: &'static str;
+    /// A published version, as readers see it.
     type View: LpmView<A>;
     /// Encodes `routes` (prefix -> id) and publishes it; refuses an id above [`MAX_ID`].
     fn build(routes: &PrefixTrie<A, u32>) -> Result<Self, IdOutOfRange>;
@@ -136,6 +155,7 @@ pub trait LpmAlgorithm<A: FibFamily>: Send + Sync + Sized + 'static {
     fn reader(&self) -> Reader<Self::View>;
     /// The version last published, as the writer holds it (no load through the shared cell).
     fn view(&self) -> &Self::View;
+    /// Sizes of the current version.
     fn stats(&self) -> FibStats;
     /// The encoding's content without arena offsets, in key order: equal images are equal
     /// structures bit for bit (what an incrementally patched FIB is checked against).
@@ -149,11 +169,12 @@ pub trait LpmAlgorithm<A: FibFamily>: Send + Sync + Sized + 'static {
 
 /// Something done once per registered algorithm (a test, a bench engine).
 pub trait AlgorithmVisitor<A: FibFamily> {
+    /// Called once for each registered algorithm `L`.
     fn visit<L: LpmAlgorithm<A>>(&mut self);
 }
 
 /// The one registration point of FIB algorithms: the reference (the oracle, see
-/// [`reference`]) first, then the encodings for speed.
+/// [`reference`](mod@reference)) first, then the encodings for speed.
 pub fn for_each_algorithm<A: FibFamily>(v: &mut impl AlgorithmVisitor<A>) {
     v.visit::<Reference<A>>();
     v.visit::<Poptrie<A>>();
@@ -212,6 +233,7 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> std::fmt::Debug for Fib<A, L> {
 }
 
 impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
+    /// An empty FIB: every lookup answers [`NO_ROUTE`].
     pub fn new() -> Self {
         Self::default()
     }
@@ -265,9 +287,11 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
     pub fn len(&self) -> usize {
         self.routes.len()
     }
+    /// Whether no prefix is stored.
     pub fn is_empty(&self) -> bool {
         self.routes.is_empty()
     }
+    /// A handle for readers on other threads.
     pub fn reader(&self) -> Reader<L::View> {
         self.reader.clone()
     }
@@ -282,9 +306,11 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
     pub fn view(&self) -> &L::View {
         self.lpm.view()
     }
+    /// [`LpmAlgorithm::stats`].
     pub fn stats(&self) -> FibStats {
         self.lpm.stats()
     }
+    /// [`LpmAlgorithm::image`].
     pub fn image(&self) -> Vec<u64> {
         self.lpm.image()
     }

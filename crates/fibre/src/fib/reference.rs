@@ -10,7 +10,9 @@
 //!
 //! Not built for speed: an update copies the tables of the lengths it changes (readers keep the
 //! version they loaded).
-use super::{check_ids, FibStats, IdOutOfRange, LpmAlgorithm, LpmView, Reader, NO_ROUTE};
+use super::{
+    check_changed, check_ids, FibStats, IdOutOfRange, LpmAlgorithm, LpmView, Reader, NO_ROUTE,
+};
 use crate::addr::{Address, Bits};
 use crate::prefix::Prefix;
 use crate::trie::PrefixTrie;
@@ -103,11 +105,7 @@ impl<A: super::FibFamily> LpmAlgorithm<A> for Reference<A> {
         routes: &PrefixTrie<A, u32>,
         changed: &[Prefix<A>],
     ) -> Result<(), IdOutOfRange> {
-        check_ids(
-            changed
-                .iter()
-                .filter_map(|p| routes.get(p).map(|&id| (*p, id))),
-        )?;
+        check_changed(routes, changed)?;
         let mut next = (*self.current).clone();
         next.version += 1;
         for p in changed {

@@ -41,18 +41,27 @@ pub enum InsertMode {
 /// What `route del` names; `None` fields match anything (as the kernel treats absent attributes).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RouteSelector<A: Address> {
+    /// The destination prefix: always given.
     pub dst: Prefix<A>,
+    /// IPv6 source prefix (`from`); the whole address space for none.
     pub src: Prefix<A>,
+    /// IPv4 `tos`: compared exactly.
     pub tos: u8,
+    /// `metric`.
     pub metric: Option<u32>,
+    /// Route type (compared by IPv4 only).
     pub kind: Option<RouteType>,
+    /// `proto`.
     pub protocol: Option<Protocol>,
+    /// `scope` (compared by IPv4 only).
     pub scope: Option<Scope>,
+    /// `src` (`RTA_PREFSRC`; compared by IPv4 only).
     pub prefsrc: Option<A>,
     /// Next hops named: each given gateway/device must match; empty matches any.
     pub hops: Vec<NextHop<A>>,
     /// Whether a device was named (`dev X`) on a single-hop selector.
     pub dev: Option<IfIndex>,
+    /// The gateway named (`via GW`) on a single-hop selector.
     pub gateway: Option<A>,
     /// IPv6: one leg of a multipath delete, which removes that route alone, never its siblings.
     pub leg: bool,
@@ -86,6 +95,8 @@ impl<A: Address> RouteSelector<A> {
         }
     }
 
+    /// A selector giving only the destination (`ip route del DST`): every other field matches
+    /// anything.
     pub fn prefix(dst: Prefix<A>) -> Self {
         RouteSelector {
             dst,
@@ -110,18 +121,27 @@ pub enum TableLookup<'a, A: Address> {
     /// A route matched; `hop` is the next hop the kernel would consider first; `list` is the
     /// route list it is in (its ECMP siblings are there: no second walk to find them).
     Match {
+        /// The route taken.
         route: &'a Route<A>,
+        /// Index of the next hop in the route's group.
         hop: usize,
+        /// The route list `route` belongs to.
         list: &'a [Route<A>],
     },
     /// A reject route matched (or, IPv4, `throw` as `EAGAIN`).
-    Reject { route: &'a Route<A>, errno: Errno },
+    Reject {
+        /// The reject route.
+        route: &'a Route<A>,
+        /// The error the lookup answers.
+        errno: Errno,
+    },
     /// Nothing in this table.
     None,
 }
 
 /// The facts about the world a lookup needs besides the table: which devices are up.
 pub trait LinkState {
+    /// Whether `dev` is up.
     fn is_up(&self, dev: IfIndex) -> bool;
 }
 /// Every device up: for tables looked at without a router around them.
@@ -199,20 +219,25 @@ impl<A: Address> DstEntry<A> {
 /// A saved route list, to put back if a change set fails (see [`Rib::restore`]).
 #[derive(Clone, Debug)]
 pub struct SavedList<A: Address> {
+    /// The destination prefix of the list.
     pub dst: Prefix<A>,
+    /// The source prefix of the list (the whole address space for the source-less list).
     pub src: Prefix<A>,
+    /// The routes as they were.
     pub routes: Vec<Route<A>>,
 }
 
 /// One table of one family.
 #[derive(Clone, Debug)]
 pub struct Rib<A: KernelSemantics> {
+    /// The table id.
     pub id: TableId,
     trie: PrefixTrie<A, DstEntry<A>>,
     routes: usize,
 }
 
 impl<A: KernelSemantics> Rib<A> {
+    /// An empty table `id`.
     pub fn new(id: TableId) -> Self {
         Rib {
             id,
@@ -224,6 +249,7 @@ impl<A: KernelSemantics> Rib<A> {
     pub fn len(&self) -> usize {
         self.routes
     }
+    /// Whether the table holds no route.
     pub fn is_empty(&self) -> bool {
         self.routes == 0
     }
@@ -231,6 +257,7 @@ impl<A: KernelSemantics> Rib<A> {
     pub fn prefixes(&self) -> usize {
         self.trie.len()
     }
+    /// The shape of the destination trie.
     pub fn stats(&self) -> TrieStats {
         self.trie.stats()
     }

@@ -204,9 +204,11 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
         }
     }
 
+    /// A handle for lock-free readers of this FIB on other threads.
     pub fn reader(&self) -> Reader<PoptrieView<A>> {
         self.fib.reader()
     }
+    /// The compiled FIB: destination prefix -> id.
     pub fn fib(&self) -> &Fib<A> {
         &self.fib
     }
@@ -215,6 +217,7 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
 /// A family's FIBs.
 #[derive(Clone, Debug)]
 pub struct Fibs<A: KernelSemantics + FibFamily> {
+    /// The FIB of each table that has one, by table id.
     pub tables: BTreeMap<TableId, TableFib<A>>,
     /// IPv4 local+main as one trie, local's lists first at equal prefixes.
     pub merged: Option<TableFib<A>>,

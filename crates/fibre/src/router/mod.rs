@@ -238,8 +238,11 @@ struct FlowNames<'a> {
 /// A route that a lookup chose, and where.
 #[derive(Clone, Copy, Debug)]
 pub struct Matched<'a, A: Address> {
+    /// The table the lookup reports (IPv4's merged local+main reports main).
     pub table: TableId,
+    /// The route chosen.
     pub route: &'a Route<A>,
+    /// Index of the chosen next hop in the route's group.
     pub hop: usize,
     /// The list `route` is in.
     pub list: &'a [Route<A>],
@@ -370,10 +373,16 @@ pub struct RouteAnswer<A: Address> {
     pub mark: u32,
     /// The queried destination and the resolved path.
     pub dst: A,
+    /// The source address the query gave (`from`).
     pub src: Option<A>,
+    /// The gateway of the chosen next hop (`via`); `None` for a directly reachable destination.
     pub gateway: Option<A>,
+    /// The output device (`dev`).
     pub dev: Option<IfIndex>,
+    /// The source address reported (`src` in `ip route get` output): the route's `prefsrc`, or
+    /// one selected from the host's addresses.
     pub prefsrc: Option<A>,
+    /// The input device, for input-path queries (`iif`).
     pub iif: Option<IfIndex>,
 }
 
@@ -441,11 +450,24 @@ impl LinkState for Links {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
     /// `link add NAME type veth peer name PEER`
-    LinkAddVeth { name: String, peer: String },
+    LinkAddVeth {
+        /// The new device's name.
+        name: String,
+        /// The peer's name.
+        peer: String,
+    },
     /// `link set NAME up|down`
-    LinkSet { dev: IfIndex, up: bool },
+    LinkSet {
+        /// The device.
+        dev: IfIndex,
+        /// `up` (true) or `down` (false).
+        up: bool,
+    },
     /// `link del NAME`
-    LinkDel { dev: IfIndex },
+    LinkDel {
+        /// The device (its veth peer goes with it).
+        dev: IfIndex,
+    },
     /// A change to IPv4 addresses, routes or rules.
     Inet(FamilyChange<Ipv4Addr>),
     /// A change to IPv6 addresses, routes or rules.

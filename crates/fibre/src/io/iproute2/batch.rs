@@ -15,17 +15,24 @@ use crate::with_family;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
+/// What a batch does when a line fails (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BatchMode {
+    /// ip's default: the first failing line ends the batch; earlier changes stay.
     StopOnError,
+    /// `-force`: a failing line is reported and the batch goes on (but for a fatal error).
     Force,
+    /// All or nothing: the batch runs as one change set, which the first failing line ends and
+    /// rolls back.
     Atomic,
 }
 
 /// What a batch printed, and which lines failed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BatchOutput {
+    /// What the batch printed to standard output (text, or JSON lines with `-j`).
     pub stdout: String,
+    /// What the batch printed to standard error: ip's error messages.
     pub stderr: String,
     /// 1-based numbers of the lines that failed.
     pub failed: Vec<usize>,
@@ -34,6 +41,7 @@ pub struct BatchOutput {
 }
 
 impl BatchOutput {
+    /// Whether no line failed.
     pub fn success(&self) -> bool {
         self.failed.is_empty()
     }
@@ -42,7 +50,9 @@ impl BatchOutput {
 /// Why a line failed: its errno and the message ip would print.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LineError {
+    /// The errno the line failed with.
     pub errno: Errno,
+    /// The message as ip prints it.
     pub message: String,
     /// ip gives up on the whole batch, `-force` or not (see [`ParseError::fatal`]).
     pub fatal: bool,
@@ -79,11 +89,13 @@ impl From<Errno> for LineError {
 
 /// A router with the options of one `ip` invocation.
 pub struct Batch {
+    /// The router the lines run against.
     pub router: Router,
     /// `-4` / `-6`.
     pub family: Option<Family>,
     /// `-j`: one JSON line per printing (or failing) command.
     pub json: bool,
+    /// What a failing line does to the rest of the batch.
     pub mode: BatchMode,
     /// Shown in "Command failed NAME:LINE".
     pub name: String,
@@ -97,12 +109,15 @@ pub struct Batch {
 pub struct Source<'i> {
     /// Shown in "Command failed NAME:LINE".
     pub name: String,
+    /// The lines.
     pub input: Box<dyn std::io::BufRead + 'i>,
     /// A command of the command line rather than a line of `-batch` (see [`Batch`]'s field of that name).
     pub command_line: bool,
 }
 
 impl Batch {
+    /// A batch over `router` with ip's defaults: both families, text output, stop on error,
+    /// input named `-`.
     pub fn new(router: Router) -> Self {
         Batch {
             router,

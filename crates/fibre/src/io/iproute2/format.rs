@@ -1,5 +1,5 @@
 //! Printing as `ip` prints: text lines and `-j` JSON objects with ip's field names.
-use super::parse::DSFIELD_NAMES;
+use super::names::*;
 use crate::addr::{Address, Family};
 use crate::link::{IfAddr, Link, Links};
 use crate::route::*;
@@ -260,6 +260,7 @@ pub fn fibmatch_json<A: Address>(
     m
 }
 
+/// `ip route get ... fibmatch` as text: what [`fibmatch_json`] holds, in ip's words.
 pub fn fibmatch_text<A: Address>(a: &RouteAnswer<A>, r: &RouteSpec<A>, links: &Links) -> String {
     let mut s = route_text(&fibmatch_route(a, r), links, true);
     if A::FAMILY == Family::Inet6 {
@@ -366,6 +367,8 @@ pub fn answer_json<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> M
     m
 }
 
+/// `ip route get` without `fibmatch`, as text: [`answer_json`]'s fields in ip's order, then
+/// for IPv4 the `cache` line. `uid` is the query's (printed on IPv4 output-path answers).
 pub fn answer_text<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> String {
     let m = answer_json(a, links, uid);
     let v4 = A::FAMILY == Family::Inet;
@@ -506,6 +509,7 @@ pub fn rule_text<A: Address>(r: &Rule<A>) -> String {
     s
 }
 
+/// One rule as an `ip -j rule show` object.
 pub fn rule_json<A: Address>(r: &Rule<A>) -> Value {
     let mut m = Map::new();
     m.insert("priority".into(), json!(r.priority));

@@ -2,9 +2,10 @@
 //!
 //! Raw text and checked data are different types: [`parse`] turns a line into a [`Command`]
 //! (naming the token it could not read), validated against the router's current devices;
-//! [`Batch`] runs commands with ip's batch semantics; [`format`] prints what `ip` prints.
+//! [`Batch`] runs commands with ip's batch semantics; [`format`](mod@format) prints what `ip` prints.
 pub mod batch;
 pub mod format;
+pub mod names;
 pub mod parse;
 
 pub use batch::{Batch, BatchMode, BatchOutput, Source};

@@ -4,7 +4,7 @@
 //! ip's order so that the same abbreviation means the same thing. Every error names the token.
 //!
 //! One module per object (`link`, `addr`, `route` with `show`, `rule`) over a shared lexical
-//! layer (`lexer`) and iproute2's value names (`names`).
+//! layer (`lexer`) and iproute2's values (`values`, with the name tables of `super::names`).
 use crate::addr::{Address, Family};
 use crate::error::Errno;
 use crate::link::IfAddr;
@@ -21,26 +21,29 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 mod addr;
 mod lexer;
 mod link;
-mod names;
 mod route;
 mod rule;
 mod show;
+mod values;
 
+use super::names::*;
 use addr::*;
 pub use lexer::tokenize;
 use lexer::*;
 use link::*;
-pub use names::DSFIELD_NAMES;
-use names::*;
 use route::*;
 use rule::*;
 use show::*;
+use values::*;
 
 /// A line that could not be understood. `message` is what iproute2 would say after "Error: ".
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError {
+    /// The errno the line fails with: `EINVAL`, or `ENODEV` for an unknown device.
     pub errno: Errno,
+    /// The token that could not be read, when the error is about one.
     pub token: Option<String>,
+    /// What ip says (wrapped as `Error: MESSAGE.` unless `plain`).
     pub message: String,
     /// ip gives up on the whole batch (`invarg`, `get_prefix` and their kind call `exit`), even
     /// with `-force`. Unknown devices and objects, errors the kernel would report, and what
@@ -96,7 +99,9 @@ type Result<T> = std::result::Result<T, ParseError>;
 /// Which tables `route show` lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TableFilter {
+    /// `table all` (or `unspec`, `0`): every table.
     All,
+    /// One table (`table main` when none is given).
     Id(TableId),
 }
 
@@ -105,13 +110,17 @@ pub enum TableFilter {
 pub struct ShowFilter {
     /// `None`: both families (with `table all`).
     pub family: Option<Family>,
+    /// `table T`.
     pub table: TableFilter,
     /// `root P` (routes inside P), `match P` (routes covering P), `exact P` / plain `P`.
     pub root: Option<IpPrefix>,
+    /// `match P`: routes whose destination covers P.
     pub matching: Option<IpPrefix>,
+    /// `exact P`, `to P` or a plain `P`: routes whose destination is P.
     pub exact: Option<IpPrefix>,
     /// `from P`: routes whose source prefix is exactly P (IPv4 routes have `0/0`).
     pub src: Option<IpPrefix>,
+    /// `type T` or a bare type name: routes of that type.
     pub kind: Option<RouteType>,
     /// `dev D`: single-path routes through D (ip filters on a top-level output device, which
     /// multipath routes lack), printed without `dev`.
@@ -123,7 +132,9 @@ pub struct ShowFilter {
 /// A prefix of either family, for filters: `addr/len` as given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IpPrefix {
+    /// The address as given, host bits kept.
     pub addr: IpAddr,
+    /// The prefix length.
     pub len: u8,
 }
 
@@ -143,9 +154,13 @@ pub enum Command {
     RouteFlush(ShowFilter),
     /// A query, and how many times ip prints its answer (`connected`).
     RouteGet(RouteQuery<IpAddr>, usize),
+    /// `route show` / `route list`: print the routes the filter selects.
     RouteShow(ShowFilter),
+    /// `rule show`: print one family's rules.
     RuleShow(Family),
+    /// `link show`: print every device.
     LinkShow,
+    /// `addr show`: print the addresses of one family, or of both for `None`.
     AddrShow(Option<Family>),
     /// An empty or comment-only line.
     Nothing,

@@ -1,29 +1,6 @@
-//! Values iproute2 reads by name or number: DS field (`tos`), IP protocols, port ranges.
+//! Values iproute2 reads by name or number: DS field (`tos`), IP protocols, port ranges (the
+//! name tables are in [`crate::io::iproute2::names`]).
 use super::*;
-
-/// DS field values by name, as in iproute2's `rt_dsfield`.
-pub const DSFIELD_NAMES: &[(u8, &str)] = &[
-    (0x20, "CS1"),
-    (0x40, "CS2"),
-    (0x60, "CS3"),
-    (0x80, "CS4"),
-    (0xa0, "CS5"),
-    (0xc0, "CS6"),
-    (0xe0, "CS7"),
-    (0x28, "AF11"),
-    (0x30, "AF12"),
-    (0x38, "AF13"),
-    (0x48, "AF21"),
-    (0x50, "AF22"),
-    (0x58, "AF23"),
-    (0x68, "AF31"),
-    (0x70, "AF32"),
-    (0x78, "AF33"),
-    (0x88, "AF41"),
-    (0x90, "AF42"),
-    (0x98, "AF43"),
-    (0xb8, "EF"),
-];
 
 pub(super) fn parse_tos(tok: &str) -> Result<u8> {
     if let Some((v, _)) = DSFIELD_NAMES

@@ -1,0 +1,123 @@
+//! The walk of a version in key order, and what it gives: stats, the image that patched and
+//! fresh encodings are compared by, and the audit of the arenas' accounts.
+use super::*;
+
+impl<A: FibFamily> Poptrie<A> {
+    /// Walks the structure in key order; `f` gets each cell's content in a canonical form
+    /// (no arena offsets), what it is, and its node depth.
+    pub(super) fn walk(&self, mut f: impl FnMut(Cell, usize)) {
+        let ar = &*self.arenas;
+        fn node<F: FnMut(Cell, usize)>(ar: &Arenas, i: u32, depth: usize, f: &mut F) {
+            let n = ar.nodes.get(i);
+            f(Cell::Node(n.vector), depth);
+            f(Cell::Node(n.leafvec), depth);
+            for k in 0..n.leafvec.count_ones() {
+                f(Cell::Leaf(ar.leaves.get(n.base0 + k)), depth);
+            }
+            for k in 0..n.vector.count_ones() {
+                node(ar, n.base1 + k, depth + 1, f);
+            }
+        }
+        for &r in &self.root {
+            if r & INDEX == 0 {
+                f(Cell::Answer(r), 0);
+                continue;
+            }
+            f(Cell::Chunk, 0);
+            for i in 0..Self::CHUNK as u32 {
+                let e = ar.chunks.get((r & !INDEX) + i);
+                if e & INDEX == 0 {
+                    f(Cell::Answer(e), 0);
+                } else {
+                    f(Cell::Subtree, 0);
+                    node(ar, e & !INDEX, 1, &mut f);
+                }
+            }
+        }
+    }
+
+    /// [`LpmAlgorithm::stats`].
+    pub(super) fn shape(&self) -> FibStats {
+        // Depth and counts from what a version reaches; bytes from the arenas (blocks waiting
+        // for their last reader included).
+        let (mut max_depth, mut nodes, mut leaves, mut depths, mut answers) = (0, 0, 0, 0, 0);
+        self.walk(|cell, d| {
+            max_depth = max_depth.max(d);
+            match cell {
+                Cell::Node(_) => nodes += 1,
+                Cell::Leaf(_) => {
+                    leaves += 1;
+                    answers += 1;
+                    depths += d;
+                }
+                Cell::Answer(_) => answers += 1,
+                Cell::Chunk | Cell::Subtree => {}
+            }
+        });
+        FibStats {
+            bytes: self.root.len() * 4
+                + self.chunks.live() * 4
+                + self.nodes.live() * std::mem::size_of::<Node>()
+                + self.leaves.live() * 4,
+            nodes: nodes / 2, // two words a node
+            leaves,
+            max_depth,
+            mean_depth: depths as f64 / answers.max(1) as f64,
+            rebuilds: self.rebuilds,
+        }
+    }
+
+    /// [`LpmAlgorithm::image`].
+    pub(super) fn words(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        self.walk(|cell, _| out.push(cell.word()));
+        out
+    }
+
+    /// [`LpmAlgorithm::audit`].
+    pub(super) fn check_accounts(&mut self) -> Result<(), String> {
+        // Blocks retired by versions nobody holds are back; what remains handed out must be
+        // exactly what the current version reaches (the nodes and leaves `stats` walks, and a
+        // whole chunk per root entry that points to one).
+        self.reclaim();
+        let reached = self.stats();
+        let chunks = self.root.iter().filter(|&&r| r & INDEX != 0).count() * Self::CHUNK;
+        let (nodes, leaves) = (reached.nodes, reached.leaves);
+        let live = (self.chunks.live(), self.nodes.live(), self.leaves.live());
+        if live != (chunks, nodes, leaves) {
+            return Err(format!(
+                "cells handed out (chunks, nodes, leaves) {live:?}, reachable {:?}",
+                (chunks, nodes, leaves)
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What [`Poptrie::walk`] reports, in key order.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cell {
+    /// A root or chunk entry that answers itself (an id or no route).
+    Answer(u32),
+    /// A root entry pointing to a chunk (its entries follow).
+    Chunk,
+    /// A chunk entry pointing to a subtree (its nodes follow).
+    Subtree,
+    /// One word of a node: its child vector, then its leaf vector.
+    Node(u64),
+    /// A leaf.
+    Leaf(u32),
+}
+
+impl Cell {
+    /// The cell as a word of [`LpmAlgorithm::image`]: pointers become markers, so that equal
+    /// structures give equal images wherever their blocks lie.
+    fn word(self) -> u64 {
+        match self {
+            Cell::Answer(id) | Cell::Leaf(id) => id as u64,
+            Cell::Chunk => u64::MAX,
+            Cell::Subtree => u64::MAX - 1,
+            Cell::Node(w) => w,
+        }
+    }
+}

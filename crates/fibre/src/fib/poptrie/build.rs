@@ -1,0 +1,241 @@
+//! A full encoding: every route, from scratch, into fresh arenas (the first build, and the
+//! rebuild after a short prefix or a full arena).
+use super::*;
+
+/// Nodes and leaves of one subtree under construction, indexes relative to the subtree.
+#[derive(Default)]
+pub(super) struct Scratch<K> {
+    pub(super) nodes: Vec<Node>,
+    pub(super) leaves: Vec<u32>,
+    pub(super) prefixes: Vec<(K, u8, u32)>,
+    /// The prefixes below one slot, while `prefixes` holds a region's.
+    pub(super) sub: Vec<(K, u8, u32)>,
+}
+
+/// Encodes the node at `at` covering bits `off..off + 6` of `prefixes` (in trie order: a prefix
+/// before the prefixes it covers), every one longer than `off`; `default` answers where none
+/// does. Its leaves go in one block, its children in one block, then each child recursively.
+pub(super) fn encode_node<K: Bits>(
+    nodes: &mut Vec<Node>,
+    leaves: &mut Vec<u32>,
+    prefixes: &[(K, u8, u32)],
+    off: u32,
+    default: u32,
+    at: usize,
+) {
+    let mut slot = [default; 64];
+    let mut vector = 0u64;
+    for &(key, len, id) in prefixes {
+        let first = stride(key, off) as usize;
+        let len = len as u32;
+        if len <= off + 6 {
+            // Trie order: a more specific prefix is painted after the ones covering it.
+            let span = 1usize << (off + 6 - len);
+            slot[first..first + span].fill(id);
+        } else {
+            vector |= 1u64 << first;
+        }
+    }
+    let base0 = leaves.len() as u32;
+    let mut leafvec = 0u64;
+    let mut prev = None;
+    for (v, &id) in slot.iter().enumerate() {
+        if vector & (1u64 << v) == 0 && prev != Some(id) {
+            leafvec |= 1u64 << v;
+            leaves.push(id);
+            prev = Some(id);
+        }
+    }
+    let base1 = nodes.len() as u32;
+    nodes.resize(nodes.len() + vector.count_ones() as usize, Node::default());
+    nodes[at] = Node {
+        vector,
+        leafvec,
+        base0,
+        base1,
+    };
+    // The prefixes below one slot are contiguous in trie order, slots ascending.
+    let mut child = base1 as usize;
+    let mut rest = prefixes;
+    while let Some(start) = rest.iter().position(|p| p.1 as u32 > off + 6) {
+        let v = stride(rest[start].0, off);
+        let end = rest[start..]
+            .iter()
+            .position(|p| stride(p.0, off) != v)
+            .map_or(rest.len(), |e| start + e);
+        encode_node(
+            nodes,
+            leaves,
+            &rest[start..end],
+            off + 6,
+            slot[v as usize],
+            child,
+        );
+        child += 1;
+        rest = &rest[end..];
+    }
+}
+
+/// Encodes the subtree of one direct-pointing slot from `prefixes` (all longer than `dp_bits`,
+/// in trie order) into `nodes` (top node at 0) and `leaves`; `Some(leaf)` when it is one leaf
+/// (no node needed).
+pub(super) fn encode_slot<K: Bits>(
+    nodes: &mut Vec<Node>,
+    leaves: &mut Vec<u32>,
+    prefixes: &[(K, u8, u32)],
+    dp_bits: u32,
+    default: u32,
+) -> Option<u32> {
+    nodes.clear();
+    leaves.clear();
+    if prefixes.is_empty() {
+        return Some(default);
+    }
+    nodes.push(Node::default());
+    encode_node(nodes, leaves, prefixes, dp_bits, default, 0);
+    let top = nodes[0];
+    (top.vector == 0 && top.leafvec.count_ones() == 1).then(|| leaves[0])
+}
+
+impl<K: Bits> Scratch<K> {
+    /// [`encode_slot`] of `self.prefixes`.
+    fn encode(&mut self, dp_bits: u32, default: u32) -> Option<u32> {
+        encode_slot(
+            &mut self.nodes,
+            &mut self.leaves,
+            &self.prefixes,
+            dp_bits,
+            default,
+        )
+    }
+}
+
+/// The parts of a fresh encoding.
+pub(super) struct Encoded {
+    root: Vec<u32>,
+    nodes: Vec<Node>,
+    leaves: Vec<u32>,
+    chunks: Vec<u32>,
+}
+
+impl<A: FibFamily> Poptrie<A> {
+    pub(super) fn slot_prefix(slot: u32) -> Prefix<A> {
+        let key = A::Bits::from_u64(slot as u64) << (A::WIDTH as u32 - Self::S);
+        Prefix::new(A::from_bits(key), Self::S as u8)
+    }
+
+    /// Encodes every route from scratch. Work is in proportion to the root, the chunks that
+    /// hold a prefix longer than the root step, and the prefixes: a small table costs little.
+    pub(super) fn encode_all(
+        routes: &PrefixTrie<A, u32>,
+        scratch: &mut Scratch<A::Bits>,
+    ) -> Encoded {
+        let (r, s) = (Self::R, Self::S);
+        let mut out = Encoded {
+            root: vec![NO_ROUTE; 1 << r],
+            nodes: Vec::new(),
+            leaves: Vec::new(),
+            chunks: Vec::new(),
+        };
+        // Trie order: a prefix before those it covers, so painting in order leaves each cell
+        // with its longest match; the prefixes longer than the root step come grouped by chunk.
+        let all: Vec<(A::Bits, u8, u32)> = routes
+            .iter()
+            .map(|(p, &id)| (p.bits(), p.len(), stored(id)))
+            .collect();
+        for &(key, len, id) in all.iter().filter(|p| p.1 as u32 <= r) {
+            let first = top(key, r);
+            out.root[first..first + (1 << (r - len as u32))].fill(id);
+        }
+        let mut chunk = vec![NO_ROUTE; Self::CHUNK];
+        let mut rest = &all[..];
+        while let Some(start) = rest.iter().position(|p| p.1 as u32 > r) {
+            let ri = top(rest[start].0, r);
+            let end = rest[start..]
+                .iter()
+                .position(|p| p.1 as u32 <= r || top(p.0, r) != ri)
+                .map_or(rest.len(), |e| start + e);
+            let group = &rest[start..end];
+            rest = &rest[end..];
+            chunk.fill(out.root[ri]);
+            for &(key, len, id) in group.iter().filter(|p| p.1 as u32 <= s) {
+                let first = bits(key, r, s) as usize;
+                chunk[first..first + (1 << (s - len as u32))].fill(id);
+            }
+            let mut long = group.iter().filter(|p| p.1 as u32 > s).peekable();
+            while let Some(&(key, _, _)) = long.peek() {
+                let ci = bits(*key, r, s) as usize;
+                scratch.prefixes.clear();
+                while let Some(p) = long.next_if(|p| bits(p.0, r, s) as usize == ci) {
+                    scratch.prefixes.push(*p);
+                }
+                chunk[ci] = match scratch.encode(s, chunk[ci]) {
+                    Some(leaf) => leaf,
+                    None => {
+                        let (node_off, leaf_off) =
+                            (out.nodes.len() as u32, out.leaves.len() as u32);
+                        out.nodes.extend(scratch.nodes.iter().map(|n| Node {
+                            base0: n.base0 + leaf_off,
+                            base1: n.base1 + node_off,
+                            ..*n
+                        }));
+                        out.leaves.extend_from_slice(&scratch.leaves);
+                        INDEX | node_off
+                    }
+                };
+            }
+            if chunk[0] & INDEX != 0 || chunk.iter().any(|&e| e != chunk[0]) {
+                out.root[ri] = INDEX | out.chunks.len() as u32;
+                out.chunks.extend_from_slice(&chunk);
+            } else {
+                out.root[ri] = chunk[0];
+            }
+        }
+        out
+    }
+
+    /// Fresh arenas holding `enc`, with room to grow by an eighth before the next compaction.
+    pub(super) fn install(enc: Encoded) -> (Arc<Arenas>, [BlockAlloc; 3], Vec<u32>) {
+        fn room(n: usize) -> usize {
+            n + n / 8 + 4096
+        }
+        let arenas = Arenas {
+            nodes: RawArena::new(room(enc.nodes.len())),
+            leaves: RawArena::new(room(enc.leaves.len())),
+            chunks: RawArena::new(room(enc.chunks.len()).max(Self::CHUNK * 64)),
+        };
+        // SAFETY: the arenas are new: no version has been published from them yet.
+        unsafe {
+            for (i, n) in enc.nodes.iter().enumerate() {
+                arenas.nodes.set(i as u32, *n);
+            }
+            for (i, l) in enc.leaves.iter().enumerate() {
+                arenas.leaves.set(i as u32, *l);
+            }
+            for (i, c) in enc.chunks.iter().enumerate() {
+                arenas.chunks.set(i as u32, *c);
+            }
+        }
+        let allocs = [
+            BlockAlloc::new(enc.nodes.len() as u32, arenas.nodes.cap()),
+            BlockAlloc::new(enc.leaves.len() as u32, arenas.leaves.cap()),
+            BlockAlloc::new(enc.chunks.len() as u32, arenas.chunks.cap()),
+        ];
+        (Arc::new(arenas), allocs, enc.root)
+    }
+
+    /// Re-encodes everything into fresh arenas and publishes it.
+    pub(super) fn rebuild(&mut self, routes: &PrefixTrie<A, u32>) {
+        let enc = Self::encode_all(routes, &mut self.scratch);
+        self.generation += 1;
+        self.rebuilds += 1;
+        let (arenas, [nodes, leaves, chunks], root) = Self::install(enc);
+        self.arenas = arenas;
+        self.nodes = nodes;
+        self.leaves = leaves;
+        self.chunks = chunks;
+        self.root = root;
+        // The old arenas go with the last version that uses them.
+        self.publish(Vec::new());
+    }
+}

@@ -1,0 +1,305 @@
+//! Poptrie (Asai & Ohara, SIGCOMM 2015), written from the paper, generic over the key width.
+//!
+//! Encoding, top down:
+//! - **Direct pointing** on the top `S` bits ([`FibFamily::DP_BITS`]: 18 for IPv4, 20 for IPv6).
+//!   The 2^S entries are cut into chunks of 2^(S-R) entries under a root of 2^R
+//!   ([`FibFamily::ROOT_BITS`]); a chunk whose entries are all one leaf is not stored, its root
+//!   entry holds the leaf. Chunking is what makes an update cheap to publish: a new version copies
+//!   the root (2-4 KiB) and the chunks it changes, never the whole 2^S array.
+//! - An entry is a leaf id, or ([`INDEX`] bit set) the index of a subtree's top node.
+//! - A **node** covers the next 6 bits: `vector` marks the 64 slots that continue in a child
+//!   node, `leafvec` marks the slots where a new run of equal leaves starts (leaf compression: the
+//!   runs skip child slots). Children of a node are contiguous from `base1`, its leaves from
+//!   `base0`; a slot finds its child or leaf by counting set bits below it (`popcnt`).
+//! - The last level of a key narrower than a multiple of 6 is padded with zero bits; a prefix
+//!   there covers the padded slots its bits allow, and lookups only reach the all-zero one.
+//!
+//! Updates copy on write, into blocks of arenas that never move: a change of a prefix longer than
+//! the direct-pointing step re-encodes only the node at the prefix's level (the slots the prefix
+//! covers afresh, the other slots' children moved by their 24-byte cells, nothing below them
+//! touched), then copies the children blocks of its ancestors up to the direct-pointing entry
+//! (path copying). A change of a shorter prefix re-encodes each direct-pointing slot it covers
+//! (leaf pushing put its id in all of them). A batch publishes one new root; the blocks a version
+//! stopped using are reused once every reader that could see them has let go (see
+//! [`PoptrieView`]'s `Drop`).
+//!
+//! The parts: `lookup` (what readers run), `build` (a full encoding), `patch` (updates
+//! by path copying), `audit` (the walk behind stats, images and the memory audit); here the
+//! structure's types and the publication and reclamation of versions.
+use super::arena::{BlockAlloc, RawArena};
+use super::{
+    check_changed, check_ids, FibFamily, FibStats, IdOutOfRange, LpmAlgorithm, LpmView, Reader,
+    MAX_ID, NO_ROUTE,
+};
+use crate::addr::Bits;
+use crate::prefix::Prefix;
+use crate::trie::PrefixTrie;
+use arc_swap::ArcSwap;
+use std::marker::PhantomData;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
+
+mod audit;
+mod build;
+mod lookup;
+mod patch;
+
+use build::{encode_node, encode_slot, Scratch};
+use lookup::{bits, stride, top};
+
+/// An id as the encoding stores it. [`LpmAlgorithm::build`] and [`LpmAlgorithm::update`] refuse
+/// ids above [`MAX_ID`]; this keeps the encoding sound even for a caller that changed the set
+/// without naming the change (such an id then reads as no route, never as a cell index).
+#[inline]
+fn stored(id: u32) -> u32 {
+    if id <= MAX_ID {
+        id
+    } else {
+        NO_ROUTE
+    }
+}
+
+/// Entry tag: the rest is an index (of a chunk in the root, of a node in a chunk).
+pub const INDEX: u32 = 1 << 31;
+/// A direct-pointing change of more slots than this rebuilds the whole structure (a short
+/// prefix such as a default route touches every slot).
+const FULL_REBUILD_SLOTS: usize = 1 << 12;
+/// Lookups in flight at once in [`PoptrieView::lookup_bulk`].
+const LANES: usize = 16;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+struct Node {
+    vector: u64,
+    leafvec: u64,
+    base0: u32,
+    base1: u32,
+}
+
+impl Node {
+    /// Whether slot `v` (0..64) holds a child node; if not, a leaf answers it.
+    #[inline(always)]
+    fn has_child(&self, v: u32) -> bool {
+        self.vector & (1u64 << v) != 0
+    }
+    /// The cell of slot `v`'s child node: `base1` plus the children of the slots before it.
+    #[inline(always)]
+    fn child(&self, v: u32) -> u32 {
+        self.base1 + (self.vector & (u64::MAX >> (63 - v))).count_ones() - 1
+    }
+    /// The cell of the leaf answering slot `v`: `base0` plus the runs of leaves before it.
+    #[inline(always)]
+    fn leaf(&self, v: u32) -> u32 {
+        self.base0 + (self.leafvec & (u64::MAX >> (63 - v))).count_ones() - 1
+    }
+}
+
+/// The arrays of one generation (one full build and the updates after it).
+struct Arenas {
+    nodes: RawArena<Node>,
+    leaves: RawArena<u32>,
+    chunks: RawArena<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Node,
+    Leaf,
+    Chunk,
+}
+
+/// A block of one arena.
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    kind: Kind,
+    off: u32,
+    len: u32,
+}
+
+impl Block {
+    fn new(kind: Kind, off: u32, len: u32) -> Self {
+        Block { kind, off, len }
+    }
+}
+
+/// Blocks a version stopped using, sent back to the writer when no reader can see them.
+type Retired = (u64, Vec<Block>);
+
+/// One published version: what readers load and look up in.
+///
+/// Reclamation: when version `V + 1` is published, `V` records the blocks that only versions up
+/// to `V` use (`retired`) and holds `V + 1` (`next`). So `V` is dropped only after every older
+/// version is, and its drop hands its retired blocks back to the writer: a block returns to use
+/// once no reader holds any version that reaches it, as RCU's grace period.
+pub struct PoptrieView<A: FibFamily> {
+    root: Box<[u32]>,
+    arenas: Arc<Arenas>,
+    generation: u64,
+    version: u64,
+    retired: OnceLock<Vec<Block>>,
+    next: OnceLock<Arc<PoptrieView<A>>>,
+    reclaim: Sender<Retired>,
+    _family: PhantomData<A>,
+}
+
+impl<A: FibFamily> Drop for PoptrieView<A> {
+    fn drop(&mut self) {
+        if let Some(blocks) = self.retired.take() {
+            // The writer may be gone; then so are the arenas' bookkeeping, and nothing leaks.
+            let _ = self.reclaim.send((self.generation, blocks));
+        }
+        // Unlink the chain iteratively: a reader that held an old version through a million
+        // updates would otherwise drop a million versions recursively.
+        let mut next = self.next.take();
+        while let Some(v) = next {
+            match Arc::try_unwrap(v) {
+                Ok(mut v) => next = v.next.take(),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// The writer's side: the current encoding, its arenas' bookkeeping, and the publication cell.
+pub struct Poptrie<A: FibFamily> {
+    cell: Arc<ArcSwap<PoptrieView<A>>>,
+    current: Arc<PoptrieView<A>>,
+    /// The root being edited; copied into each published version.
+    root: Vec<u32>,
+    arenas: Arc<Arenas>,
+    generation: u64,
+    nodes: BlockAlloc,
+    leaves: BlockAlloc,
+    chunks: BlockAlloc,
+    reclaim: Sender<Retired>,
+    /// Only the writer receives; the lock is never contended (it makes the writer `Sync`).
+    returned: Mutex<Receiver<Retired>>,
+    scratch: Scratch<A::Bits>,
+    /// Full rebuilds after the first build (short-prefix changes, full arenas).
+    pub rebuilds: u64,
+}
+
+impl<A: FibFamily> Poptrie<A> {
+    const S: u32 = A::DP_BITS;
+    const R: u32 = A::ROOT_BITS;
+    const CHUNK: usize = 1 << (A::DP_BITS - A::ROOT_BITS);
+
+    fn publish(&mut self, retired: Vec<Block>) {
+        let view = Arc::new(PoptrieView {
+            root: self.root.clone().into_boxed_slice(),
+            arenas: self.arenas.clone(),
+            generation: self.generation,
+            version: self.current.version + 1,
+            retired: OnceLock::new(),
+            next: OnceLock::new(),
+            reclaim: self.reclaim.clone(),
+            _family: PhantomData,
+        });
+        let _ = self.current.retired.set(retired);
+        let _ = self.current.next.set(view.clone());
+        self.cell.store(view.clone());
+        self.current = view;
+    }
+
+    /// Takes back the blocks no reader can reach any more.
+    fn reclaim(&mut self) {
+        let returned = self.returned.lock().expect("only the writer locks");
+        while let Ok((generation, blocks)) = returned.try_recv() {
+            if generation != self.generation {
+                continue; // its arenas are gone or going
+            }
+            for b in blocks {
+                match b.kind {
+                    Kind::Node => self.nodes.free(b.off, b.len),
+                    Kind::Leaf => self.leaves.free(b.off, b.len),
+                    Kind::Chunk => self.chunks.free(b.off, b.len),
+                }
+            }
+        }
+    }
+}
+
+impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
+    const NAME: &'static str = "poptrie";
+    type View = PoptrieView<A>;
+
+    fn build(routes: &PrefixTrie<A, u32>) -> Result<Self, IdOutOfRange> {
+        check_ids(routes.iter().map(|(p, &id)| (p, id)))?;
+        let mut scratch = Scratch::default();
+        let enc = Self::encode_all(routes, &mut scratch);
+        let (arenas, [nodes, leaves, chunks], root) = Self::install(enc);
+        let (reclaim, returned) = channel();
+        let view = Arc::new(PoptrieView {
+            root: root.clone().into_boxed_slice(),
+            arenas: arenas.clone(),
+            generation: 0,
+            version: 0,
+            retired: OnceLock::new(),
+            next: OnceLock::new(),
+            reclaim: reclaim.clone(),
+            _family: PhantomData,
+        });
+        Ok(Poptrie {
+            cell: Arc::new(ArcSwap::new(view.clone())),
+            current: view,
+            root,
+            arenas,
+            generation: 0,
+            nodes,
+            leaves,
+            chunks,
+            reclaim,
+            returned: Mutex::new(returned),
+            scratch,
+            rebuilds: 0,
+        })
+    }
+
+    fn update(
+        &mut self,
+        routes: &PrefixTrie<A, u32>,
+        changed: &[Prefix<A>],
+    ) -> Result<(), IdOutOfRange> {
+        check_changed(routes, changed)?;
+        if changed.is_empty() {
+            return Ok(());
+        }
+        self.reclaim();
+        // A change covering more slots than this is cheaper as a full build.
+        let s = Self::S;
+        if changed
+            .iter()
+            .any(|p| s.saturating_sub(p.len() as u32) > FULL_REBUILD_SLOTS.trailing_zeros())
+        {
+            self.rebuild(routes);
+            return Ok(());
+        }
+        let mut changed = changed.to_vec();
+        changed.sort_unstable();
+        changed.dedup();
+        if self.patch(routes, &changed).is_none() {
+            self.rebuild(routes);
+        }
+        Ok(())
+    }
+
+    fn reader(&self) -> Reader<PoptrieView<A>> {
+        Reader::new(self.cell.clone())
+    }
+
+    fn stats(&self) -> FibStats {
+        self.shape()
+    }
+
+    fn image(&self) -> Vec<u64> {
+        self.words()
+    }
+
+    fn view(&self) -> &PoptrieView<A> {
+        &self.current
+    }
+
+    fn audit(&mut self) -> Result<(), String> {
+        self.check_accounts()
+    }
+}

@@ -1,0 +1,463 @@
+//! Updates: the nodes a change touches re-encoded, their ancestors copied up to the
+//! direct-pointing entry (path copying), the chunks written copied once per batch.
+use super::*;
+
+impl<A: FibFamily> Poptrie<A> {
+    /// The chunk of root entry `ri`, copied (or made from a uniform entry) the first time this
+    /// batch writes it. `fresh` lists the chunks made in this batch, ascending.
+    pub(super) fn chunk_for_write(
+        &mut self,
+        ri: usize,
+        fresh: &mut Vec<usize>,
+        retired: &mut Vec<Block>,
+    ) -> Option<u32> {
+        let e = self.root[ri];
+        if fresh.last() == Some(&ri) {
+            return Some(e & !INDEX);
+        }
+        debug_assert!(
+            fresh.last().is_none_or(|&l| l < ri),
+            "chunks are written in ascending order"
+        );
+        let len = Self::CHUNK as u32;
+        let off = self.chunks.alloc(len)?;
+        let ar = &self.arenas.chunks;
+        // SAFETY: `off` is a block allocated just now: no published version reaches it.
+        if e & INDEX == 0 {
+            unsafe { ar.fill(off, len, e) };
+        } else {
+            let old = e & !INDEX;
+            unsafe { ar.copy(old, off, len) };
+            retired.push(Block::new(Kind::Chunk, old, len));
+        }
+        self.root[ri] = INDEX | off;
+        fresh.push(ri);
+        Some(off)
+    }
+
+    /// The direct-pointing entry of `slot` (as edited so far in this batch).
+    pub(super) fn entry(&self, slot: usize) -> u32 {
+        let r = self.root[slot / Self::CHUNK];
+        if r & INDEX == 0 {
+            return r;
+        }
+        self.arenas
+            .chunks
+            .get((r & !INDEX) + (slot % Self::CHUNK) as u32)
+    }
+
+    /// Sets the direct-pointing entry of `slot`, copying its chunk first if this batch has not.
+    pub(super) fn set_entry(
+        &mut self,
+        slot: usize,
+        entry: u32,
+        fresh: &mut Vec<usize>,
+        retired: &mut Vec<Block>,
+    ) -> Option<()> {
+        let chunk = self.chunk_for_write(slot / Self::CHUNK, fresh, retired)?;
+        // SAFETY: the chunk was made in this batch (`chunk_for_write`): unpublished.
+        unsafe {
+            self.arenas
+                .chunks
+                .set(chunk + (slot % Self::CHUNK) as u32, entry)
+        };
+        Some(())
+    }
+
+    /// Retires node `n`'s own blocks: its leaves and its children's cells.
+    pub(super) fn retire_own(n: Node, retired: &mut Vec<Block>) {
+        let leaves = n.leafvec.count_ones();
+        if leaves > 0 {
+            retired.push(Block::new(Kind::Leaf, n.base0, leaves));
+        }
+        let kids = n.vector.count_ones();
+        if kids > 0 {
+            retired.push(Block::new(Kind::Node, n.base1, kids));
+        }
+    }
+
+    /// Retires a slot's subtree: its top node's cell `cell` and every block below it.
+    pub(super) fn retire_subtree(ar: &Arenas, cell: u32, retired: &mut Vec<Block>) {
+        retired.push(Block::new(Kind::Node, cell, 1));
+        Self::retire_below(ar, ar.nodes.get(cell), retired);
+    }
+
+    /// Retires every block below node `n`: its leaves, its children, theirs (not `n`'s cell).
+    pub(super) fn retire_below(ar: &Arenas, n: Node, retired: &mut Vec<Block>) {
+        Self::retire_own(n, retired);
+        for k in 0..n.vector.count_ones() {
+            Self::retire_below(ar, ar.nodes.get(n.base1 + k), retired);
+        }
+    }
+
+    /// Copies the subtree in `scratch` (top node at 0) into fresh blocks: the top's cell too when
+    /// `with_top` (then it is the first cell of the block returned), else only what is below it.
+    /// Returns the top node relocated and the first cell. `None`: an arena is full.
+    pub(super) fn place(
+        nodes: &mut BlockAlloc,
+        leaves: &mut BlockAlloc,
+        ar: &Arenas,
+        scratch: &Scratch<A::Bits>,
+        with_top: bool,
+    ) -> Option<(Node, u32)> {
+        let skip = u32::from(!with_top);
+        let n = scratch.nodes.len() as u32 - skip;
+        let node_off = if n > 0 { nodes.alloc(n)? } else { 0 };
+        let l = scratch.leaves.len() as u32;
+        let leaf_off = if l > 0 { leaves.alloc(l)? } else { 0 };
+        // Scratch node `i` goes to cell `node_off + i - skip`. (A node without children keeps a
+        // base1 that is never followed.)
+        let reloc = |n: &Node| Node {
+            base0: n.base0.wrapping_add(leaf_off),
+            base1: n.base1.wrapping_add(node_off).wrapping_sub(skip),
+            ..*n
+        };
+        // SAFETY: both blocks were allocated just now: no published version reaches them.
+        for (i, n) in scratch.nodes.iter().enumerate().skip(skip as usize) {
+            unsafe { ar.nodes.set(node_off + i as u32 - skip, reloc(n)) };
+        }
+        for (i, &x) in scratch.leaves.iter().enumerate() {
+            unsafe { ar.leaves.set(leaf_off + i as u32, x) };
+        }
+        Some((reloc(&scratch.nodes[0]), node_off))
+    }
+
+    /// Re-encodes every direct-pointing slot under `p` (at most the direct-pointing step long)
+    /// from `routes`, in one pass over the prefixes `p` covers: leaf pushing put `p`'s id (or
+    /// what covered it) in all of them.
+    pub(super) fn reencode_span(
+        &mut self,
+        routes: &PrefixTrie<A, u32>,
+        p: Prefix<A>,
+        fresh: &mut Vec<usize>,
+        retired: &mut Vec<Block>,
+    ) -> Option<()> {
+        let s = Self::S;
+        let first = top(p.bits(), s);
+        let n = 1usize << (s - p.len() as u32);
+        let default = routes
+            .find_map_matches(p.addr(), |q, v| (q.len() < p.len()).then_some(stored(*v)))
+            .unwrap_or(NO_ROUTE);
+        self.scratch.prefixes.clear();
+        self.scratch.prefixes.extend(
+            routes
+                .covered(&p)
+                .map(|(q, &id)| (q.bits(), q.len(), stored(id))),
+        );
+        // What each slot holds above its subtree (trie order: covering prefixes paint first).
+        let mut fill = vec![default; n];
+        for &(key, len, id) in self.scratch.prefixes.iter().filter(|q| q.1 as u32 <= s) {
+            let f = top(key, s) - first;
+            fill[f..f + (1 << (s - len as u32))].fill(id);
+        }
+        let mut long = 0;
+        for (i, &fill) in fill.iter().enumerate() {
+            let slot = first + i;
+            let old = self.entry(slot);
+            let Scratch {
+                nodes,
+                leaves,
+                prefixes,
+                sub,
+            } = &mut self.scratch;
+            sub.clear();
+            // The slot's long prefixes are contiguous in trie order, slots ascending.
+            while long < prefixes.len() && top(prefixes[long].0, s) <= slot {
+                if prefixes[long].1 as u32 > s {
+                    sub.push(prefixes[long]);
+                }
+                long += 1;
+            }
+            if old & INDEX != 0 {
+                Self::retire_subtree(&self.arenas, old & !INDEX, retired);
+            }
+            let entry = match encode_slot(nodes, leaves, sub, s, fill) {
+                Some(leaf) => leaf,
+                None => {
+                    let (_, cell) = Self::place(
+                        &mut self.nodes,
+                        &mut self.leaves,
+                        &self.arenas,
+                        &self.scratch,
+                        true,
+                    )?;
+                    INDEX | cell
+                }
+            };
+            self.set_entry(slot, entry, fresh, retired)?;
+        }
+        Some(())
+    }
+
+    /// Re-encodes node `old`, which covers bits `off..off + 6` of the keys under the first `off`
+    /// bits of `region`, after a change inside `region` (`off < region.len() <= off + 6`): the slots
+    /// `region` covers are encoded afresh from `routes`; the other slots keep their leaves, and
+    /// their children move by their cells (nothing below them is touched). The new node is not
+    /// placed: its cell is the caller's.
+    pub(super) fn reencode_node(
+        &mut self,
+        routes: &PrefixTrie<A, u32>,
+        old: Node,
+        off: u32,
+        region: Prefix<A>,
+        retired: &mut Vec<Block>,
+    ) -> Option<Outcome> {
+        let span = Prefix::new(region.addr(), off as u8);
+        let top_level = off == Self::S;
+        let ar = self.arenas.clone();
+        let mut leaf = [NO_ROUTE; 64];
+        let mut child = [Node::default(); 64];
+        for v in 0..64u32 {
+            if old.has_child(v) {
+                child[v as usize] = ar.nodes.get(old.child(v));
+            } else {
+                leaf[v as usize] = ar.leaves.get(old.leaf(v));
+            }
+        }
+        // The region's slots, from scratch: what covers the region, then what it covers.
+        let first = stride(region.bits(), off) as usize;
+        let width = 1usize << (off + 6 - region.len() as u32);
+        let region_mask = (u64::MAX >> (64 - width)) << first;
+        let default = routes
+            .find_map_matches(region.addr(), |q, v| {
+                (q.len() < region.len()).then_some(stored(*v))
+            })
+            .unwrap_or(NO_ROUTE);
+        leaf[first..first + width].fill(default);
+        self.scratch.prefixes.clear();
+        self.scratch.prefixes.extend(
+            routes
+                .covered(&region)
+                .map(|(p, &id)| (p.bits(), p.len(), stored(id))),
+        );
+        let mut fresh_children = 0u64;
+        for &(key, len, id) in &self.scratch.prefixes {
+            let v = stride(key, off) as usize;
+            let len = len as u32;
+            if len <= off + 6 {
+                // Trie order: a more specific prefix is painted after the ones covering it.
+                leaf[v..v + (1 << (off + 6 - len))].fill(id);
+            } else {
+                fresh_children |= 1 << v;
+            }
+        }
+        let vector = (old.vector & !region_mask) | fresh_children;
+        if vector == 0 {
+            if top_level {
+                // A slot's top node that is one leaf throughout is stored as that leaf.
+                if leaf.iter().all(|&x| x == leaf[0]) {
+                    return Some(Outcome::Leaf(leaf[0]));
+                }
+            } else if !routes.covered(&span).any(|(q, _)| q.len() as u32 > off) {
+                // A node exists only while a prefix below its parent's slot is longer than the
+                // parent's step.
+                return Some(Outcome::Gone);
+            }
+        }
+        // The region's children, encoded afresh (their subtrees into fresh blocks).
+        let mut rest = fresh_children;
+        while rest != 0 {
+            let v = rest.trailing_zeros();
+            rest &= rest - 1;
+            let Scratch {
+                nodes,
+                leaves,
+                prefixes,
+                sub,
+            } = &mut self.scratch;
+            sub.clear();
+            sub.extend(
+                prefixes
+                    .iter()
+                    .filter(|p| p.1 as u32 > off + 6 && stride(p.0, off) == v),
+            );
+            nodes.clear();
+            leaves.clear();
+            nodes.push(Node::default());
+            encode_node(nodes, leaves, sub, off + 6, leaf[v as usize], 0);
+            let (top, _) =
+                Self::place(&mut self.nodes, &mut self.leaves, &ar, &self.scratch, false)?;
+            child[v as usize] = top;
+        }
+        // The node: leaves in runs over the slots without a child, children in slot order.
+        let mut leafvec = 0u64;
+        let mut runs = [0u32; 64];
+        let mut n_runs = 0;
+        let mut prev = None;
+        for (v, &x) in leaf.iter().enumerate() {
+            if vector & (1 << v) == 0 && prev != Some(x) {
+                leafvec |= 1 << v;
+                runs[n_runs] = x;
+                n_runs += 1;
+                prev = Some(x);
+            }
+        }
+        let kids = vector.count_ones();
+        let base0 = if n_runs > 0 {
+            self.leaves.alloc(n_runs as u32)?
+        } else {
+            0
+        };
+        let base1 = if kids > 0 { self.nodes.alloc(kids)? } else { 0 };
+        // SAFETY: `base0` and `base1` were allocated just now: no published version reaches
+        // them.
+        for (i, &x) in runs[..n_runs].iter().enumerate() {
+            unsafe { ar.leaves.set(base0 + i as u32, x) };
+        }
+        let mut at = base1;
+        let mut set = vector;
+        while set != 0 {
+            let v = set.trailing_zeros();
+            set &= set - 1;
+            unsafe { ar.nodes.set(at, child[v as usize]) };
+            at += 1;
+        }
+        // What the old node reached and the new one does not.
+        Self::retire_own(old, retired);
+        let mut replaced = old.vector & region_mask;
+        while replaced != 0 {
+            let v = replaced.trailing_zeros();
+            replaced &= replaced - 1;
+            Self::retire_below(&ar, ar.nodes.get(old.child(v)), retired);
+        }
+        Some(Outcome::Node(Node {
+            vector,
+            leafvec,
+            base0,
+            base1,
+        }))
+    }
+
+    /// Follows a change of `p` (longer than the direct-pointing step): re-encodes the node at
+    /// `p`'s level (or the deepest existing node on its path), going up while nodes vanish, then
+    /// copies the ancestors' children blocks up to the direct-pointing entry.
+    pub(super) fn patch_long(
+        &mut self,
+        routes: &PrefixTrie<A, u32>,
+        p: Prefix<A>,
+        fresh: &mut Vec<usize>,
+        retired: &mut Vec<Block>,
+    ) -> Option<()> {
+        let s = Self::S;
+        let slot = top(p.bits(), s);
+        let entry = self.entry(slot);
+        if entry & INDEX == 0 {
+            // No subtree yet: it is at most `p` and what shares its slot.
+            return self.reencode_span(routes, Self::slot_prefix(slot as u32), fresh, retired);
+        }
+        let top_cell = entry & !INDEX;
+        let level = (p.len() as u32 - s - 1) / 6;
+        // The path: (node, its cell), from the slot's top node down to `p`'s level at most.
+        let mut path = [(Node::default(), 0u32); 32];
+        let mut depth = 0usize;
+        path[0] = (self.arenas.nodes.get(top_cell), top_cell);
+        let mut off = s;
+        while (depth as u32) < level {
+            let node = path[depth].0;
+            let v = stride(p.bits(), off);
+            if !node.has_child(v) {
+                break;
+            }
+            let cell = node.child(v);
+            depth += 1;
+            off += 6;
+            path[depth] = (self.arenas.nodes.get(cell), cell);
+        }
+        // `p` itself at its level; above it, the slot of the deepest node that holds `p`.
+        let mut region = if depth as u32 == level {
+            p
+        } else {
+            Prefix::new(p.addr(), (off + 6) as u8)
+        };
+        loop {
+            let span = Prefix::new(p.addr(), off as u8);
+            let (node, _) = path[depth];
+            match self.reencode_node(routes, node, off, region, retired)? {
+                Outcome::Gone => {
+                    region = span;
+                    depth -= 1;
+                    off -= 6;
+                }
+                Outcome::Leaf(id) => {
+                    // The top node folded into a leaf: its cell and everything below it go
+                    // (no child of it survives: a leaf top has none).
+                    Self::retire_subtree(&self.arenas, top_cell, retired);
+                    return self.set_entry(slot, id, fresh, retired);
+                }
+                Outcome::Node(mut new) => {
+                    // Path copying: each ancestor's children block, with the new child in.
+                    for j in (0..depth).rev() {
+                        let (parent, _) = path[j];
+                        let kids = parent.vector.count_ones();
+                        let block = self.nodes.alloc(kids)?;
+                        // SAFETY: `block` was allocated just now: unpublished.
+                        unsafe {
+                            self.arenas.nodes.copy(parent.base1, block, kids);
+                            self.arenas
+                                .nodes
+                                .set(block + (path[j + 1].1 - parent.base1), new);
+                        }
+                        retired.push(Block::new(Kind::Node, parent.base1, kids));
+                        new = Node {
+                            base1: block,
+                            ..parent
+                        };
+                    }
+                    let cell = self.nodes.alloc(1)?;
+                    // SAFETY: `cell` was allocated just now: unpublished.
+                    unsafe { self.arenas.nodes.set(cell, new) };
+                    retired.push(Block::new(Kind::Node, top_cell, 1));
+                    return self.set_entry(slot, INDEX | cell, fresh, retired);
+                }
+            }
+        }
+    }
+
+    /// Follows the changes at `changed` (in trie order), then publishes once: a prefix at most
+    /// the direct-pointing step long re-encodes the slots it covers (and the changes under it
+    /// come with them), a longer one its node's path. Slots are visited in ascending order, so
+    /// each chunk is copied once. `None`: an arena ran out of room (nothing was published; the
+    /// caller rebuilds).
+    pub(super) fn patch(
+        &mut self,
+        routes: &PrefixTrie<A, u32>,
+        changed: &[Prefix<A>],
+    ) -> Option<()> {
+        let mut retired = Vec::new();
+        let mut fresh = Vec::new();
+        let mut done: Option<Prefix<A>> = None;
+        for &p in changed {
+            if done.is_some_and(|d| d.covers(&p)) {
+                continue;
+            }
+            if p.len() as u32 <= Self::S {
+                self.reencode_span(routes, p, &mut fresh, &mut retired)?;
+                done = Some(p);
+            } else {
+                self.patch_long(routes, p, &mut fresh, &mut retired)?;
+            }
+        }
+        // A chunk that became one leaf goes back into its root entry; it was never published.
+        for ri in fresh {
+            let off = self.root[ri] & !INDEX;
+            let ar = &self.arenas.chunks;
+            let first = ar.get(off);
+            if first & INDEX == 0 && (1..Self::CHUNK as u32).all(|i| ar.get(off + i) == first) {
+                self.root[ri] = first;
+                self.chunks.free(off, Self::CHUNK as u32);
+            }
+        }
+        self.publish(retired);
+        Some(())
+    }
+}
+
+/// What re-encoding a node gave.
+pub(super) enum Outcome {
+    /// The new node (not placed yet).
+    Node(Node),
+    /// A slot's top node became one leaf.
+    Leaf(u32),
+    /// The node is no longer needed: its parent's slot is a leaf now.
+    Gone,
+}
