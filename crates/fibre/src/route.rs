@@ -231,7 +231,10 @@ pub struct RouteSpec<A: Address> {
 }
 
 impl<A: Address> RouteSpec<A> {
-    /// A unicast route in the main table with defaults as iproute2 fills them in.
+    /// A unicast route in table main, `proto boot`, metric 0, scope universe, no source prefix.
+    /// iproute2 picks some of these per route (`scope link` for an IPv4 route without gateway,
+    /// metric 1024 for IPv6); its parser here does the same, and callers building routes by
+    /// hand set what they need.
     pub fn new(dst: Prefix<A>, hops: Vec<crate::nexthop::NextHop<A>>) -> Self {
         RouteSpec {
             table: TABLE_MAIN,

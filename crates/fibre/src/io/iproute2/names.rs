@@ -122,13 +122,19 @@ pub fn parse_u32(s: &str) -> Option<u32> {
     if s.is_empty() || s.starts_with('+') || s.starts_with('-') {
         return None;
     }
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u32::from_str_radix(h, 16).ok()
+    // `strtoul` takes a sign only before the `0x` / `0`; Rust's radix parsers take a `+` after
+    // it too, so digits are checked to be digits.
+    let (digits, radix) = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        (h, 16)
     } else if s.len() > 1 && s.starts_with('0') {
-        u32::from_str_radix(&s[1..], 8).ok()
+        (&s[1..], 8)
     } else {
-        s.parse().ok()
+        (s, 10)
+    };
+    if !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
     }
+    u32::from_str_radix(digits, radix).ok()
 }
 
 #[cfg(test)]
@@ -146,6 +152,13 @@ mod tests {
         assert_eq!(parse_u32("0x10"), Some(16));
         assert_eq!(parse_u32("010"), Some(8));
         assert_eq!(parse_u32("-1"), None);
+        assert_eq!(
+            parse_u32("0x+1"),
+            None,
+            "strtoul stops at the sign: ip refuses it"
+        );
+        assert_eq!(parse_u32("0+7"), None);
+        assert_eq!(parse_u32("0x"), None);
         assert_eq!(scope_from_name("link"), Some(253));
     }
 }
