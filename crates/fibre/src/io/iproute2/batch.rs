@@ -251,14 +251,13 @@ impl Batch {
             Command::Nothing => Ok(()),
             Command::Apply(change) => Ok(self.router.change(&change)?),
             Command::RouteGet(q, times) => {
-                let fam = Family::of(&q.dst);
-                for _ in 0..times {
-                    with_family!(fam, A => {
-                        let q = q.narrow::<A>().expect("the parser checked the families");
+                with_family!(Family::of(&q.dst), A => {
+                    let q = q.narrow::<A>().expect("the parser checked the families");
+                    for _ in 0..times {
                         let a = self.router.route_get(&q)?;
                         self.print_answer(&a, &q, stdout);
-                    });
-                }
+                    }
+                });
                 Ok(())
             }
             Command::RouteShow(f) => {
