@@ -59,6 +59,7 @@ test: deps lint
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --lib
 
 ## What a fresh machine needs: iproute2 (ip, ip netns) for the kernel tests.
 deps:

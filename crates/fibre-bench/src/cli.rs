@@ -25,7 +25,7 @@ pub struct BenchArgs {
     /// Table sizes, comma-separated (full views are clipped to the table)
     #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
     pub sizes: Option<Vec<usize>>,
-    /// Scenarios: full-view, spread48-d<density> (spread32-d.. for IPv4), random128
+    /// Scenarios: full-view, spread48-dDENSITY (spread32-d.. for IPv4), random128
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub scenarios: Option<Vec<String>>,
     /// Only this family

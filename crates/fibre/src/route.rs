@@ -1,7 +1,7 @@
 //! Routes and their attributes, numbered as in `<linux/rtnetlink.h>`.
 use crate::addr::Address;
 use crate::error::Errno;
-use crate::nexthop::NhId;
+use crate::nexthop::{NextHop, NhId};
 use crate::prefix::Prefix;
 
 /// Routing table id. Any `u32`; the kernel names three.
@@ -164,13 +164,13 @@ impl RouterPref {
     }
 }
 
-/// One route, with every attribute that decides or reports a lookup.
+/// One route, with every attribute that decides or reports a lookup, and its next hops `H`.
 ///
-/// The next hops are not stored here but interned in the family's [`crate::nexthop::NhTable`];
-/// `nh` is an index into it, shared by every route with the same next hops (the kernel's
-/// `fib_info` sharing).
+/// Stored routes (`H` = [`NhId`], the default) do not hold their next hops but an index into
+/// the family's [`crate::nexthop::NhTable`], shared by every route with the same next hops
+/// (the kernel's `fib_info` sharing). A [`RouteSpec`] spells them out.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Route<A: Address> {
+pub struct Route<A: Address, H = NhId> {
     /// The table the route is in (`table`, `RTA_TABLE`).
     pub table: TableId,
     /// The destination prefix.
@@ -194,65 +194,20 @@ pub struct Route<A: Address> {
     pub pref: RouterPref,
     /// Route metrics (`mtu`, `advmss`, ...): reported, never deciding.
     pub mtu: Option<u32>,
-    /// The interned next-hop group: an index into the family's `NhTable`.
-    pub nh: NhId,
+    /// The next hops: the interned group's id for a stored route; for a [`RouteSpec`], one
+    /// for a plain route, several for multipath (`nexthop ...`), none for reject types.
+    pub hops: H,
 }
 
-/// A route as requested (`ip route add ...`): attributes plus next hops spelled out, before they
-/// are interned. Also how routes are handed out to callers that do not hold the [`crate::nexthop::NhTable`].
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RouteSpec<A: Address> {
-    /// The table (`table`, `RTA_TABLE`).
-    pub table: TableId,
-    /// The destination prefix.
-    pub dst: Prefix<A>,
-    /// IPv6 source prefix (`from`); the whole address space for ordinary routes, and always so
-    /// for IPv4.
-    pub src: Prefix<A>,
-    /// IPv4 TOS selector (`tos`); 0 matches every flow.
-    pub tos: u8,
-    /// `metric` / `priority`: lower wins.
-    pub metric: u32,
-    /// The route type (`rtm_type`).
-    pub kind: RouteType,
-    /// Who installs the route (`proto`, `rtm_protocol`).
-    pub protocol: Protocol,
-    /// The route's scope (`scope`, `rtm_scope`).
-    pub scope: Scope,
-    /// Preferred source address (`src`, `RTA_PREFSRC`).
-    pub prefsrc: Option<A>,
-    /// IPv6 router preference (`pref`).
-    pub pref: RouterPref,
-    /// The `mtu` metric, if set.
-    pub mtu: Option<u32>,
-    /// The next hops: one for a plain route, several for multipath (`nexthop ...`), none for
-    /// reject types.
-    pub hops: Vec<crate::nexthop::NextHop<A>>,
-}
+/// A route as requested (`ip route add ...`), its next hops spelled out before they are
+/// interned. Also how routes are handed out to callers that do not hold the
+/// [`crate::nexthop::NhTable`].
+pub type RouteSpec<A> = Route<A, Vec<NextHop<A>>>;
 
-impl<A: Address> RouteSpec<A> {
-    /// A unicast route in table main, `proto boot`, metric 0, scope universe, no source prefix.
-    /// iproute2 picks some of these per route (`scope link` for an IPv4 route without gateway,
-    /// metric 1024 for IPv6); its parser here does the same, and callers building routes by
-    /// hand set what they need.
-    pub fn new(dst: Prefix<A>, hops: Vec<crate::nexthop::NextHop<A>>) -> Self {
-        RouteSpec {
-            table: TABLE_MAIN,
-            dst,
-            src: Prefix::any(),
-            tos: 0,
-            metric: 0,
-            kind: RouteType::Unicast,
-            protocol: PROTO_BOOT,
-            scope: SCOPE_UNIVERSE,
-            prefsrc: None,
-            pref: RouterPref::Medium,
-            mtu: None,
-            hops,
-        }
-    }
-    /// The stored form, with next hops interned as `nh`.
-    pub fn with_nh(&self, nh: NhId) -> Route<A> {
+impl<A: Address, H> Route<A, H> {
+    /// The same route with other next hops: a spec's interned (`with_hops(id)`), or a stored
+    /// route's spelled out (`with_hops(list)`).
+    pub fn with_hops<G>(&self, hops: G) -> Route<A, G> {
         Route {
             table: self.table,
             dst: self.dst,
@@ -265,24 +220,30 @@ impl<A: Address> RouteSpec<A> {
             prefsrc: self.prefsrc,
             pref: self.pref,
             mtu: self.mtu,
-            nh,
+            hops,
         }
     }
-    /// The spelled-out form of a stored route.
-    pub fn of(r: &Route<A>, hops: &[crate::nexthop::NextHop<A>]) -> Self {
-        RouteSpec {
-            table: r.table,
-            dst: r.dst,
-            src: r.src,
-            tos: r.tos,
-            metric: r.metric,
-            kind: r.kind,
-            protocol: r.protocol,
-            scope: r.scope,
-            prefsrc: r.prefsrc,
-            pref: r.pref,
-            mtu: r.mtu,
-            hops: hops.to_vec(),
+}
+
+impl<A: Address> RouteSpec<A> {
+    /// A unicast route in table main, `proto boot`, metric 0, scope universe, no source prefix.
+    /// iproute2 picks some of these per route (`scope link` for an IPv4 route without gateway,
+    /// metric 1024 for IPv6); its parser here does the same, and callers building routes by
+    /// hand set what they need.
+    pub fn new(dst: Prefix<A>, hops: Vec<NextHop<A>>) -> Self {
+        Route {
+            table: TABLE_MAIN,
+            dst,
+            src: Prefix::any(),
+            tos: 0,
+            metric: 0,
+            kind: RouteType::Unicast,
+            protocol: PROTO_BOOT,
+            scope: SCOPE_UNIVERSE,
+            prefsrc: None,
+            pref: RouterPref::Medium,
+            mtu: None,
+            hops,
         }
     }
 }

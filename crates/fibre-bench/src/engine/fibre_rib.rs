@@ -75,7 +75,12 @@ impl<A: StudyFamily> Engine<A> for FibreRib<A> {
             // Generated tables hold each prefix once: an insert cannot fail.
             let displaced = self
                 .rib
-                .insert(spec.with_nh(id), InsertMode::Add, &mut self.nhs, &mut saved)
+                .insert(
+                    spec.with_hops(id),
+                    InsertMode::Add,
+                    &mut self.nhs,
+                    &mut saved,
+                )
                 .expect("bench routes are unique");
             debug_assert!(displaced.is_empty());
             // The journal is for rolling back change sets; the bench never rolls back.
@@ -89,7 +94,7 @@ impl<A: StudyFamily> Engine<A> for FibreRib<A> {
             .rib
             .lookup(&Flow::to(A::from_bits(addr)), &self.nhs, &AllUp)
         {
-            TableLookup::Match { route, .. } => self.nh_index[route.nh.0 as usize],
+            TableLookup::Match { route, .. } => self.nh_index[route.hops.0 as usize],
             _ => MISS,
         }
     }

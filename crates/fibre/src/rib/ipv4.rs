@@ -22,7 +22,7 @@ fn same_alias(a: &Route<Ipv4Addr>, b: &Route<Ipv4Addr>) -> bool {
         && a.scope == b.scope
         && a.prefsrc == b.prefsrc
         && a.mtu == b.mtu
-        && a.nh == b.nh
+        && a.hops == b.hops
 }
 
 /// `fib_find_alias`: the first route at or after the (tos, metric) key's place in the order.
@@ -90,7 +90,7 @@ impl KernelSemantics for Ipv4Addr {
                 weight: 1,
                 onlink: false,
             }];
-            let hops = match nhs.get(r.nh) {
+            let hops = match nhs.get(r.hops) {
                 [] => &null[..],
                 h => h,
             };
@@ -143,7 +143,7 @@ impl KernelSemantics for Ipv4Addr {
             // A device going down kills the next hops through it (`fib_sync_down_dev`), but
             // those of host-scope routes (their next hop scope is `nowhere`, which it spares).
             let host = route.scope == SCOPE_HOST;
-            for (hop, h) in nhs.get(route.nh).iter().enumerate() {
+            for (hop, h) in nhs.get(route.hops).iter().enumerate() {
                 let Some(dev) = h.dev else { continue };
                 if !(host || links.is_up(dev)) || flow.oif.is_some_and(|o| o != dev) {
                     continue;

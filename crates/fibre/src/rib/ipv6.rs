@@ -14,7 +14,7 @@ use std::net::Ipv6Addr;
 
 /// The only next hop of an IPv6 route (reject routes have none; the kernel gives them `lo`).
 fn hop(r: &Route<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>) -> NextHop<Ipv6Addr> {
-    nhs.get(r.nh).first().copied().unwrap_or(NextHop {
+    nhs.get(r.hops).first().copied().unwrap_or(NextHop {
         gateway: None,
         dev: Some(LOOPBACK_IFINDEX),
         weight: 1,
@@ -163,7 +163,7 @@ impl KernelSemantics for Ipv6Addr {
         mode: InsertMode,
         nhs: &mut NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, ChangeError> {
-        let hops = nhs.get(route.nh).to_vec();
+        let hops = nhs.get(route.hops).to_vec();
         if hops.len() <= 1 {
             return insert_leg(list, route, mode, nhs);
         }
@@ -174,10 +174,10 @@ impl KernelSemantics for Ipv6Addr {
         let mut legs = Vec::new();
         for (i, h) in hops.iter().enumerate() {
             let leg = Route {
-                nh: nhs.intern(std::slice::from_ref(h)),
+                hops: nhs.intern(std::slice::from_ref(h)),
                 ..route.clone()
             };
-            legs.push(leg.nh);
+            legs.push(leg.hops);
             let leg_mode = if i == 0 { mode } else { InsertMode::Append };
             match insert_leg(list, leg, leg_mode, nhs) {
                 Ok(d) => displaced.extend(d),

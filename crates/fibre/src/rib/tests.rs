@@ -231,16 +231,18 @@ fn answer<'a, A: Address>(
 ) -> Option<(RouteSpec<A>, Option<Errno>)> {
     match t {
         TableLookup::None => None,
-        TableLookup::Match { route, .. } => Some((RouteSpec::of(route, nhs.get(route.nh)), None)),
+        TableLookup::Match { route, .. } => {
+            Some((route.with_hops(nhs.get(route.hops).to_vec()), None))
+        }
         TableLookup::Reject { route, errno } => {
-            Some((RouteSpec::of(route, nhs.get(route.nh)), Some(errno)))
+            Some((route.with_hops(nhs.get(route.hops).to_vec()), Some(errno)))
         }
     }
 }
 
 fn dump<A: KernelSemantics>(rib: &Rib<A>, nhs: &NhTable<A>) -> Vec<RouteSpec<A>> {
     rib.iter()
-        .map(|r| RouteSpec::of(r, nhs.get(r.nh)))
+        .map(|r| r.with_hops(nhs.get(r.hops).to_vec()))
         .collect()
 }
 
@@ -251,10 +253,10 @@ fn insert<A: KernelSemantics>(
     mode: InsertMode,
 ) -> Result<(), ChangeError> {
     let nh = nhs.intern(&spec.hops);
-    match rib.insert(spec.with_nh(nh), mode, nhs, &mut Vec::new()) {
+    match rib.insert(spec.with_hops(nh), mode, nhs, &mut Vec::new()) {
         Ok(displaced) => {
             for d in displaced {
-                nhs.release(d.nh);
+                nhs.release(d.hops);
             }
             Ok(())
         }
@@ -369,7 +371,7 @@ proptest! {
             let removed = rib.delete(&RouteSelector { leg: true, ..RouteSelector::exact(&extra) }, &nhs, &mut Vec::new()).expect("present");
             prop_assert_eq!(removed.len(), 1);
             for r in removed {
-                nhs.release(r.nh);
+                nhs.release(r.hops);
             }
         }
         prop_assert_eq!(dump(&rib, &nhs), before);
@@ -388,9 +390,9 @@ proptest! {
             // attribute named, that is the first identical route.
             let removed = rib.delete(&RouteSelector::exact(&victim), &nhs, &mut Vec::new()).expect("present");
             prop_assert_eq!(removed.len(), 1);
-            prop_assert_eq!(RouteSpec::of(&removed[0], nhs.get(removed[0].nh)), victim.clone());
+            prop_assert_eq!(removed[0].with_hops(nhs.get(removed[0].hops).to_vec()), victim.clone());
             for r in removed {
-                nhs.release(r.nh);
+                nhs.release(r.hops);
             }
             model.remove(&victim);
             check_order(&rib, &nhs, &model);
@@ -401,13 +403,13 @@ proptest! {
     fn covering_and_covered_are_exact(specs in prop::collection::vec(arb_spec4(), 0..30), hi in 0u32..8, len in 0u8..=32) {
         let (rib, nhs, model) = build(&specs);
         let q = Prefix::new(Ipv4Addr::from((hi << 29) | (hi << 16) | 0x0101), len);
-        let covering: Vec<_> = rib.covering(&q).into_iter().map(|r| RouteSpec::of(r, nhs.get(r.nh))).collect();
+        let covering: Vec<_> = rib.covering(&q).into_iter().map(|r| r.with_hops(nhs.get(r.hops).to_vec())).collect();
         let mut dsts: Vec<Prefix<Ipv4Addr>> = model.routes.iter().map(|(_, r)| r.dst).filter(|d| d.covers(&q)).collect();
         dsts.sort_by_key(|d| d.len());
         dsts.dedup();
         let want: Vec<_> = dsts.iter().flat_map(|d| model.list(d).into_iter().cloned()).collect();
         prop_assert_eq!(covering, want);
-        let covered: Vec<_> = rib.covered(&q).map(|r| RouteSpec::of(r, nhs.get(r.nh))).collect();
+        let covered: Vec<_> = rib.covered(&q).map(|r| r.with_hops(nhs.get(r.hops).to_vec())).collect();
         let mut dsts: Vec<Prefix<Ipv4Addr>> = model.routes.iter().map(|(_, r)| r.dst).filter(|d| q.covers(d)).collect();
         dsts.sort();
         dsts.dedup();
@@ -456,7 +458,7 @@ fn ipv4_ordering_and_errors_follow_the_kernel() {
             (
                 x.tos,
                 x.metric,
-                nhs.get(x.nh)[0].gateway.unwrap().octets()[3],
+                nhs.get(x.hops)[0].gateway.unwrap().octets()[3],
             )
         })
         .collect();
@@ -482,7 +484,7 @@ fn ipv4_ordering_and_errors_follow_the_kernel() {
     let order: Vec<u8> = rib
         .get(&p, &Prefix::any())
         .iter()
-        .map(|x| nhs.get(x.nh)[0].gateway.unwrap().octets()[3])
+        .map(|x| nhs.get(x.hops)[0].gateway.unwrap().octets()[3])
         .collect();
     assert_eq!(order, [4, 5, 9, 1, 2]);
     // TOS selection: a flow with TOS 0x10 takes the TOS route, others skip it.

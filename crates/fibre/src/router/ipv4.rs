@@ -54,11 +54,6 @@ impl family::Kernel for Ipv4Addr {
 
     fn derive(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<RouteSpec<Self>> {
         let mut out: Vec<RouteSpec<Self>> = Vec::new();
-        let mut push = |s: RouteSpec<Self>| {
-            if !out.contains(&s) {
-                out.push(s);
-            }
-        };
         for (i, a) in addrs.iter().enumerate() {
             let Some(link) = links.by_index(a.dev) else {
                 continue;
@@ -71,7 +66,7 @@ impl family::Kernel for Ipv4Addr {
                 .find(|o| o.dev == a.dev && o.len == a.len && o.subnet() == subnet);
             let prim = primary.map_or(a.addr, |p| p.addr);
             // The local route lives as long as the address, whatever the link does.
-            push(kernel_route_v4(
+            out.push(kernel_route_v4(
                 TABLE_LOCAL,
                 Prefix::host(a.addr),
                 RouteType::Local,
@@ -84,7 +79,7 @@ impl family::Kernel for Ipv4Addr {
                 continue;
             }
             if let Some(b) = a.broadcast.filter(|b| !b.is_broadcast()) {
-                push(kernel_route_v4(
+                out.push(kernel_route_v4(
                     TABLE_LOCAL,
                     Prefix::host(b),
                     RouteType::Broadcast,
@@ -120,10 +115,10 @@ impl family::Kernel for Ipv4Addr {
                             a.metric.unwrap_or(0),
                         )
                     };
-                    push(spec);
+                    out.push(spec);
                 }
                 if a.len < 31 {
-                    push(kernel_route_v4(
+                    out.push(kernel_route_v4(
                         TABLE_LOCAL,
                         Prefix::host(subnet.last()),
                         RouteType::Broadcast,
@@ -311,7 +306,7 @@ impl family::Kernel for Ipv4Addr {
                     }
                     let dev = st
                         .nhs
-                        .get(found.route.nh)
+                        .get(found.route.hops)
                         .get(found.hop)
                         .and_then(|h| h.dev);
                     hop.dev = hop.dev.or(dev);
@@ -323,7 +318,7 @@ impl family::Kernel for Ipv4Addr {
     }
 
     fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> Vec<NextHop<Self>> {
-        st.nhs.get(m.route.nh).to_vec()
+        st.nhs.get(m.route.hops).to_vec()
     }
 
     fn route_del(
@@ -393,7 +388,7 @@ fn validate_source(r: &Router, flow: &Flow<Ipv4Addr>, out_dev: IfIndex) -> Resul
     };
     // The chosen leg of a unicast route, and whether it reaches `in_dev` without a gateway.
     let direct_on = |m: &Matched<'_, Ipv4Addr>| {
-        let hops = st.nhs.get(m.route.nh);
+        let hops = st.nhs.get(m.route.hops);
         let uses_dev = hops.iter().any(|h| h.dev == Some(in_dev));
         (
             uses_dev,
@@ -432,7 +427,7 @@ fn local_dev(r: &Router, a: Ipv4Addr) -> Option<IfIndex> {
     let local = r.v4.tables.get(&TABLE_LOCAL)?;
     match local.lookup(&Flow::to(a), &r.v4.nhs, &AllUp) {
         TableLookup::Match { route, hop, .. } if route.kind == RouteType::Local => {
-            r.v4.nhs.get(route.nh).get(hop).and_then(|h| h.dev)
+            r.v4.nhs.get(route.hops).get(hop).and_then(|h| h.dev)
         }
         _ => None,
     }
@@ -684,7 +679,7 @@ fn route_input(
             // packet if some usable leg passes, and reports the leg it answers with.
             // A packet sent back out of its input device to a source on that link is redirected.
             let mut passed = false;
-            for d in st.nhs.get(m.route.nh).iter().filter_map(|h| h.dev) {
+            for d in st.nhs.get(m.route.hops).iter().filter_map(|h| h.dev) {
                 if !r.links.is_up(d) {
                     continue;
                 }

@@ -21,16 +21,11 @@ impl family::Kernel for Ipv6Addr {
 
     fn derive(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<RouteSpec<Self>> {
         let mut out: Vec<RouteSpec<Self>> = Vec::new();
-        let mut push = |s: RouteSpec<Self>| {
-            if !out.contains(&s) {
-                out.push(s);
-            }
-        };
         for a in addrs {
             if links.by_index(a.dev).is_none() {
                 continue;
             }
-            push(kernel_route(
+            out.push(kernel_route(
                 TABLE_LOCAL,
                 Prefix::host(a.addr),
                 RouteType::Local,
@@ -39,7 +34,7 @@ impl family::Kernel for Ipv6Addr {
             ));
             if a.len < 127 {
                 // Subnet-router anycast (the router forwards).
-                push(kernel_route(
+                out.push(kernel_route(
                     TABLE_LOCAL,
                     Prefix::host(a.subnet().addr()),
                     RouteType::Anycast,
@@ -48,7 +43,7 @@ impl family::Kernel for Ipv6Addr {
                 ));
             }
             if links.is_up(a.dev) && a.dev != LOOPBACK_IFINDEX && !a.noprefixroute {
-                push(kernel_route(
+                out.push(kernel_route(
                     TABLE_MAIN,
                     a.subnet(),
                     RouteType::Unicast,
@@ -62,7 +57,7 @@ impl family::Kernel for Ipv6Addr {
             .filter(|l| l.v6_configured && l.kind != LinkKind::Loopback)
         {
             let ff00 = Prefix::new(Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8);
-            push(kernel_route(
+            out.push(kernel_route(
                 TABLE_LOCAL,
                 ff00,
                 RouteType::Multicast,
@@ -201,7 +196,7 @@ impl family::Kernel for Ipv6Addr {
                         ..Flow::to(gw)
                     };
                     let direct = |m: &Matched<'_, Self>| {
-                        let h = st.nhs.get(m.route.nh).first().copied();
+                        let h = st.nhs.get(m.route.hops).first().copied();
                         (!m.route.kind.is_reject() && h.is_some_and(|h| h.gateway.is_none()))
                             .then(|| h.and_then(|h| h.dev))
                             .flatten()
@@ -241,7 +236,7 @@ impl family::Kernel for Ipv6Addr {
         // The list the lookup matched in (no walk to find it again).
         let list = m.list;
         let Some(i) = list.iter().position(|r| std::ptr::eq(r, m.route)) else {
-            return st.nhs.get(m.route.nh).to_vec();
+            return st.nhs.get(m.route.hops).to_vec();
         };
         let mut sibs = siblings(list, i, &st.nhs);
         let at = sibs
@@ -250,7 +245,7 @@ impl family::Kernel for Ipv6Addr {
             .unwrap_or(0);
         sibs.rotate_left(at);
         sibs.iter()
-            .flat_map(|r| st.nhs.get(r.nh).iter().copied())
+            .flat_map(|r| st.nhs.get(r.hops).iter().copied())
             .collect()
     }
 
@@ -302,7 +297,7 @@ impl family::Kernel for Ipv6Addr {
                 rib.modify_where(
                     |r| {
                         r.prefsrc == Some(a.addr)
-                            && nhs.get(r.nh).iter().any(|h| h.dev == Some(a.dev))
+                            && nhs.get(r.hops).iter().any(|h| h.dev == Some(a.dev))
                     },
                     |r| r.prefsrc = None,
                     &mut saved,

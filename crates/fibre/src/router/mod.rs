@@ -7,384 +7,29 @@
 //! commit; the small parts (links, addresses, rules) are copied at `begin`.
 use crate::addr::{Address, Family};
 use crate::error::{ChangeError, Errno};
-use crate::fib::FibFamily;
 use crate::flow::Flow;
 use crate::link::{loopback_v4, loopback_v6, IfAddr, LinkKind, Links};
-use crate::nexthop::{NextHop, NhTable};
+use crate::nexthop::NextHop;
 use crate::prefix::Prefix;
 use crate::rib::ipv6::siblings;
-use crate::rib::{
-    InsertMode, KernelSemantics, LinkState, Rib, RouteSelector, SavedList, TableLookup,
-};
+use crate::rib::{InsertMode, KernelSemantics, LinkState, Rib, RouteSelector, TableLookup};
 use crate::route::*;
-use crate::rules::{Rule, RuleAction, RuleSelector, RuleSet};
-use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use crate::rules::{Rule, RuleAction};
+use std::net::{Ipv4Addr, Ipv6Addr};
 
+mod change;
 pub mod fibs;
 mod ipv4;
 mod ipv6;
+mod query;
+mod state;
+
+pub use change::{Change, FamilyChange};
+pub use query::{CacheFlags, Matched, RouteAnswer, RouteQuery};
+pub use state::FamilyState;
+use state::{FamilySnapshot, FlowNames};
 
 use family::Kernel;
-use fibs::Fibs;
-
-/// Everything one family keeps. Outside the router it is a read-only view
-/// ([`Router::family`]): every change goes through a change set.
-#[derive(Clone, Debug)]
-pub struct FamilyState<A: KernelSemantics + FibFamily> {
-    tables: BTreeMap<TableId, Rib<A>>,
-    nhs: NhTable<A>,
-    rules: RuleSet<A>,
-    addrs: Vec<IfAddr<A>>,
-    /// Routes currently derived from addresses and link state (proto kernel).
-    derived: Vec<RouteSpec<A>>,
-    /// IPv4: a user added a `local` route (the kernel then checks sources the slow way).
-    custom_local_routes: bool,
-    journal: Vec<(TableId, SavedList<A>)>,
-    /// The compiled FIBs of the tables, following the RIB at each commit.
-    fibs: Fibs<A>,
-}
-
-impl<A: KernelSemantics + FibFamily> Default for FamilyState<A> {
-    fn default() -> Self {
-        let mut tables = BTreeMap::new();
-        tables.insert(TABLE_LOCAL, Rib::new(TABLE_LOCAL));
-        tables.insert(TABLE_MAIN, Rib::new(TABLE_MAIN));
-        FamilyState {
-            tables,
-            nhs: NhTable::new(),
-            rules: RuleSet::default(),
-            addrs: Vec::new(),
-            derived: Vec::new(),
-            custom_local_routes: false,
-            journal: Vec::new(),
-            fibs: Fibs {
-                links_changed: true,
-                ..Fibs::default()
-            },
-        }
-    }
-}
-
-impl<A: RouterFamily> FamilyState<A> {
-    /// Table `id`, if the family has it.
-    pub fn table(&self, id: TableId) -> Option<&Rib<A>> {
-        self.tables.get(&id)
-    }
-    /// The family's tables, by id.
-    pub fn tables(&self) -> impl Iterator<Item = &Rib<A>> {
-        self.tables.values()
-    }
-    /// Route count over all tables.
-    pub fn route_count(&self) -> usize {
-        self.tables.values().map(|t| t.len()).sum()
-    }
-    /// The policy rules, in priority order.
-    pub fn rules(&self) -> &RuleSet<A> {
-        &self.rules
-    }
-    /// The addresses on the family's devices, in the order they were added.
-    pub fn addrs(&self) -> &[IfAddr<A>] {
-        &self.addrs
-    }
-    /// The shared next-hop groups the routes refer to.
-    pub fn nexthops(&self) -> &NhTable<A> {
-        &self.nhs
-    }
-    fn table_mut(&mut self, id: TableId) -> &mut Rib<A> {
-        self.tables.entry(id).or_insert_with(|| Rib::new(id))
-    }
-
-    /// Interns, inserts, and releases what the insert displaced.
-    fn insert(&mut self, spec: &RouteSpec<A>, mode: InsertMode) -> Result<(), ChangeError> {
-        let nh = self.nhs.intern(&spec.hops);
-        let route = spec.with_nh(nh);
-        let mut saved = Vec::new();
-        let r = self
-            .tables
-            .entry(spec.table)
-            .or_insert_with(|| Rib::new(spec.table))
-            .insert(route, mode, &mut self.nhs, &mut saved);
-        self.journal
-            .extend(saved.into_iter().map(|s| (spec.table, s)));
-        match r {
-            Ok(displaced) => {
-                for d in displaced {
-                    self.nhs.release(d.nh);
-                }
-                Ok(())
-            }
-            Err(e) => {
-                self.nhs.release(nh);
-                Err(e)
-            }
-        }
-    }
-
-    fn delete(&mut self, table: TableId, sel: &RouteSelector<A>) -> Result<(), Errno> {
-        let Some(rib) = self.tables.get_mut(&table) else {
-            return Err(Errno::ESRCH);
-        };
-        let mut saved = Vec::new();
-        let r = rib.delete(sel, &self.nhs, &mut saved);
-        self.journal.extend(saved.into_iter().map(|s| (table, s)));
-        for gone in r? {
-            self.nhs.release(gone.nh);
-        }
-        Ok(())
-    }
-
-    fn remove_where(&mut self, mut doomed: impl FnMut(&Route<A>, &[NextHop<A>]) -> bool) {
-        let nhs = &self.nhs;
-        let mut removed = Vec::new();
-        for (id, rib) in self.tables.iter_mut() {
-            let mut saved = Vec::new();
-            removed.extend(rib.remove_where(|r| doomed(r, nhs.get(r.nh)), &mut saved));
-            self.journal.extend(saved.into_iter().map(|s| (*id, s)));
-        }
-        for r in removed {
-            self.nhs.release(r.nh);
-        }
-    }
-
-    /// Brings the proto-kernel routes in line with addresses and link state: removes the derived
-    /// routes that no longer follow, adds the new ones (after existing equal routes, as the kernel's
-    /// `fib_magic` appends; an identical existing route is left alone).
-    fn sync_derived(&mut self, links: &Links) {
-        let want = A::derive(links, &self.addrs);
-        let old = std::mem::take(&mut self.derived);
-        for spec in old.iter().filter(|s| !want.contains(s)) {
-            let sel = RouteSelector::exact(spec);
-            let _ = self.delete(spec.table, &sel);
-        }
-        for spec in want.iter().filter(|s| !old.contains(s)) {
-            let _ = self.insert(spec, InsertMode::Append);
-        }
-        self.derived = want;
-    }
-
-    /// One table's answer, for the rule walk.
-    fn lookup_table<'a>(
-        &'a self,
-        id: TableId,
-        flow: &Flow<A>,
-        links: &dyn LinkState,
-    ) -> TableLookup<'a, A> {
-        if let Some(answer) = self.fib_lookup_table(id, flow, links) {
-            return answer;
-        }
-        self.tables
-            .get(&id)
-            .map_or(TableLookup::None, |t| t.lookup(flow, &self.nhs, links))
-    }
-
-    /// `fib_rules_lookup`: the first rule that matches and decides.
-    fn walk_rules<'a>(
-        &'a self,
-        flow: &Flow<A>,
-        names: &FlowNames<'_>,
-        links: &dyn LinkState,
-    ) -> Result<Matched<'a, A>, Errno> {
-        let rules = self.rules.as_slice();
-        let mut i = 0;
-        while i < rules.len() {
-            let rule = &rules[i];
-            if !rule.matches(flow, names.iif, names.oif, flow.src.is_some()) {
-                i += 1;
-                continue;
-            }
-            match rule.action {
-                RuleAction::Goto(target) => match self.rules.goto_target(target) {
-                    Some(j) if j > i => i = j,
-                    _ => i += 1, // an unresolved goto is passed over
-                },
-                RuleAction::Nop => i += 1,
-                RuleAction::Lookup(table) => match self.lookup_table(table, flow, links) {
-                    TableLookup::Match { route, hop, list } => {
-                        if rule
-                            .suppress_prefixlength
-                            .is_some_and(|n| route.dst.len() <= n)
-                        {
-                            i += 1;
-                        } else {
-                            return Ok(Matched {
-                                table,
-                                route,
-                                hop,
-                                list,
-                            });
-                        }
-                    }
-                    TableLookup::Reject {
-                        errno: Errno::EAGAIN,
-                        ..
-                    }
-                    | TableLookup::None => i += 1,
-                    TableLookup::Reject { errno, .. } => return Err(errno),
-                },
-                reject => return Err(reject.reject_error().expect("reject action")),
-            }
-        }
-        Err(Errno::ENETUNREACH)
-    }
-}
-
-/// Device names of a flow, for rules (which name devices that may not exist).
-struct FlowNames<'a> {
-    iif: Option<&'a str>,
-    oif: Option<&'a str>,
-}
-
-/// A route that a lookup chose, and where.
-#[derive(Clone, Copy, Debug)]
-pub struct Matched<'a, A: Address> {
-    /// The table the lookup reports (IPv4's merged local+main reports main).
-    pub table: TableId,
-    /// The route chosen.
-    pub route: &'a Route<A>,
-    /// Index of the chosen next hop in the route's group.
-    pub hop: usize,
-    /// The list `route` is in.
-    pub list: &'a [Route<A>],
-}
-
-/// What `ip route get` asks: a destination of family `A` and what else the query names.
-///
-/// `RouteQuery<IpAddr>` is a query whose family is not chosen yet (as text gives it);
-/// [`RouteQuery::narrow`] makes it one of a family.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RouteQuery<A> {
-    /// The destination.
-    pub dst: A,
-    /// `from`: the source address (of the packet, for `iif`; the socket's, otherwise).
-    pub src: Option<A>,
-    /// `iif`: the packet arrives on this device (the input path) instead of being sent from
-    /// this host (the output path).
-    pub iif: Option<IfIndex>,
-    /// `oif`: the socket is bound to this device.
-    pub oif: Option<IfIndex>,
-    /// `mark`: the firewall mark, for rules.
-    pub mark: u32,
-    /// `tos` (`dsfield`).
-    pub tos: u8,
-    /// `ipproto`; `None` asks as the kernel does without it (IPv4 as UDP, IPv6 as 0).
-    pub ipproto: Option<u8>,
-    /// `sport`.
-    pub sport: Option<u16>,
-    /// `dport`.
-    pub dport: Option<u16>,
-    /// `uid`: the socket's owner, for `uidrange` rules.
-    pub uid: Option<u32>,
-    /// `fibmatch`: answer with the matched route instead of the resolved path.
-    pub fibmatch: bool,
-}
-
-impl<A> RouteQuery<A> {
-    /// A query for `dst` that names nothing else.
-    pub fn to(dst: A) -> Self {
-        RouteQuery {
-            dst,
-            src: None,
-            iif: None,
-            oif: None,
-            mark: 0,
-            tos: 0,
-            ipproto: None,
-            sport: None,
-            dport: None,
-            uid: None,
-            fibmatch: false,
-        }
-    }
-
-    /// The same query for another destination and source (of another type: a query parsed
-    /// before its family is known is a `RouteQuery<()>` until its addresses are).
-    pub fn with<B>(self, dst: B, src: Option<B>) -> RouteQuery<B> {
-        RouteQuery {
-            dst,
-            src,
-            iif: self.iif,
-            oif: self.oif,
-            mark: self.mark,
-            tos: self.tos,
-            ipproto: self.ipproto,
-            sport: self.sport,
-            dport: self.dport,
-            uid: self.uid,
-            fibmatch: self.fibmatch,
-        }
-    }
-}
-
-impl RouteQuery<IpAddr> {
-    /// The query as one of family `A`: `None` where its destination or source is of the
-    /// other family.
-    pub fn narrow<A: Address>(&self) -> Option<RouteQuery<A>> {
-        let src = match self.src {
-            None => None,
-            Some(s) => Some(A::from_ip(s)?),
-        };
-        Some(self.clone().with(A::from_ip(self.dst)?, src))
-    }
-}
-
-/// The flags of a resolved IPv4 route (`RTCF_*`), as `ip route get` prints them after `cache`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CacheFlags {
-    /// Delivered here (`RTCF_LOCAL`).
-    pub local: bool,
-    /// `RTCF_MULTICAST`.
-    pub multicast: bool,
-    /// `RTCF_BROADCAST`.
-    pub broadcast: bool,
-    /// Forwarded back out of its input device to a source on that link (`RTCF_DOREDIRECT`).
-    pub redirect: bool,
-}
-
-impl CacheFlags {
-    /// The names ip prints, in ip's order.
-    pub fn names(&self) -> Vec<&'static str> {
-        [
-            (self.local, "local"),
-            (self.multicast, "mc"),
-            (self.broadcast, "brd"),
-            (self.redirect, "redirect"),
-        ]
-        .into_iter()
-        .filter_map(|(on, n)| on.then_some(n))
-        .collect()
-    }
-}
-
-/// The answer to `route get`: the matched route (`fibmatch`) and how it resolves.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RouteAnswer<A: Address> {
-    /// The route that matched, with its next hops spelled out; for IPv6 ECMP the siblings' next
-    /// hops, the chosen one first. `None` where the kernel answers without a FIB entry (it
-    /// assumes the destination on-link, or multicast, broadcast and 0.0.0.0 shortcuts): then
-    /// `fibmatch` fails with EHOSTUNREACH.
-    pub route: Option<RouteSpec<A>>,
-    /// The type of the resolved route: the matched route's, except that IPv4 answers to
-    /// 255.255.255.255 are broadcast and to 224/4 multicast whatever route carried them.
-    pub kind: RouteType,
-    /// IPv4: the resolved route's flags.
-    pub cache: CacheFlags,
-    /// The flow's firewall mark (IPv4 answers print it).
-    pub mark: u32,
-    /// The queried destination and the resolved path.
-    pub dst: A,
-    /// The source address the query gave (`from`).
-    pub src: Option<A>,
-    /// The gateway of the chosen next hop (`via`); `None` for a directly reachable destination.
-    pub gateway: Option<A>,
-    /// The output device (`dev`).
-    pub dev: Option<IfIndex>,
-    /// The source address reported (`src` in `ip route get` output): the route's `prefsrc`, or
-    /// one selected from the host's addresses.
-    pub prefsrc: Option<A>,
-    /// The input device, for input-path queries (`iif`).
-    pub iif: Option<IfIndex>,
-}
 
 /// The address families the router keeps, IPv4 and IPv6: what generic code over the router
 /// names (`router.route_get::<A>(..)`, `router.family::<A>()`). The trait is sealed; what
@@ -406,7 +51,8 @@ mod family {
         fn state_mut(r: &mut Router) -> &mut FamilyState<Self>;
         /// A change of this family as a router change.
         fn wrap(c: FamilyChange<Self>) -> Change;
-        /// The routes the kernel derives from addresses and link state.
+        /// The routes the kernel derives from addresses and link state, in order (a route two
+        /// addresses derive may come twice).
         fn derive(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<RouteSpec<Self>>;
         /// Policy lookup with the kernel's fast path when rules were never touched.
         fn policy_lookup<'a>(
@@ -443,92 +89,6 @@ mod family {
 impl LinkState for Links {
     fn is_up(&self, dev: IfIndex) -> bool {
         Links::is_up(self, dev)
-    }
-}
-
-/// A change the router applies: to links, or to the state of one family.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Change {
-    /// `link add NAME type veth peer name PEER`
-    LinkAddVeth {
-        /// The new device's name.
-        name: String,
-        /// The peer's name.
-        peer: String,
-    },
-    /// `link set NAME up|down`
-    LinkSet {
-        /// The device.
-        dev: IfIndex,
-        /// `up` (true) or `down` (false).
-        up: bool,
-    },
-    /// `link del NAME`
-    LinkDel {
-        /// The device (its veth peer goes with it).
-        dev: IfIndex,
-    },
-    /// A change to IPv4 addresses, routes or rules.
-    Inet(FamilyChange<Ipv4Addr>),
-    /// A change to IPv6 addresses, routes or rules.
-    Inet6(FamilyChange<Ipv6Addr>),
-}
-
-/// A change to one family's addresses, routes or rules.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FamilyChange<A: Address> {
-    /// `addr add`
-    AddrAdd(IfAddr<A>),
-    /// `addr del`
-    AddrDel(IfAddr<A>),
-    /// `route add|replace|append|prepend|change`, as the mode says.
-    Route(RouteSpec<A>, InsertMode),
-    /// `route del`: the routes of a table that the selector selects.
-    RouteDel(TableId, RouteSelector<A>),
-    /// `rule add`
-    RuleAdd(Rule<A>),
-    /// `rule del`
-    RuleDel(RuleSelector<A>),
-}
-
-impl<A: RouterFamily> From<FamilyChange<A>> for Change {
-    fn from(c: FamilyChange<A>) -> Change {
-        A::wrap(c)
-    }
-}
-
-/// The small parts of a family, copied when a change set opens.
-#[derive(Clone, Debug)]
-struct FamilySnapshot<A: RouterFamily> {
-    rules: RuleSet<A>,
-    addrs: Vec<IfAddr<A>>,
-    derived: Vec<RouteSpec<A>>,
-    custom_local_routes: bool,
-    tables: Vec<TableId>,
-}
-
-impl<A: RouterFamily> FamilySnapshot<A> {
-    fn take(s: &FamilyState<A>) -> Self {
-        FamilySnapshot {
-            rules: s.rules.clone(),
-            addrs: s.addrs.clone(),
-            derived: s.derived.clone(),
-            custom_local_routes: s.custom_local_routes,
-            tables: s.tables.keys().copied().collect(),
-        }
-    }
-
-    /// Undoes the journal (route lists), then puts the small parts back.
-    fn restore(self, s: &mut FamilyState<A>) {
-        for (table, saved) in std::mem::take(&mut s.journal).into_iter().rev() {
-            s.table_mut(table).restore(saved);
-        }
-        s.tables.retain(|id, _| self.tables.contains(id));
-        s.nhs.rollback();
-        s.rules = self.rules;
-        s.addrs = self.addrs;
-        s.derived = self.derived;
-        s.custom_local_routes = self.custom_local_routes;
     }
 }
 
@@ -725,17 +285,18 @@ impl Router {
             for (_, _, entry) in rib.entries() {
                 for list in entry.lists() {
                     for (i, r) in list.iter().enumerate() {
-                        let on_dev = st.nhs.get(r.nh).iter().any(|h| h.dev == Some(dev));
+                        let on_dev = st.nhs.get(r.hops).iter().any(|h| h.dev == Some(dev));
                         if !on_dev {
                             continue;
                         }
                         let sibs = siblings(list, i, &st.nhs);
                         let all_dead = sibs
                             .iter()
-                            .all(|s| st.nhs.get(s.nh).iter().all(|h| dead(h, dev, links)));
+                            .all(|s| st.nhs.get(s.hops).iter().all(|h| dead(h, dev, links)));
                         if sibs.len() == 1 || all_dead {
                             doomed.extend(
-                                sibs.iter().map(|s| (s.table, s.dst, s.src, s.metric, s.nh)),
+                                sibs.iter()
+                                    .map(|s| (s.table, s.dst, s.src, s.metric, s.hops)),
                             );
                         }
                     }
@@ -743,7 +304,7 @@ impl Router {
             }
         }
         self.v6
-            .remove_where(|r, _| doomed.contains(&(r.table, r.dst, r.src, r.metric, r.nh)));
+            .remove_where(|r, _| doomed.contains(&(r.table, r.dst, r.src, r.metric, r.hops)));
     }
 
     fn set_link(&mut self, dev: IfIndex, up: bool) -> Result<(), ChangeError> {
@@ -926,7 +487,7 @@ impl Router {
         // The table a lookup reports is the one it searched: IPv4's merged local+main is main.
         let spec = RouteSpec {
             table: m.table,
-            ..RouteSpec::of(m.route, &hops)
+            ..m.route.with_hops(hops)
         };
         let dev = hop.and_then(|h| h.dev);
         let gateway = hop.and_then(|h| h.gateway);
@@ -968,7 +529,7 @@ impl Router {
         let st = A::state(self);
         st.tables
             .values()
-            .flat_map(move |t| pick(t).map(move |r| RouteSpec::of(r, st.nhs.get(r.nh))))
+            .flat_map(move |t| pick(t).map(move |r| r.with_hops(st.nhs.get(r.hops).to_vec())))
     }
 }
 

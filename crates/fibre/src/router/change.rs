@@ -1,0 +1,59 @@
+//! The changes a router applies, in change sets.
+use super::RouterFamily;
+use crate::addr::Address;
+use crate::link::IfAddr;
+use crate::rib::{InsertMode, RouteSelector};
+use crate::route::*;
+use crate::rules::{Rule, RuleSelector};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// A change the router applies: to links, or to the state of one family.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// `link add NAME type veth peer name PEER`
+    LinkAddVeth {
+        /// The new device's name.
+        name: String,
+        /// The peer's name.
+        peer: String,
+    },
+    /// `link set NAME up|down`
+    LinkSet {
+        /// The device.
+        dev: IfIndex,
+        /// `up` (true) or `down` (false).
+        up: bool,
+    },
+    /// `link del NAME`
+    LinkDel {
+        /// The device (its veth peer goes with it).
+        dev: IfIndex,
+    },
+    /// A change to IPv4 addresses, routes or rules.
+    Inet(FamilyChange<Ipv4Addr>),
+    /// A change to IPv6 addresses, routes or rules.
+    Inet6(FamilyChange<Ipv6Addr>),
+}
+
+/// A change to one family's addresses, routes or rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FamilyChange<A: Address> {
+    /// `addr add`
+    AddrAdd(IfAddr<A>),
+    /// `addr del`
+    AddrDel(IfAddr<A>),
+    /// `route add|replace|append|prepend|change`, as the mode says.
+    Route(RouteSpec<A>, InsertMode),
+    /// `route del`: the routes of a table that the selector selects.
+    RouteDel(TableId, RouteSelector<A>),
+    /// `rule add`
+    RuleAdd(Rule<A>),
+    /// `rule del`
+    RuleDel(RuleSelector<A>),
+}
+
+impl<A: RouterFamily> From<FamilyChange<A>> for Change {
+    fn from(c: FamilyChange<A>) -> Change {
+        A::wrap(c)
+    }
+}

@@ -1,0 +1,270 @@
+//! One family's state: its tables, next-hop groups, rules and addresses, with the edits a
+//! change set makes to them and the rule walk of a lookup.
+use super::fibs::Fibs;
+use super::{Matched, RouterFamily};
+use crate::error::{ChangeError, Errno};
+use crate::fib::FibFamily;
+use crate::flow::Flow;
+use crate::link::{IfAddr, Links};
+use crate::nexthop::{NextHop, NhTable};
+use crate::rib::{
+    InsertMode, KernelSemantics, LinkState, Rib, RouteSelector, SavedList, TableLookup,
+};
+use crate::route::*;
+use crate::rules::{RuleAction, RuleSet};
+use std::collections::BTreeMap;
+
+/// Everything one family keeps. Outside the router it is a read-only view
+/// ([`Router::family`](super::Router::family)): every change goes through a change set.
+#[derive(Clone, Debug)]
+pub struct FamilyState<A: KernelSemantics + FibFamily> {
+    pub(super) tables: BTreeMap<TableId, Rib<A>>,
+    pub(super) nhs: NhTable<A>,
+    pub(super) rules: RuleSet<A>,
+    pub(super) addrs: Vec<IfAddr<A>>,
+    /// Routes currently derived from addresses and link state (proto kernel).
+    pub(super) derived: Vec<RouteSpec<A>>,
+    /// IPv4: a user added a `local` route (the kernel then checks sources the slow way).
+    pub(super) custom_local_routes: bool,
+    pub(super) journal: Vec<(TableId, SavedList<A>)>,
+    /// The compiled FIBs of the tables, following the RIB at each commit.
+    pub(super) fibs: Fibs<A>,
+}
+
+impl<A: KernelSemantics + FibFamily> Default for FamilyState<A> {
+    fn default() -> Self {
+        let mut tables = BTreeMap::new();
+        tables.insert(TABLE_LOCAL, Rib::new(TABLE_LOCAL));
+        tables.insert(TABLE_MAIN, Rib::new(TABLE_MAIN));
+        FamilyState {
+            tables,
+            nhs: NhTable::new(),
+            rules: RuleSet::default(),
+            addrs: Vec::new(),
+            derived: Vec::new(),
+            custom_local_routes: false,
+            journal: Vec::new(),
+            fibs: Fibs {
+                links_changed: true,
+                ..Fibs::default()
+            },
+        }
+    }
+}
+
+impl<A: RouterFamily> FamilyState<A> {
+    /// Table `id`, if the family has it.
+    pub fn table(&self, id: TableId) -> Option<&Rib<A>> {
+        self.tables.get(&id)
+    }
+    /// The family's tables, by id.
+    pub fn tables(&self) -> impl Iterator<Item = &Rib<A>> {
+        self.tables.values()
+    }
+    /// Route count over all tables.
+    pub fn route_count(&self) -> usize {
+        self.tables.values().map(|t| t.len()).sum()
+    }
+    /// The policy rules, in priority order.
+    pub fn rules(&self) -> &RuleSet<A> {
+        &self.rules
+    }
+    /// The addresses on the family's devices, in the order they were added.
+    pub fn addrs(&self) -> &[IfAddr<A>] {
+        &self.addrs
+    }
+    /// The shared next-hop groups the routes refer to.
+    pub fn nexthops(&self) -> &NhTable<A> {
+        &self.nhs
+    }
+    pub(super) fn table_mut(&mut self, id: TableId) -> &mut Rib<A> {
+        self.tables.entry(id).or_insert_with(|| Rib::new(id))
+    }
+
+    /// Interns, inserts, and releases what the insert displaced.
+    pub(super) fn insert(
+        &mut self,
+        spec: &RouteSpec<A>,
+        mode: InsertMode,
+    ) -> Result<(), ChangeError> {
+        let nh = self.nhs.intern(&spec.hops);
+        let route = spec.with_hops(nh);
+        let mut saved = Vec::new();
+        let r = self
+            .tables
+            .entry(spec.table)
+            .or_insert_with(|| Rib::new(spec.table))
+            .insert(route, mode, &mut self.nhs, &mut saved);
+        self.journal
+            .extend(saved.into_iter().map(|s| (spec.table, s)));
+        match r {
+            Ok(displaced) => {
+                for d in displaced {
+                    self.nhs.release(d.hops);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.nhs.release(nh);
+                Err(e)
+            }
+        }
+    }
+
+    pub(super) fn delete(&mut self, table: TableId, sel: &RouteSelector<A>) -> Result<(), Errno> {
+        let Some(rib) = self.tables.get_mut(&table) else {
+            return Err(Errno::ESRCH);
+        };
+        let mut saved = Vec::new();
+        let r = rib.delete(sel, &self.nhs, &mut saved);
+        self.journal.extend(saved.into_iter().map(|s| (table, s)));
+        for gone in r? {
+            self.nhs.release(gone.hops);
+        }
+        Ok(())
+    }
+
+    pub(super) fn remove_where(
+        &mut self,
+        mut doomed: impl FnMut(&Route<A>, &[NextHop<A>]) -> bool,
+    ) {
+        let nhs = &self.nhs;
+        let mut removed = Vec::new();
+        for (id, rib) in self.tables.iter_mut() {
+            let mut saved = Vec::new();
+            removed.extend(rib.remove_where(|r| doomed(r, nhs.get(r.hops)), &mut saved));
+            self.journal.extend(saved.into_iter().map(|s| (*id, s)));
+        }
+        for r in removed {
+            self.nhs.release(r.hops);
+        }
+    }
+
+    /// Brings the proto-kernel routes in line with addresses and link state: removes the derived
+    /// routes that no longer follow, adds the new ones (after existing equal routes, as the kernel's
+    /// `fib_magic` appends; an identical existing route is left alone).
+    pub(super) fn sync_derived(&mut self, links: &Links) {
+        let mut want = Vec::new();
+        // Two addresses may derive the same route: it is kept once, in its first place.
+        for spec in A::derive(links, &self.addrs) {
+            if !want.contains(&spec) {
+                want.push(spec);
+            }
+        }
+        let old = std::mem::take(&mut self.derived);
+        for spec in old.iter().filter(|s| !want.contains(s)) {
+            let sel = RouteSelector::exact(spec);
+            let _ = self.delete(spec.table, &sel);
+        }
+        for spec in want.iter().filter(|s| !old.contains(s)) {
+            let _ = self.insert(spec, InsertMode::Append);
+        }
+        self.derived = want;
+    }
+
+    /// One table's answer, for the rule walk.
+    pub(super) fn lookup_table<'a>(
+        &'a self,
+        id: TableId,
+        flow: &Flow<A>,
+        links: &dyn LinkState,
+    ) -> TableLookup<'a, A> {
+        if let Some(answer) = self.fib_lookup_table(id, flow, links) {
+            return answer;
+        }
+        self.tables
+            .get(&id)
+            .map_or(TableLookup::None, |t| t.lookup(flow, &self.nhs, links))
+    }
+
+    /// `fib_rules_lookup`: the first rule that matches and decides.
+    pub(super) fn walk_rules<'a>(
+        &'a self,
+        flow: &Flow<A>,
+        names: &FlowNames<'_>,
+        links: &dyn LinkState,
+    ) -> Result<Matched<'a, A>, Errno> {
+        let rules = self.rules.as_slice();
+        let mut i = 0;
+        while i < rules.len() {
+            let rule = &rules[i];
+            if !rule.matches(flow, names.iif, names.oif, flow.src.is_some()) {
+                i += 1;
+                continue;
+            }
+            match rule.action {
+                RuleAction::Goto(target) => match self.rules.goto_target(target) {
+                    Some(j) if j > i => i = j,
+                    _ => i += 1, // an unresolved goto is passed over
+                },
+                RuleAction::Nop => i += 1,
+                RuleAction::Lookup(table) => match self.lookup_table(table, flow, links) {
+                    TableLookup::Match { route, hop, list } => {
+                        if rule
+                            .suppress_prefixlength
+                            .is_some_and(|n| route.dst.len() <= n)
+                        {
+                            i += 1;
+                        } else {
+                            return Ok(Matched {
+                                table,
+                                route,
+                                hop,
+                                list,
+                            });
+                        }
+                    }
+                    TableLookup::Reject {
+                        errno: Errno::EAGAIN,
+                        ..
+                    }
+                    | TableLookup::None => i += 1,
+                    TableLookup::Reject { errno, .. } => return Err(errno),
+                },
+                reject => return Err(reject.reject_error().expect("reject action")),
+            }
+        }
+        Err(Errno::ENETUNREACH)
+    }
+}
+
+/// Device names of a flow, for rules (which name devices that may not exist).
+pub(super) struct FlowNames<'a> {
+    pub(super) iif: Option<&'a str>,
+    pub(super) oif: Option<&'a str>,
+}
+
+/// The small parts of a family, copied when a change set opens.
+#[derive(Clone, Debug)]
+pub(super) struct FamilySnapshot<A: RouterFamily> {
+    rules: RuleSet<A>,
+    addrs: Vec<IfAddr<A>>,
+    derived: Vec<RouteSpec<A>>,
+    custom_local_routes: bool,
+    tables: Vec<TableId>,
+}
+
+impl<A: RouterFamily> FamilySnapshot<A> {
+    pub(super) fn take(s: &FamilyState<A>) -> Self {
+        FamilySnapshot {
+            rules: s.rules.clone(),
+            addrs: s.addrs.clone(),
+            derived: s.derived.clone(),
+            custom_local_routes: s.custom_local_routes,
+            tables: s.tables.keys().copied().collect(),
+        }
+    }
+
+    /// Undoes the journal (route lists), then puts the small parts back.
+    pub(super) fn restore(self, s: &mut FamilyState<A>) {
+        for (table, saved) in std::mem::take(&mut s.journal).into_iter().rev() {
+            s.table_mut(table).restore(saved);
+        }
+        s.tables.retain(|id, _| self.tables.contains(id));
+        s.nhs.rollback();
+        s.rules = self.rules;
+        s.addrs = self.addrs;
+        s.derived = self.derived;
+        s.custom_local_routes = self.custom_local_routes;
+    }
+}
