@@ -290,6 +290,7 @@ fn an_empty_table_is_refused_by_name() {
     };
     let e = study::run(&cfg).err().expect("refused");
     assert!(e.contains("no IPv6 prefixes"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A prefix list whose first bytes are not ASCII (a Latin-1 comment) is text, not MRT; a bad
@@ -317,4 +318,5 @@ fn prefix_lists_are_told_from_mrt_by_the_record_header() {
             mrt.display()
         );
     }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
