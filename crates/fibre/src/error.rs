@@ -94,7 +94,8 @@ impl std::error::Error for Errno {}
 pub struct ChangeError {
     /// The errno.
     pub errno: Errno,
-    /// The extended-ack message, without iproute2's `Error: ` prefix and final period.
+    /// The extended-ack message as the kernel words it, without iproute2's `Error: ` prefix (and
+    /// without a final period, which ip adds, unless the kernel's message has one).
     pub detail: Option<String>,
     /// The kernel reports this error yet keeps part of the change (a multipath IPv6 `del` whose
     /// later legs fail): applied alone, the change stays; in an all-or-nothing set it does not.
@@ -127,6 +128,8 @@ impl From<Errno> for ChangeError {
 impl fmt::Display for ChangeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.detail {
+            // ip ends the kernel's message with a period unless it has one (`nl_dump_ext_ack`).
+            Some(d) if d.ends_with('.') => write!(f, "Error: {d}"),
             Some(d) => write!(f, "Error: {d}."),
             None => write!(f, "RTNETLINK answers: {}", self.errno.message()),
         }

@@ -1,7 +1,7 @@
 //! Routes and their attributes, numbered as in `<linux/rtnetlink.h>`.
 use crate::addr::Address;
 use crate::error::Errno;
-use crate::nexthop::{NextHop, NhId};
+use crate::nexthop::{NextHop, NhId, NhObjectRef};
 use crate::prefix::Prefix;
 
 /// Routing table id. Any `u32`; the kernel names three.
@@ -194,6 +194,8 @@ pub struct Route<A: Address, H = NhId> {
     pub pref: RouterPref,
     /// Route metrics (`mtu`, `advmss`, ...): reported, never deciding.
     pub mtu: Option<u32>,
+    /// `nhid`: the next-hop object the route goes through; `hops` are then the object's.
+    pub nhid: Option<NhObjectRef>,
     /// The next hops: the interned group's id for a stored route; for a [`RouteSpec`], one
     /// for a plain route, several for multipath (`nexthop ...`), none for reject types.
     pub hops: H,
@@ -220,6 +222,7 @@ impl<A: Address, H> Route<A, H> {
             prefsrc: self.prefsrc,
             pref: self.pref,
             mtu: self.mtu,
+            nhid: self.nhid,
             hops,
         }
     }
@@ -243,6 +246,7 @@ impl<A: Address> RouteSpec<A> {
             prefsrc: None,
             pref: RouterPref::Medium,
             mtu: None,
+            nhid: None,
             hops,
         }
     }

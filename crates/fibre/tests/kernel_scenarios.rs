@@ -185,6 +185,14 @@ fn special_addresses_link_changes_and_refusals_match_the_kernel() {
 }
 
 #[test]
+fn nexthop_objects_match_the_kernel() {
+    if skip_or_fail("nexthop_objects_match_the_kernel") {
+        return;
+    }
+    scenario(&scenarios().join("nexthops.batch"));
+}
+
+#[test]
 fn edge_router_example_matches_kernel() {
     if skip_or_fail("edge_router_example_matches_kernel") {
         return;

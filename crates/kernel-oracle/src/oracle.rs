@@ -41,6 +41,7 @@ const RTA_MULTIPATH: u16 = 9;
 const RTA_TABLE: u16 = 15;
 const RTA_VIA: u16 = 18;
 const RTA_PREF: u16 = 20;
+const RTA_NH_ID: u16 = 30;
 
 /// One route lookup to ask the kernel, i.e. the arguments of `ip route get`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,6 +136,9 @@ pub struct KernelRoute {
     pub nexthops: Vec<KernelNextHop>,
     /// `RTA_PREF` (IPv6 router preference).
     pub pref: Option<u8>,
+    /// `RTA_NH_ID`: the next-hop object of a route added with `nhid` (its next hops are
+    /// also given, expanded, as `nexthop_compat_mode` is on by default).
+    pub nhid: Option<u32>,
     /// `rtm_flags`.
     pub flags: u32,
 }
@@ -457,6 +461,7 @@ fn decode_route(payload: &[u8]) -> Result<KernelRoute, String> {
         prefsrc: None,
         nexthops: Vec::new(),
         pref: None,
+        nhid: None,
         flags: header.flags.bits(),
     };
     let attrs = payload
@@ -464,6 +469,15 @@ fn decode_route(payload: &[u8]) -> Result<KernelRoute, String> {
         .ok_or("route reply shorter than rtmsg")?;
     for nla in NlasIterator::new(attrs) {
         let nla = nla.map_err(|e| format!("bad route attribute: {e}"))?;
+        if nla.kind() == RTA_NH_ID {
+            let v: [u8; 4] = nla
+                .value()
+                .get(..4)
+                .and_then(|b| b.try_into().ok())
+                .ok_or("short RTA_NH_ID")?;
+            route.nhid = Some(u32::from_ne_bytes(v));
+            continue;
+        }
         if !matches!(
             nla.kind(),
             RTA_DST

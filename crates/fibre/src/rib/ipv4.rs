@@ -8,7 +8,7 @@ use super::{InsertMode, KernelSemantics, LinkState, RouteSelector, TableLookup};
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
 use crate::nexthop::{NextHop, NhTable};
-use crate::route::{Route, SCOPE_HOST};
+use crate::route::{Route, RouteType, SCOPE_HOST};
 use std::net::Ipv4Addr;
 
 /// The bits of the DS field that IPv4 route TOS selectors compare (`IPTOS_TOS_MASK` without the
@@ -23,6 +23,7 @@ fn same_alias(a: &Route<Ipv4Addr>, b: &Route<Ipv4Addr>) -> bool {
         && a.prefsrc == b.prefsrc
         && a.mtu == b.mtu
         && a.hops == b.hops
+        && a.nhid.map(|n| n.id) == b.nhid.map(|n| n.id)
 }
 
 /// `fib_find_alias`: the first route at or after the (tos, metric) key's place in the order.
@@ -95,7 +96,12 @@ impl KernelSemantics for Ipv4Addr {
                 h => h,
             };
             let first = hops.first();
-            let nh_ok = if sel.dev.is_some() || sel.gateway.is_some() {
+            let nh_ok = if let Some(id) = sel.nhid {
+                r.nhid.is_some_and(|n| n.id == id)
+            } else if r.nhid.is_some() {
+                // `fib_nh_match`: a route through an object matches no named next hop.
+                sel.dev.is_none() && sel.gateway.is_none() && sel.hops.is_empty()
+            } else if sel.dev.is_some() || sel.gateway.is_some() {
                 // `fib_nh_match`: a single-hop request compares with the first next hop.
                 sel.dev.is_none_or(|d| first.and_then(|h| h.dev) == Some(d))
                     && sel
@@ -112,7 +118,14 @@ impl KernelSemantics for Ipv4Addr {
             } else {
                 true
             };
-            if sel.kind.is_none_or(|k| k == r.kind)
+            // A route through a blackhole object reports type blackhole but is stored as the
+            // unicast route it was added as (the only type fibre takes with `nhid`).
+            let stored_kind = if r.nhid.is_some() {
+                RouteType::Unicast
+            } else {
+                r.kind
+            };
+            if sel.kind.is_none_or(|k| k == stored_kind)
                 && sel.scope.is_none_or(|s| s == r.scope)
                 && sel.prefsrc.is_none_or(|p| Some(p) == r.prefsrc)
                 && sel.protocol.is_none_or(|p| p == r.protocol)
@@ -149,6 +162,11 @@ impl KernelSemantics for Ipv4Addr {
                     continue;
                 }
                 return TableLookup::Match { route, hop, list };
+            }
+            // A route through a next-hop object none of whose next hops fits ends the
+            // search of this address's prefixes (`fib_table_lookup`'s `goto miss`).
+            if route.nhid.is_some() {
+                return TableLookup::Miss;
             }
         }
         TableLookup::None

@@ -22,9 +22,19 @@ fn hop(r: &Route<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>) -> NextHop<Ipv6Addr> {
     })
 }
 
-/// `rt6_qualify_for_ecmp`: routes through a gateway may become siblings.
+/// `rt6_qualify_for_ecmp`: routes through a gateway may become siblings; a route through a
+/// next-hop object never does (its multipath is the object's).
 pub fn qualifies_for_ecmp(r: &Route<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>) -> bool {
-    hop(r, nhs).gateway.is_some()
+    r.nhid.is_none() && hop(r, nhs).gateway.is_some()
+}
+
+/// `rt6_duplicate_nexthop`: the same next hop, or the same next-hop object.
+fn same_next_hop(a: &Route<Ipv6Addr>, b: &Route<Ipv6Addr>, nhs: &NhTable<Ipv6Addr>) -> bool {
+    if a.nhid.is_some() || b.nhid.is_some() {
+        return a.nhid.map(|n| n.id) == b.nhid.map(|n| n.id);
+    }
+    let (x, y) = (hop(a, nhs), hop(b, nhs));
+    x.dev == y.dev && x.gateway == y.gateway
 }
 
 /// The ECMP siblings of `list[i]` (itself included), in list order.
@@ -50,7 +60,6 @@ fn insert_leg(
 ) -> Result<Vec<Route<Ipv6Addr>>, ChangeError> {
     let replace = matches!(mode, InsertMode::Replace | InsertMode::Change);
     let new_ecmp = qualifies_for_ecmp(&route, nhs);
-    let new_hop = hop(&route, nhs);
     let mut ins = list.len();
     let mut found = None;
     let mut fallback = None;
@@ -67,8 +76,7 @@ fn insert_leg(
                 fallback.get_or_insert(i);
                 continue;
             }
-            let h = hop(it, nhs);
-            if h.dev == new_hop.dev && h.gateway == new_hop.gateway {
+            if same_next_hop(it, &route, nhs) {
                 return Err(Errno::EEXIST.into());
             }
         }
@@ -123,7 +131,19 @@ fn score(
     nhs: &NhTable<Ipv6Addr>,
     links: &dyn LinkState,
 ) -> Option<i32> {
-    let dev = hop(r, nhs).dev.unwrap_or(LOOPBACK_IFINDEX);
+    // A route through a next-hop object is scored on the device of each of its next hops
+    // (`rt6_nh_find_match`): the first that is up.
+    let dev = if r.nhid.is_some() {
+        let want = preferred_dev(flow);
+        let devs = nhs.get(r.hops).iter().filter_map(|h| h.dev);
+        let up: Vec<u32> = devs.filter(|&d| links.is_up(d)).collect();
+        match up.iter().find(|&&d| want == Some(d)).or(up.first()) {
+            Some(&d) => d,
+            None => return None,
+        }
+    } else {
+        hop(r, nhs).dev.unwrap_or(LOOPBACK_IFINDEX)
+    };
     if !links.is_up(dev) {
         return None;
     }
@@ -164,7 +184,7 @@ impl KernelSemantics for Ipv6Addr {
         nhs: &mut NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, ChangeError> {
         let hops = nhs.get(route.hops).to_vec();
-        if hops.len() <= 1 {
+        if hops.len() <= 1 || route.nhid.is_some() {
             return insert_leg(list, route, mode, nhs);
         }
         // Multipath: one route per leg; the first leg takes the request's mode, the others join
@@ -207,6 +227,17 @@ impl KernelSemantics for Ipv6Addr {
         }
         let Some(i) = list.iter().position(|r| {
             let h = hop(r, nhs);
+            // `ip6_route_del`: a route through an object is named by its id, metric and
+            // protocol (a device or gateway given is not compared); other routes never match
+            // an id.
+            if let Some(n) = r.nhid {
+                return sel.nhid.is_none_or(|id| id == n.id)
+                    && sel.metric.is_none_or(|m| m == r.metric)
+                    && sel.protocol.is_none_or(|p| p == r.protocol);
+            }
+            if sel.nhid.is_some() {
+                return false;
+            }
             sel.metric.is_none_or(|m| m == r.metric)
                 && sel.protocol.is_none_or(|p| p == r.protocol)
                 && sel.dev.is_none_or(|d| h.dev == Some(d))

@@ -63,6 +63,9 @@ pub struct RouteSelector<A: Address> {
     pub dev: Option<IfIndex>,
     /// The gateway named (`via GW`) on a single-hop selector.
     pub gateway: Option<A>,
+    /// `nhid ID`: only routes through that next-hop object (their next hops are then not
+    /// compared, as `fib_nh_match` compares the id alone).
+    pub nhid: Option<u32>,
     /// IPv6: one leg of a multipath delete, which removes that route alone, never its siblings.
     pub leg: bool,
 }
@@ -91,6 +94,7 @@ impl<A: Address> RouteSelector<A> {
             },
             dev: single.and_then(|h| h.dev).or(reject_dev),
             gateway: single.and_then(|h| h.gateway),
+            nhid: spec.nhid.map(|n| n.id),
             leg: false,
         }
     }
@@ -110,6 +114,7 @@ impl<A: Address> RouteSelector<A> {
             hops: Vec::new(),
             dev: None,
             gateway: None,
+            nhid: None,
             leg: false,
         }
     }
@@ -137,6 +142,11 @@ pub enum TableLookup<'a, A: Address> {
     },
     /// Nothing in this table.
     None,
+    /// IPv4: a route through a next-hop object none of whose next hops fits the flow. The
+    /// kernel then gives up on every prefix with this one's address (its trie leaf holds them
+    /// all) and goes on with shorter addresses (`fib_table_lookup`'s `goto miss`). Only a
+    /// family's `select` says this; a table lookup never does.
+    Miss,
 }
 
 /// The facts about the world a lookup needs besides the table: which devices are up.
@@ -449,9 +459,20 @@ impl<A: KernelSemantics> Rib<A> {
         links: &dyn LinkState,
     ) -> TableLookup<'a, A> {
         let src = flow.src.unwrap_or_else(A::unspecified);
-        let select = |list: &'a [Route<A>]| match A::select(list, flow, nhs, links) {
-            TableLookup::None => None,
-            found => Some(found),
+        // The address whose prefixes a `Miss` ended.
+        let mut missed: Option<A> = None;
+        let mut select = |dst: &Prefix<A>, list: &'a [Route<A>]| {
+            if missed == Some(dst.addr()) {
+                return None;
+            }
+            match A::select(list, flow, nhs, links) {
+                TableLookup::None => None,
+                TableLookup::Miss => {
+                    missed = Some(dst.addr());
+                    None
+                }
+                found => Some(found),
+            }
         };
         let mut started = false;
         self.trie
@@ -459,7 +480,7 @@ impl<A: KernelSemantics> Rib<A> {
                 if let Some(sources) = &entry.sources {
                     let hit = sources.find_map_matches(src, |_, list| {
                         started = true;
-                        select(list)
+                        select(dst, list)
                     });
                     if hit.is_some() {
                         return hit;
@@ -471,7 +492,7 @@ impl<A: KernelSemantics> Rib<A> {
                     }
                 }
                 started = true;
-                select(&entry.routes)
+                select(dst, &entry.routes)
             })
             .unwrap_or(TableLookup::None)
     }
@@ -487,10 +508,11 @@ impl<A: KernelSemantics> Rib<A> {
         links: &dyn LinkState,
     ) -> TableLookup<'a, A> {
         // The matches of each table, longest first, on the stack: this is a lookup path.
-        let collect = |rib: &'a Rib<A>, out: &mut [Option<(u8, &'a DstEntry<A>)>; 129]| {
+        type Found<'a, A> = Option<(Prefix<A>, &'a DstEntry<A>)>;
+        let collect = |rib: &'a Rib<A>, out: &mut [Found<'a, A>; 129]| {
             let mut n = 0;
             rib.trie.find_map_matches(flow.dst, |p, e| {
-                out[n] = Some((p.len(), e));
+                out[n] = Some((*p, e));
                 n += 1;
                 None::<()>
             });
@@ -499,11 +521,12 @@ impl<A: KernelSemantics> Rib<A> {
         let (mut a, mut b) = ([None; 129], [None; 129]);
         let (na, nb) = (collect(first, &mut a), collect(second, &mut b));
         let (mut i, mut j) = (0, 0);
-        let len = |m: Option<(u8, &DstEntry<A>)>| m.map_or(0, |x| x.0);
+        let len = |m: Found<'a, A>| m.map_or(0, |x| x.0.len());
+        let mut missed: Option<A> = None;
         while i < na || j < nb {
             // Short-circuits keep both indexes inside what was collected.
             let take_first = j >= nb || (i < na && len(a[i]) >= len(b[j]));
-            let (_, entry) = if take_first {
+            let (dst, entry) = if take_first {
                 i += 1;
                 a[i - 1]
             } else {
@@ -511,8 +534,12 @@ impl<A: KernelSemantics> Rib<A> {
                 b[j - 1]
             }
             .expect("collected");
+            if missed == Some(dst.addr()) {
+                continue;
+            }
             match A::select(&entry.routes, flow, nhs, links) {
                 TableLookup::None => {}
+                TableLookup::Miss => missed = Some(dst.addr()),
                 found => return found,
             }
         }

@@ -230,7 +230,7 @@ fn answer<'a, A: Address>(
     nhs: &NhTable<A>,
 ) -> Option<(RouteSpec<A>, Option<Errno>)> {
     match t {
-        TableLookup::None => None,
+        TableLookup::None | TableLookup::Miss => None,
         TableLookup::Match { route, .. } => {
             Some((route.with_hops(nhs.get(route.hops).to_vec()), None))
         }

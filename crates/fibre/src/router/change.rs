@@ -2,6 +2,7 @@
 use super::RouterFamily;
 use crate::addr::Address;
 use crate::link::IfAddr;
+use crate::nexthop::NhObject;
 use crate::rib::{InsertMode, RouteSelector};
 use crate::route::*;
 use crate::rules::{Rule, RuleSelector};
@@ -50,6 +51,10 @@ pub enum FamilyChange<A: Address> {
     RuleAdd(Rule<A>),
     /// `rule del`
     RuleDel(RuleSelector<A>),
+    /// `nexthop add` (false) or `nexthop replace` (true); id 0 asks for a free id.
+    NexthopAdd(NhObject<A>, bool),
+    /// `nexthop del id ID`.
+    NexthopDel(u32),
 }
 
 impl<A: RouterFamily> From<FamilyChange<A>> for Change {

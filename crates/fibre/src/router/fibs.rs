@@ -129,11 +129,11 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
                 *tos_or_source_routes = true;
                 return Own::AskRib;
             }
-            if !matches!(
-                A::select(&entry.routes, &flow, &st.nhs, links),
-                TableLookup::None
-            ) {
-                return Own::Answer(t, index);
+            match A::select(&entry.routes, &flow, &st.nhs, links) {
+                TableLookup::None => {}
+                // What comes after a next-hop object's miss is the RIB walk's to decide.
+                TableLookup::Miss => return Own::AskRib,
+                _ => return Own::Answer(t, index),
             }
         }
         Own::Nothing
@@ -199,7 +199,10 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
                 let list = st.tables[&table]
                     .entry_at(index, &dst)
                     .map_or(&[][..], |e| e.routes.as_slice());
-                Some(A::select(list, flow, &st.nhs, links))
+                match A::select(list, flow, &st.nhs, links) {
+                    TableLookup::Miss => None,
+                    answer => Some(answer),
+                }
             }
         }
     }

@@ -40,8 +40,115 @@ fn kernel_route_v4(
     }
 }
 
+/// `fib_check_nh_v4_gw`: the route that makes `gw` reachable for a route of `scope` in
+/// `table`: one of at least link scope, in that table first, then by a full lookup; link state
+/// does not count (FIB_LOOKUP_IGNORE_LINKSTATE). It must be unicast or local.
+fn gateway_route(
+    r: &Router,
+    gw: Ipv4Addr,
+    dev: Option<IfIndex>,
+    scope: Scope,
+    table: TableId,
+) -> Result<Matched<'_, Ipv4Addr>, ChangeError> {
+    let st = &r.v4;
+    let flow = Flow {
+        oif: dev,
+        iif: Some(LOOPBACK_IFINDEX),
+        scope: (scope + 1).max(SCOPE_LINK),
+        ..Flow::to(gw)
+    };
+    let in_table = (table != TABLE_MAIN)
+        .then(|| st.tables.get(&table))
+        .flatten()
+        .and_then(|t| match t.lookup(&flow, &st.nhs, &AllUp) {
+            TableLookup::Match { route, hop, list } => Some(Matched {
+                table,
+                route,
+                hop,
+                list,
+            }),
+            _ => None,
+        });
+    let (names_iif, names_oif) = r.names(flow.iif, flow.oif);
+    let invalid = || ChangeError::with(Errno::EINVAL, "Nexthop has invalid gateway");
+    let found = match in_table {
+        Some(m) => m,
+        None => Ipv4Addr::policy_lookup(st, &flow, names_iif, names_oif, &AllUp)
+            .map_err(|_| invalid())?,
+    };
+    if !matches!(found.route.kind, RouteType::Unicast | RouteType::Local) {
+        return Err(invalid());
+    }
+    Ok(found)
+}
+
+/// `inet_addr_type_dev_table`: what the local table makes of `a` (unicast when nothing there
+/// claims it).
+fn address_type(r: &Router, a: Ipv4Addr) -> RouteType {
+    if a.is_multicast() {
+        return RouteType::Multicast;
+    }
+    if zeronet(a) || a.is_broadcast() {
+        return RouteType::Broadcast;
+    }
+    let local = r.v4.tables.get(&TABLE_LOCAL);
+    match local.map(|t| t.lookup(&Flow::to(a), &r.v4.nhs, &AllUp)) {
+        Some(TableLookup::Match { route, .. }) => route.kind,
+        _ => RouteType::Unicast,
+    }
+}
+
 impl family::Kernel for Ipv4Addr {
     const ICMP: u8 = 1;
+    const BLACKHOLE_LO_DOWN: &'static str = "Device for nexthop is not up";
+    const FOREIGN_OBJECT: Option<&'static str> = None;
+
+    fn check_object_hop(r: &Router, hop: &mut NextHop<Self>) -> Result<Scope, ChangeError> {
+        let Some(gw) = hop.gateway else {
+            return Ok(SCOPE_HOST);
+        };
+        if hop.onlink {
+            if address_type(r, gw) != RouteType::Unicast {
+                return Err(ChangeError::with(
+                    Errno::EINVAL,
+                    "Nexthop has invalid gateway",
+                ));
+            }
+            return Ok(SCOPE_LINK);
+        }
+        Ok(gateway_route(r, gw, hop.dev, SCOPE_UNIVERSE, TABLE_MAIN)?
+            .route
+            .scope)
+    }
+
+    fn check_route_through(
+        scope: Scope,
+        obj: &NhObject<Self>,
+        first: Option<&NextHop<Self>>,
+    ) -> Result<(), ChangeError> {
+        // fib_check_nexthop / nexthop_check_scope.
+        if obj.is_group() && scope == SCOPE_HOST {
+            return Err(ChangeError::with(
+                Errno::EINVAL,
+                "Route with host scope can not have multiple nexthops",
+            ));
+        }
+        if let Some(h) = first {
+            if scope == SCOPE_HOST && h.gateway.is_some() {
+                return Err(ChangeError::with(
+                    Errno::EINVAL,
+                    "Route with host scope can not have a gateway",
+                ));
+            }
+            if h.onlink && scope >= SCOPE_LINK {
+                return Err(ChangeError::with(
+                    Errno::EINVAL,
+                    "Scope mismatch with nexthop",
+                ));
+            }
+        }
+        Ok(())
+    }
     fn state(r: &Router) -> &FamilyState<Self> {
         &r.v4
     }
@@ -216,11 +323,15 @@ impl family::Kernel for Ipv4Addr {
                 "source prefixes are not supported for IPv4 routes",
             ));
         }
+        r.resolve_nhid(spec)?;
         if let Some(p) = spec.prefsrc {
             let own = spec.kind == RouteType::Local && spec.dst == Prefix::host(p);
             if !own && !r.is_local_address(p) {
                 return Err(ChangeError::with(Errno::EINVAL, "Invalid prefsrc address"));
             }
+        }
+        if spec.nhid.is_some() {
+            return Ok(());
         }
         if spec.kind.is_reject() {
             if !spec.hops.is_empty() {
@@ -254,7 +365,6 @@ impl family::Kernel for Ipv4Addr {
             r.links.by_index(dev).ok_or(Errno::ENODEV)?;
             return Ok(());
         }
-        let st = &r.v4;
         for hop in spec.hops.iter_mut() {
             if let Some(gw) = hop.gateway {
                 if hop.onlink {
@@ -269,46 +379,12 @@ impl family::Kernel for Ipv4Addr {
                     })?;
                     r.links.by_index(dev).ok_or(Errno::ENODEV)?;
                 } else {
-                    // fib_check_nh_v4_gw: the gateway must be reachable by a route of at least
-                    // link scope: in the route's table first, then by a full lookup; link state
-                    // does not count (FIB_LOOKUP_IGNORE_LINKSTATE).
-                    let flow = Flow {
-                        oif: hop.dev,
-                        iif: Some(LOOPBACK_IFINDEX),
-                        scope: (spec.scope + 1).max(SCOPE_LINK),
-                        ..Flow::to(gw)
-                    };
-                    let in_table = (spec.table != TABLE_MAIN)
-                        .then(|| st.tables.get(&spec.table))
-                        .flatten()
-                        .and_then(|t| match t.lookup(&flow, &st.nhs, &AllUp) {
-                            TableLookup::Match { route, hop, list } => Some(Matched {
-                                table: spec.table,
-                                route,
-                                hop,
-                                list,
-                            }),
-                            _ => None,
-                        });
-                    let (names_iif, names_oif) = r.names(flow.iif, flow.oif);
-                    let found = match in_table {
-                        Some(m) => m,
-                        None => Self::policy_lookup(st, &flow, names_iif, names_oif, &AllUp)
-                            .map_err(|_| {
-                                ChangeError::with(Errno::EINVAL, "Nexthop has invalid gateway")
-                            })?,
-                    };
-                    if !matches!(found.route.kind, RouteType::Unicast | RouteType::Local) {
-                        return Err(ChangeError::with(
-                            Errno::EINVAL,
-                            "Nexthop has invalid gateway",
-                        ));
-                    }
-                    let dev = st
-                        .nhs
-                        .get(found.route.hops)
-                        .get(found.hop)
-                        .and_then(|h| h.dev);
+                    let found = gateway_route(r, gw, hop.dev, spec.scope, spec.table)?;
+                    let dev =
+                        r.v4.nhs
+                            .get(found.route.hops)
+                            .get(found.hop)
+                            .and_then(|h| h.dev);
                     hop.dev = hop.dev.or(dev);
                 }
             }

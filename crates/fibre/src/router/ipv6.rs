@@ -7,8 +7,86 @@ fn is_link_local(a: &Ipv6Addr) -> bool {
     a.segments()[0] & 0xffc0 == 0xfe80
 }
 
+/// `ip6_validate_gw`: a gateway is not one of this host's addresses, and unless link-local or
+/// `onlink` it resolves, in `table` first (none for `TABLE_UNSPEC`) and then by a full lookup, to a route without gateway
+/// on the hop's device; that device is returned.
+fn check_gateway(
+    r: &Router,
+    gw: Ipv6Addr,
+    hop: &NextHop<Ipv6Addr>,
+    table: TableId,
+) -> Result<Option<IfIndex>, ChangeError> {
+    if r.is_local_address(gw) {
+        return Err(ChangeError::with(
+            Errno::EINVAL,
+            "Gateway can not be a local address",
+        ));
+    }
+    if is_link_local(&gw) || hop.onlink {
+        return Ok(None);
+    }
+    let st = &r.v6;
+    let flow = Flow {
+        oif: hop.dev,
+        iif: Some(LOOPBACK_IFINDEX),
+        strict_oif: true,
+        ..Flow::to(gw)
+    };
+    let direct = |m: &Matched<'_, Ipv6Addr>| {
+        let h = st.nhs.get(m.route.hops).first().copied();
+        (!m.route.kind.is_reject() && h.is_some_and(|h| h.gateway.is_none()))
+            .then(|| h.and_then(|h| h.dev))
+            .flatten()
+    };
+    let in_table = (table != TABLE_UNSPEC)
+        .then(|| st.tables.get(&table))
+        .flatten()
+        .and_then(|t| match t.lookup(&flow, &st.nhs, &r.links) {
+            TableLookup::Match { route, hop, list } => direct(&Matched {
+                table,
+                route,
+                hop,
+                list,
+            }),
+            _ => None,
+        });
+    let dev = match in_table {
+        Some(d) => d,
+        None => {
+            let (i, o) = r.names(flow.iif, flow.oif);
+            let m = Ipv6Addr::policy_lookup(st, &flow, i, o, &r.links)
+                .map_err(|_| Errno::EHOSTUNREACH)?;
+            direct(&m).ok_or(Errno::EHOSTUNREACH)?
+        }
+    };
+    if hop.dev.is_some_and(|d| d != dev) {
+        return Err(Errno::EHOSTUNREACH.into());
+    }
+    Ok(Some(dev))
+}
+
 impl family::Kernel for Ipv6Addr {
     const ICMP: u8 = 58;
+    const BLACKHOLE_LO_DOWN: &'static str = "Nexthop device is not up";
+    const FOREIGN_OBJECT: Option<&'static str> = Some("IPv6 routes can not use an IPv4 nexthop");
+
+    fn check_object_hop(r: &Router, hop: &mut NextHop<Self>) -> Result<Scope, ChangeError> {
+        if let Some(gw) = hop.gateway {
+            // A next hop outside a VRF has no table (`l3mdev_fib_table`): straight to the
+            // lookup through the rules.
+            check_gateway(r, gw, hop, TABLE_UNSPEC)?;
+        }
+        Ok(SCOPE_LINK)
+    }
+
+    fn check_route_through(
+        _scope: Scope,
+        _obj: &NhObject<Self>,
+        _first: Option<&NextHop<Self>>,
+    ) -> Result<(), ChangeError> {
+        // IPv6 has no scope to check against the object's.
+        Ok(())
+    }
     fn state(r: &Router) -> &FamilyState<Self> {
         &r.v6
     }
@@ -159,10 +237,14 @@ impl family::Kernel for Ipv6Addr {
                 "Invalid dsfield (tos): option not available for IPv6",
             ));
         }
+        r.resolve_nhid(spec)?;
         if let Some(p) = spec.prefsrc {
             if !r.is_local_address(p) {
                 return Err(ChangeError::with(Errno::EINVAL, "Invalid source address"));
             }
+        }
+        if spec.nhid.is_some() {
+            return Ok(());
         }
         if spec.kind.is_reject() {
             if spec.hops.iter().any(|h| h.gateway.is_some()) {
@@ -177,55 +259,10 @@ impl family::Kernel for Ipv6Addr {
         if spec.hops.is_empty() {
             return Err(ChangeError::with(Errno::ENODEV, "Nexthop device required"));
         }
-        let st = &r.v6;
         for hop in spec.hops.iter_mut() {
             if let Some(gw) = hop.gateway {
-                if r.is_local_address(gw) {
-                    return Err(ChangeError::with(
-                        Errno::EINVAL,
-                        "Gateway can not be a local address",
-                    ));
-                }
-                if !is_link_local(&gw) && !hop.onlink {
-                    // ip6_route_check_nh: the gateway must resolve to a route without gateway,
-                    // in the route's table first, then by a full lookup.
-                    let flow = Flow {
-                        oif: hop.dev,
-                        iif: Some(LOOPBACK_IFINDEX),
-                        strict_oif: true,
-                        ..Flow::to(gw)
-                    };
-                    let direct = |m: &Matched<'_, Self>| {
-                        let h = st.nhs.get(m.route.hops).first().copied();
-                        (!m.route.kind.is_reject() && h.is_some_and(|h| h.gateway.is_none()))
-                            .then(|| h.and_then(|h| h.dev))
-                            .flatten()
-                    };
-                    let in_table = st.tables.get(&spec.table).and_then(|t| {
-                        match t.lookup(&flow, &st.nhs, &r.links) {
-                            TableLookup::Match { route, hop, list } => direct(&Matched {
-                                table: spec.table,
-                                route,
-                                hop,
-                                list,
-                            }),
-                            _ => None,
-                        }
-                    });
-                    let dev = match in_table {
-                        Some(d) => d,
-                        None => {
-                            let (i, o) = r.names(flow.iif, flow.oif);
-                            let m = Self::policy_lookup(st, &flow, i, o, &r.links)
-                                .map_err(|_| Errno::EHOSTUNREACH)?;
-                            direct(&m).ok_or(Errno::EHOSTUNREACH)?
-                        }
-                    };
-                    if hop.dev.is_some_and(|d| d != dev) {
-                        return Err(Errno::EHOSTUNREACH.into());
-                    }
-                    hop.dev = Some(dev);
-                }
+                let dev = check_gateway(r, gw, hop, spec.table)?;
+                hop.dev = dev.or(hop.dev);
             }
             r.check_hop_device(hop, "Egress device not specified")?;
         }

@@ -9,7 +9,7 @@ use crate::addr::{Address, Family};
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
 use crate::link::{loopback_v4, loopback_v6, IfAddr, LinkKind, Links};
-use crate::nexthop::NextHop;
+use crate::nexthop::{NextHop, NhObject};
 use crate::prefix::Prefix;
 use crate::rib::ipv6::siblings;
 use crate::rib::{InsertMode, KernelSemantics, LinkState, Rib, RouteSelector, TableLookup};
@@ -21,6 +21,7 @@ mod change;
 pub mod fibs;
 mod ipv4;
 mod ipv6;
+mod nhobjects;
 mod query;
 mod state;
 
@@ -47,6 +48,20 @@ mod family {
     pub trait Kernel: KernelSemantics + crate::fib::FibFamily {
         /// The protocol number of the family's ICMP, which route queries accept.
         const ICMP: u8;
+        /// What adding a blackhole object says while `lo` is down.
+        const BLACKHOLE_LO_DOWN: &'static str;
+        /// What a route through an object of the other family is told (`None`: not modelled).
+        const FOREIGN_OBJECT: Option<&'static str>;
+        /// Checks a next-hop object's gateway (its device is known to be up with carrier);
+        /// returns the next hop's scope.
+        fn check_object_hop(r: &Router, hop: &mut NextHop<Self>) -> Result<Scope, ChangeError>;
+        /// Whether a route of `scope` may go through `obj`, whose deciding next hop (its own,
+        /// or a group's first member's) is `first`.
+        fn check_route_through(
+            scope: Scope,
+            obj: &NhObject<Self>,
+            first: Option<&NextHop<Self>>,
+        ) -> Result<(), ChangeError>;
         fn state(r: &Router) -> &FamilyState<Self>;
         fn state_mut(r: &mut Router) -> &mut FamilyState<Self>;
         /// A change of this family as a router change.
@@ -95,6 +110,7 @@ impl LinkState for Links {
 #[derive(Clone, Debug)]
 struct Snapshot {
     links: Links,
+    last_nhid: u32,
     v4: FamilySnapshot<Ipv4Addr>,
     v6: FamilySnapshot<Ipv6Addr>,
 }
@@ -109,6 +125,9 @@ pub struct Router {
     links: Links,
     v4: FamilyState<Ipv4Addr>,
     v6: FamilyState<Ipv6Addr>,
+    /// The last next-hop object id handed out to a request without one (`nh_find_unused_id`
+    /// counts on from here, not from the lowest free id).
+    last_nhid: u32,
     snapshot: Option<Box<Snapshot>>,
 }
 
@@ -131,6 +150,7 @@ impl Router {
         assert!(self.snapshot.is_none(), "change sets do not nest");
         self.snapshot = Some(Box::new(Snapshot {
             links: self.links.clone(),
+            last_nhid: self.last_nhid,
             v4: FamilySnapshot::take(&self.v4),
             v6: FamilySnapshot::take(&self.v6),
         }));
@@ -153,6 +173,7 @@ impl Router {
         if let Some(s) = self.snapshot.take() {
             let s = *s;
             self.links = s.links;
+            self.last_nhid = s.last_nhid;
             s.v4.restore(&mut self.v4);
             s.v6.restore(&mut self.v6);
         }
@@ -209,6 +230,7 @@ impl Router {
                     return Err(Errno::EOPNOTSUPP.into());
                 }
                 for d in self.links.remove(*dev) {
+                    self.flush_objects_on(d);
                     self.v4.addrs.retain(|a| a.dev != d);
                     self.v6.addrs.retain(|a| a.dev != d);
                     self.flush_dev(d, true);
@@ -233,7 +255,10 @@ impl Router {
                 A::addresses_gone(self, &before);
             }
             FamilyChange::Route(spec, mode) => self.route_change(spec.clone(), *mode)?,
-            FamilyChange::RouteDel(t, sel) => A::route_del(A::state_mut(self), *t, sel)?,
+            FamilyChange::RouteDel(t, sel) => {
+                self.check_nhid_selector::<A>(sel.nhid)?;
+                A::route_del(A::state_mut(self), *t, sel)?
+            }
             FamilyChange::RuleAdd(r) if r.action == RuleAction::Lookup(0) => {
                 let st = A::state_mut(self);
                 let id = A::unspecified_table(st)?;
@@ -245,6 +270,8 @@ impl Router {
             }
             FamilyChange::RuleAdd(r) => A::state_mut(self).rules.add(r.clone())?,
             FamilyChange::RuleDel(s) => drop(A::state_mut(self).rules.delete(s)?),
+            FamilyChange::NexthopAdd(o, replace) => self.nexthop_add(o.clone(), *replace)?,
+            FamilyChange::NexthopDel(id) => self.nexthop_del::<A>(*id)?,
         }
         Ok(())
     }
@@ -315,6 +342,10 @@ impl Router {
         let loopback = link.kind == LinkKind::Loopback;
         self.links.set_up(dev, up);
         if !up {
+            // Next-hop objects go with the link, and with the carrier of its veth peer.
+            for d in std::iter::once(dev).chain(self.links.peer(dev)) {
+                self.flush_objects_on(d);
+            }
             // IPv6 addresses go with the link (keep_addr_on_down is off).
             self.v6.addrs.retain(|a| a.dev != dev);
             self.flush_dev(dev, false);

@@ -6,7 +6,7 @@ use crate::error::{ChangeError, Errno};
 use crate::fib::FibFamily;
 use crate::flow::Flow;
 use crate::link::{IfAddr, Links};
-use crate::nexthop::{NextHop, NhTable};
+use crate::nexthop::{NextHop, NhObject, NhTable};
 use crate::rib::{
     InsertMode, KernelSemantics, LinkState, Rib, RouteSelector, SavedList, TableLookup,
 };
@@ -27,6 +27,9 @@ pub struct FamilyState<A: KernelSemantics + FibFamily> {
     /// IPv4: a user added a `local` route (the kernel then checks sources the slow way).
     pub(super) custom_local_routes: bool,
     pub(super) journal: Vec<(TableId, SavedList<A>)>,
+    /// The family's next-hop objects (`ip nexthop`), by id (ids are shared with the other
+    /// family: one id is in one family's map at most).
+    pub(super) objects: BTreeMap<u32, NhObject<A>>,
     /// The compiled FIBs of the tables, following the RIB at each commit.
     pub(super) fibs: Fibs<A>,
 }
@@ -44,6 +47,7 @@ impl<A: KernelSemantics + FibFamily> Default for FamilyState<A> {
             derived: Vec::new(),
             custom_local_routes: false,
             journal: Vec::new(),
+            objects: BTreeMap::new(),
             fibs: Fibs {
                 links_changed: true,
                 ..Fibs::default()
@@ -72,6 +76,10 @@ impl<A: RouterFamily> FamilyState<A> {
     /// The addresses on the family's devices, in the order they were added.
     pub fn addrs(&self) -> &[IfAddr<A>] {
         &self.addrs
+    }
+    /// The next-hop objects (`ip nexthop`), by id.
+    pub fn objects(&self) -> &BTreeMap<u32, NhObject<A>> {
+        &self.objects
     }
     /// The shared next-hop groups the routes refer to.
     pub fn nexthops(&self) -> &NhTable<A> {
@@ -218,7 +226,8 @@ impl<A: RouterFamily> FamilyState<A> {
                         errno: Errno::EAGAIN,
                         ..
                     }
-                    | TableLookup::None => i += 1,
+                    | TableLookup::None
+                    | TableLookup::Miss => i += 1,
                     TableLookup::Reject { errno, .. } => return Err(errno),
                 },
                 reject => return Err(reject.reject_error().expect("reject action")),
@@ -242,6 +251,7 @@ pub(super) struct FamilySnapshot<A: RouterFamily> {
     derived: Vec<RouteSpec<A>>,
     custom_local_routes: bool,
     tables: Vec<TableId>,
+    objects: BTreeMap<u32, NhObject<A>>,
 }
 
 impl<A: RouterFamily> FamilySnapshot<A> {
@@ -252,6 +262,7 @@ impl<A: RouterFamily> FamilySnapshot<A> {
             derived: s.derived.clone(),
             custom_local_routes: s.custom_local_routes,
             tables: s.tables.keys().copied().collect(),
+            objects: s.objects.clone(),
         }
     }
 
@@ -266,5 +277,6 @@ impl<A: RouterFamily> FamilySnapshot<A> {
         s.addrs = self.addrs;
         s.derived = self.derived;
         s.custom_local_routes = self.custom_local_routes;
+        s.objects = self.objects;
     }
 }

@@ -29,6 +29,10 @@ pub struct Profile {
     pub churn_share: f64,
     /// User-added `local` routes (these switch the kernel's source validation to its slow path).
     pub local_routes: bool,
+    /// Next-hop objects per family (0: none, and no `nhid` routes).
+    pub nexthops: usize,
+    /// Share of unicast routes that go through an object (`nhid`).
+    pub nhid_share: f64,
 }
 
 pub const DEVS: [&str; 6] = ["veth0", "veth1", "veth2", "veth3", "veth4", "veth5"];
@@ -192,8 +196,13 @@ fn pick<'a, T>(rng: &mut SmallRng, xs: &'a [T]) -> &'a T {
 
 /// One configuration: the two route files and the prefixes in them (probes aim there).
 pub struct Config {
+    /// Next-hop objects of both families, before the routes (no -4/-6: ip sends a group's
+    /// family as given, and the kernel takes groups only without one).
+    pub nh: String,
     pub v4: String,
     pub v6: String,
+    /// Objects replaced and deleted after the routes are in.
+    pub nh_churn: String,
     pub prefixes_v4: Vec<(Ipv4Addr, u8)>,
     pub prefixes_v6: Vec<(Ipv6Addr, u8)>,
     pub sources_v6: Vec<(Ipv6Addr, u8)>,
@@ -202,8 +211,10 @@ pub struct Config {
 pub fn config(p: &Profile) -> Config {
     let mut rng = SmallRng::seed_from_u64(p.seed);
     let mut c = Config {
+        nh: String::new(),
         v4: String::new(),
         v6: String::new(),
+        nh_churn: String::new(),
         prefixes_v4: vec![],
         prefixes_v6: vec![],
         sources_v6: vec![],
@@ -293,6 +304,12 @@ pub fn config(p: &Profile) -> Config {
                     if rng.gen_bool(0.3) {
                         let _ = write!(l, " dev {}", dev(d));
                     }
+                }
+            }
+            "" if p.nhid_share > 0.0 && rng.gen_bool(p.nhid_share) => {
+                let _ = write!(l, " nhid {}", nhid(&mut rng, p, false));
+                if rng.gen_bool(0.1) {
+                    let _ = write!(l, " scope {}", pick(&mut rng, &["link", "host"]));
                 }
             }
             "" => {
@@ -422,7 +439,9 @@ pub fn config(p: &Profile) -> Config {
         ) {
             let _ = write!(l, " metric {m}");
         }
-        if kind.is_empty() {
+        if kind.is_empty() && p.nhid_share > 0.0 && rng.gen_bool(p.nhid_share) {
+            let _ = write!(l, " nhid {}", nhid(&mut rng, p, true));
+        } else if kind.is_empty() {
             if rng.gen_bool(p.ecmp_share) {
                 for _ in 0..rng.gen_range(2..=3) {
                     let d = pick_dev(&mut rng);
@@ -455,7 +474,175 @@ pub fn config(p: &Profile) -> Config {
     if p.rules > 0 {
         c.v6.push_str(&rules(&mut rng, p.rules, true));
     }
+    if p.nexthops > 0 {
+        nexthops(&mut rng, p, &mut c);
+    }
     c
+}
+
+/// Object ids: IPv4 singles from 1, IPv4 groups from 501, IPv6 singles from 1001, IPv6 groups
+/// from 1501, IPv6 device-only and blackhole objects (added under -6) from 2001.
+const V4_GROUPS: u32 = 500;
+const V6_SINGLES: u32 = 1000;
+const V6_GROUPS: u32 = 1500;
+const V6_OTHERS: u32 = 2000;
+
+/// The id a route names: mostly an object of its family, a group a third of the time; now and
+/// then one that does not exist, and for IPv6 now and then an IPv4 one (refused).
+fn nhid(rng: &mut SmallRng, p: &Profile, v6: bool) -> u32 {
+    let n = p.nexthops as u32;
+    let base = if v6 { V6_SINGLES } else { 0 };
+    match rng.gen_range(0..30) {
+        0 => 4000 + rng.gen_range(0..10),
+        1 if v6 => rng.gen_range(1..=n),
+        2 | 3 if v6 => V6_OTHERS + rng.gen_range(1..=4),
+        4..=13 => {
+            base + if v6 {
+                V6_GROUPS - V6_SINGLES
+            } else {
+                V4_GROUPS
+            } + rng.gen_range(1..=n / 3 + 1)
+        }
+        _ => base + rng.gen_range(1..=n),
+    }
+}
+
+/// A group over members drawn from `lo..=hi`: 1 to 4, now and then a duplicate or one that
+/// does not exist.
+fn group(rng: &mut SmallRng, lo: u32, hi: u32) -> String {
+    let k = rng.gen_range(1..=4);
+    let mut members: Vec<u32> = Vec::new();
+    while members.len() < k {
+        let m = rng.gen_range(lo..=hi);
+        if !members.contains(&m) || rng.gen_ratio(1, 20) {
+            members.push(m);
+        }
+    }
+    if rng.gen_ratio(1, 20) {
+        members.push(3999);
+    }
+    members
+        .iter()
+        .map(|m| {
+            if rng.gen_bool(0.4) {
+                format!("{m},{}", rng.gen_range(1..=4))
+            } else {
+                m.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// One single next-hop object's attributes: mostly a gateway on a connected subnet, some
+/// device-only, blackhole or onlink ones, and some the kernel refuses.
+fn single(rng: &mut SmallRng, v6: bool) -> String {
+    let d = route_dev(rng);
+    let gw = |rng: &mut SmallRng, d: usize| -> String {
+        if v6 {
+            gw6(rng, d).to_string()
+        } else {
+            gw4(rng, d).to_string()
+        }
+    };
+    let mut l = match rng.gen_range(0..20) {
+        0..=13 => format!("via {} dev {}", gw(rng, d), dev(d)),
+        14 if !v6 => format!("dev {}", dev(d)),
+        15 if !v6 => "blackhole".to_string(),
+        16 if v6 => format!("via fe80::{:x} dev {}", rng.gen_range(2..0xfff0u16), dev(d)),
+        16 => format!(
+            "via 192.0.2.{} dev {} onlink",
+            rng.gen_range(1..250),
+            dev(d)
+        ),
+        17 => format!("via {} dev {}", gw(rng, d), dev((d + 1) % DEVS.len())),
+        18 => format!("via {}", gw(rng, d)),
+        _ if v6 => format!("via 2001:db8:{d}::1 dev {}", dev(d)),
+        _ => format!("via 10.0.{d}.255 dev {} onlink", dev(d)),
+    };
+    if rng.gen_ratio(1, 10) {
+        let _ = write!(l, " proto {}", pick(rng, &["static", "bgp", "zebra"]));
+    }
+    l
+}
+
+/// The objects before the routes, and the replacements and deletions after them.
+fn nexthops(rng: &mut SmallRng, p: &Profile, c: &mut Config) {
+    let n = p.nexthops as u32;
+    let groups = n / 3 + 1;
+    for id in 1..=n {
+        let verb = if rng.gen_ratio(1, 10) {
+            "replace"
+        } else {
+            "add"
+        };
+        let _ = writeln!(c.nh, "nexthop {verb} id {id} {}", single(rng, false));
+    }
+    for id in 1..=n {
+        let _ = writeln!(
+            c.nh,
+            "nexthop add id {} {}",
+            V6_SINGLES + id,
+            single(rng, true)
+        );
+    }
+    for g in 1..=groups {
+        let _ = writeln!(
+            c.nh,
+            "nexthop add id {} group {}",
+            V4_GROUPS + g,
+            group(rng, 1, n)
+        );
+        let members = group(rng, V6_SINGLES + 1, V6_SINGLES + n);
+        let _ = writeln!(c.nh, "nexthop add id {} group {members}", V6_GROUPS + g);
+    }
+    // Under -6: device-only and blackhole IPv6 objects, and a group (refused: a family given).
+    let mut v6 = String::new();
+    for k in 1..=4 {
+        let what = if k % 2 == 0 {
+            "blackhole".to_string()
+        } else {
+            format!("dev {}", dev(rng.gen_range(0..DEVS.len())))
+        };
+        let _ = writeln!(v6, "nexthop add id {} {what}", V6_OTHERS + k);
+    }
+    let _ = writeln!(
+        v6,
+        "nexthop add id {} group {}",
+        V6_OTHERS + 9,
+        V6_SINGLES + 1
+    );
+    c.v6 = v6 + &c.v6;
+    for _ in 0..n / 2 {
+        let line = match rng.gen_range(0..10) {
+            0..=3 => format!(
+                "nexthop replace id {} {}",
+                rng.gen_range(1..=n),
+                single(rng, false)
+            ),
+            4..=5 => format!(
+                "nexthop replace id {} {}",
+                V6_SINGLES + rng.gen_range(1..=n),
+                single(rng, true)
+            ),
+            6 => format!(
+                "nexthop replace id {} group {}",
+                V4_GROUPS + rng.gen_range(1..=groups),
+                group(rng, 1, n)
+            ),
+            7 => format!(
+                "nexthop replace id {} group {}",
+                rng.gen_range(1..=n),
+                group(rng, 1, n)
+            ),
+            8 => format!("nexthop del id {}", rng.gen_range(1..=n)),
+            _ => format!(
+                "nexthop del id {}",
+                *pick(rng, &[V4_GROUPS, V6_SINGLES, V6_GROUPS]) + rng.gen_range(1..=groups)
+            ),
+        };
+        let _ = writeln!(c.nh_churn, "{line}");
+    }
 }
 
 /// Policy rules with every selector this kernel supports (no l3mdev: no VRF devices here).

@@ -37,6 +37,7 @@ enum Norm {
         metric: Option<u32>,
         prefsrc: Option<IpAddr>,
         pref: Option<u8>,
+        nhid: Option<u32>,
         hops: Vec<(Option<IpAddr>, Option<String>, u16)>,
     },
 }
@@ -81,6 +82,7 @@ fn norm_kernel(a: &Answer, names: &BTreeMap<u32, String>) -> Norm {
         prefsrc: r.prefsrc,
         // RTA_PREF: 0 medium, 1 high, 3 low.
         pref: r.pref,
+        nhid: r.nhid,
         hops,
     }
 }
@@ -123,7 +125,12 @@ fn norm_spec<A: fibre::Address>(spec: &RouteSpec<A>, router: &Router) -> Norm {
             (
                 h.gateway.map(Into::into),
                 name(h.dev),
-                if spec.hops.len() > 1 { h.weight } else { 1 },
+                // Weights are reported for multipath: several hops, or IPv6 through a group.
+                if spec.hops.len() > 1 || (v6 && spec.nhid.is_some_and(|n| n.group)) {
+                    h.weight
+                } else {
+                    1
+                },
             )
         })
         .collect();
@@ -152,6 +159,7 @@ fn norm_spec<A: fibre::Address>(spec: &RouteSpec<A>, router: &Router) -> Norm {
             fibre::route::RouterPref::High => 1,
             fibre::route::RouterPref::Low => 3,
         }),
+        nhid: spec.nhid.map(|n| n.id),
         hops,
     }
 }
@@ -378,8 +386,10 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
         // Keep the batch files for replay: `ip -force -batch` / `fibre -force -batch`.
         for (name, text) in [
             ("setup", &setup.text),
+            ("nh", &cfg.nh),
             ("v4", &cfg.v4),
             ("v6", &cfg.v6),
+            ("nh_churn", &cfg.nh_churn),
             ("odd", &odd),
             ("links", &links),
         ] {
@@ -389,8 +399,12 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
 
     let k = ns.ip_batch_str(&[], &setup.text).expect("ip -batch");
     assert!(k.success, "the kernel refused the setup: {}", k.stderr);
+    let k_nh = ns.ip_batch_str(&[], &cfg.nh).expect("ip -batch nexthops");
     let k4 = ns.ip_batch_str(&[], &cfg.v4).expect("ip -batch v4");
     let k6 = ns.ip_batch_str(&["-6"], &cfg.v6).expect("ip -6 -batch v6");
+    let k_churn = ns
+        .ip_batch_str(&[], &cfg.nh_churn)
+        .expect("ip -batch nexthop churn");
     let k_odd = ns.ip_batch_str(&[], &odd).expect("ip -batch odd lines");
     // One change at a time: carrier and IPv6 address changes complete asynchronously, and a
     // device brought up before its down was processed may keep dead legs.
@@ -412,10 +426,12 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     batch.mode = BatchMode::Force;
     let f = batch.run_text(&setup.text);
     assert!(f.success(), "fibre refused the setup: {}", f.stderr);
+    let f_nh = batch.run_text(&cfg.nh);
     let f4 = batch.run_text(&cfg.v4);
     batch.family = Some(Family::Inet6);
     let f6 = batch.run_text(&cfg.v6);
     batch.family = None;
+    let f_churn = batch.run_text(&cfg.nh_churn);
     let f_odd = batch.run_text(&odd);
     let f_links = batch.run_text(&links);
     let router = batch.router;
@@ -423,8 +439,10 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     let mut line_disagreements = Vec::new();
     let mut failed_lines = 0;
     for (name, text, kernel, fibre_out) in [
+        ("nh", &cfg.nh, &k_nh, &f_nh),
         ("v4", &cfg.v4, &k4, &f4),
         ("v6", &cfg.v6, &k6, &f6),
+        ("nh_churn", &cfg.nh_churn, &k_churn, &f_churn),
         ("odd", &odd, &k_odd, &f_odd),
         ("links", &links, &k_links, &f_links),
     ] {
@@ -601,6 +619,8 @@ fn base(seed: u64) -> Profile {
         source_share: 0.1,
         churn_share: 0.05,
         local_routes: false,
+        nexthops: 0,
+        nhid_share: 0.0,
     }
 }
 
@@ -668,6 +688,28 @@ fn ecmp_and_ipv6_source_routes() {
             routes_v4: 5000,
             routes_v6: 15000,
             ..base(5)
+        }],
+        50_000,
+    );
+}
+
+/// Routes through next-hop objects (`nhid`: singles, blackholes, groups of both families)
+/// among classic ones, then objects replaced and deleted, then the link changes that delete
+/// the objects on their devices.
+#[test]
+fn nexthop_objects_among_classic_routes() {
+    if skip_or_fail("nexthop_objects_among_classic_routes") {
+        return;
+    }
+    check(
+        &[Profile {
+            nexthops: 60,
+            nhid_share: 0.4,
+            ecmp_share: 0.2,
+            churn_share: 0.15,
+            rules: 10,
+            tos_share: 0.1,
+            ..base(7)
         }],
         50_000,
     );

@@ -5,11 +5,14 @@
 //! - [`BatchMode::Atomic`] (fibre's all-or-nothing): every change of the batch lands, or none
 //!   does. Lines that print still print as they run, against the state so far.
 use super::format::*;
-use super::parse::{parse_line, Command, IpPrefix, ParseError, ShowFilter, TableFilter};
+use super::parse::{
+    parse_line, Command, IpPrefix, NexthopFilter, ParseError, ShowFilter, TableFilter,
+};
 use crate::addr::{Address, Family};
 use crate::error::{ChangeError, Errno};
+use crate::nexthop::NhObjectKind;
 use crate::rib::RouteSelector;
-use crate::route::{RouteSpec, PROTO_BOOT};
+use crate::route::{RouteSpec, LOOPBACK_IFINDEX, PROTO_BOOT};
 use crate::router::{Change, FamilyChange, RouteAnswer, RouteQuery, Router, RouterFamily};
 use crate::with_family;
 use serde_json::{json, Value};
@@ -307,6 +310,37 @@ impl Batch {
                 self.emit(lines, stdout);
                 Ok(())
             }
+            Command::NexthopShow(f) => {
+                let objects = self.nexthops_selected(&f)?;
+                let links = self.router.links();
+                let lines = objects
+                    .into_iter()
+                    .map(|(_, fam, id)| {
+                        with_family!(fam, A => nexthop_line(&self.router.family::<A>().objects()[&id], links))
+                    })
+                    .collect();
+                self.emit(lines, stdout);
+                Ok(())
+            }
+            Command::NexthopFlush(f) => {
+                // As ip flushes: one delete per object, groups first (deleting a member first
+                // could delete the group with it).
+                let mut objects = self.nexthops_selected(&f)?;
+                objects.sort_by_key(|(group, _, id)| (!group, *id));
+                let mut flushed = 0;
+                for (_, fam, id) in objects {
+                    let del =
+                        with_family!(fam, A => Change::from(FamilyChange::<A>::NexthopDel(id)));
+                    if self.router.change(&del).is_ok() {
+                        flushed += 1;
+                    }
+                }
+                let _ = match flushed {
+                    0 => writeln!(stdout, "Nothing to flush"),
+                    n => writeln!(stdout, "Flushed {n} nexthops"),
+                };
+                Ok(())
+            }
             Command::AddrShow(only) => {
                 let links = self.router.links();
                 let mut lines = Vec::new();
@@ -319,6 +353,37 @@ impl Batch {
                 Ok(())
             }
         }
+    }
+
+    /// The next-hop objects a filter selects, by id: (is a group, family, id).
+    fn nexthops_selected(&self, f: &NexthopFilter) -> Result<Vec<(bool, Family, u32)>, LineError> {
+        if let Some(id) = f.id {
+            let fam = self.router.object_family(id).ok_or(Errno::ENOENT)?;
+            let group = with_family!(fam, A => self.router.family::<A>().objects()[&id].is_group());
+            return Ok(vec![(group, fam, id)]);
+        }
+        let mut out = Vec::new();
+        for fam in families(None) {
+            with_family!(fam, A => {
+                for o in self.router.family::<A>().objects().values() {
+                    let group = o.is_group();
+                    let on_dev = match &o.kind {
+                        NhObjectKind::Hop { hop, .. } => hop.dev,
+                        NhObjectKind::Blackhole => Some(LOOPBACK_IFINDEX),
+                        NhObjectKind::Group(_) => None,
+                    };
+                    let keep = f.family.is_none_or(|want| want == fam && !group)
+                        && f.dev.is_none_or(|d| on_dev == Some(d))
+                        && (!f.groups || group)
+                        && f.protocol.is_none_or(|p| p == o.protocol);
+                    if keep {
+                        out.push((group, fam, o.id));
+                    }
+                }
+            });
+        }
+        out.sort_by_key(|x| x.2);
+        Ok(out)
     }
 
     /// A dump of one table that the family does not have fails, outside `-batch`.
@@ -473,10 +538,15 @@ fn merge_siblings<A: Address>(
             let key = (first.table, first.dst, first.src);
             run.push_back(first);
             while let Some(r) = routes.next_if(|r| (r.table, r.dst, r.src) == key) {
-                let ecmp = |p: &RouteSpec<A>| p.hops.len() == 1 && p.hops[0].gateway.is_some();
+                // `rt6_qualify_for_ecmp`: through a gateway, and not through a next-hop object.
+                let ecmp = |p: &RouteSpec<A>| {
+                    p.nhid.is_none() && p.hops.len() == 1 && p.hops[0].gateway.is_some()
+                };
                 if ecmp(&r) {
                     if let Some(prev) = run.iter_mut().find(|p| {
-                        p.metric == r.metric && p.hops.first().is_some_and(|h| h.gateway.is_some())
+                        p.metric == r.metric
+                            && p.nhid.is_none()
+                            && p.hops.first().is_some_and(|h| h.gateway.is_some())
                     }) {
                         prev.hops.extend(r.hops);
                         continue;

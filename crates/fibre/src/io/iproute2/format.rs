@@ -2,6 +2,7 @@
 use super::names::*;
 use crate::addr::{Address, Family};
 use crate::link::{IfAddr, Link, Links};
+use crate::nexthop::{NhObject, NhObjectKind};
 use crate::route::*;
 use crate::router::RouteAnswer;
 use crate::rules::{Rule, RuleAction, RuleAddr};
@@ -25,7 +26,7 @@ pub fn tos_text(tos: u8) -> String {
         .iter()
         .find(|(v, _)| *v == tos)
         .map(|(_, n)| n.to_string())
-        .unwrap_or_else(|| format!("0x{tos:x}"))
+        .unwrap_or_else(|| format!("0x{tos:02x}"))
 }
 
 fn dev_name(links: &Links, dev: Option<IfIndex>) -> Option<String> {
@@ -75,6 +76,12 @@ fn route_flags<A: Address>(r: &RouteSpec<A>, links: &Links) -> Vec<&'static str>
     }
 }
 
+/// Printed as a list of `nexthop` lines: several next hops, or an IPv6 route through a group
+/// (the kernel gives it RTA_MULTIPATH even for one member; IPv4 does not).
+fn multipath<A: Address>(r: &RouteSpec<A>) -> bool {
+    r.hops.len() > 1 || (A::FAMILY == Family::Inet6 && r.nhid.is_some_and(|n| n.group))
+}
+
 /// IPv4 routes carry a metric attribute only when it is not 0; IPv6 routes always.
 fn shows_metric<A: Address>(r: &RouteSpec<A>) -> bool {
     A::FAMILY == Family::Inet6 || r.metric != 0
@@ -91,10 +98,13 @@ pub fn route_text<A: Address>(r: &RouteSpec<A>, links: &Links, show_table: bool)
     if !r.src.is_default() {
         let _ = write!(s, "from {} ", prefix_text(&r.src));
     }
+    if let Some(n) = r.nhid {
+        let _ = write!(s, "nhid {} ", n.id);
+    }
     if r.tos != 0 {
         let _ = write!(s, "tos {} ", tos_text(r.tos));
     }
-    let multipath = r.hops.len() > 1;
+    let multipath = multipath(r);
     if !multipath {
         if let Some(gw) = r.hops.first().and_then(|h| h.gateway) {
             let _ = write!(s, "via {gw} ");
@@ -159,10 +169,13 @@ pub fn route_json<A: Address>(
     if !r.src.is_default() {
         m.insert("from".into(), json!(prefix_text(&r.src)));
     }
+    if let Some(n) = r.nhid {
+        m.insert("nhid".into(), json!(n.id));
+    }
     if r.tos != 0 {
         m.insert("tos".into(), json!(tos_text(r.tos)));
     }
-    let multipath = r.hops.len() > 1;
+    let multipath = multipath(r);
     if !multipath {
         if let Some(gw) = r.hops.first().and_then(|h| h.gateway) {
             m.insert("gateway".into(), json!(gw.to_string()));
@@ -581,4 +594,63 @@ pub fn rule_json<A: Address>(r: &Rule<A>) -> Value {
         m.insert("protocol".into(), json!(protocol_name(r.protocol)));
     }
     Value::Object(m)
+}
+
+/// One next-hop object as `ip nexthop show` prints it: text (with ip's trailing space) and
+/// `-j` object, fields in ip's order.
+pub fn nexthop_line<A: Address>(o: &NhObject<A>, links: &Links) -> (String, Value) {
+    let mut s = format!("id {} ", o.id);
+    let mut m = Map::new();
+    m.insert("id".into(), json!(o.id));
+    let mut flags = Vec::new();
+    match &o.kind {
+        NhObjectKind::Group(members) => {
+            let text: Vec<String> = members
+                .iter()
+                .map(|g| match g.weight {
+                    1 => g.id.to_string(),
+                    w => format!("{},{w}", g.id),
+                })
+                .collect();
+            let _ = write!(s, "group {} ", text.join("/"));
+            let list: Vec<Value> = members
+                .iter()
+                .map(|g| match g.weight {
+                    1 => json!({ "id": g.id }),
+                    w => json!({ "id": g.id, "weight": w }),
+                })
+                .collect();
+            m.insert("group".into(), Value::Array(list));
+        }
+        NhObjectKind::Hop { hop, scope } => {
+            if let Some(gw) = hop.gateway {
+                let _ = write!(s, "via {gw} ");
+                m.insert("gateway".into(), json!(gw.to_string()));
+            }
+            if let Some(d) = dev_name(links, hop.dev) {
+                let _ = write!(s, "dev {d} ");
+                m.insert("dev".into(), json!(d));
+            }
+            if *scope != SCOPE_UNIVERSE {
+                let _ = write!(s, "scope {} ", scope_name(*scope));
+                m.insert("scope".into(), json!(scope_name(*scope)));
+            }
+            if hop.onlink {
+                flags.push("onlink");
+            }
+        }
+        NhObjectKind::Blackhole => {
+            s.push_str("blackhole ");
+            m.insert("blackhole".into(), Value::Null);
+        }
+    }
+    if o.protocol != PROTO_UNSPEC {
+        let _ = write!(s, "proto {} ", protocol_name(o.protocol));
+        m.insert("protocol".into(), json!(protocol_name(o.protocol)));
+    }
+    for f in &flags {
+        let _ = write!(s, "{f} ");
+    }
+    m.insert("flags".into(), json!(flags));
+    (s, Value::Object(m))
 }

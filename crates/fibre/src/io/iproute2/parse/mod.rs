@@ -1,14 +1,14 @@
-//! Parsing of iproute2 command lines (`link`, `addr`, `route`, `rule` objects).
+//! Parsing of iproute2 command lines (`link`, `addr`, `route`, `rule`, `nexthop` objects).
 //!
 //! Keywords may be abbreviated as ip allows (`matches()`: any prefix of the keyword), checked in
 //! ip's order so that the same abbreviation means the same thing. Every error names the token.
 //!
-//! One module per object (`link`, `addr`, `route` with `show`, `rule`) over a shared lexical
+//! One module per object (`link`, `addr`, `route` with `show`, `rule`, `nexthop`) over a shared lexical
 //! layer (`lexer`) and iproute2's values (`values`, with the name tables of `super::names`).
 use crate::addr::{Address, Family};
 use crate::error::Errno;
 use crate::link::IfAddr;
-use crate::nexthop::NextHop;
+use crate::nexthop::{NextHop, NhObjectRef};
 use crate::prefix::Prefix;
 use crate::rib::{InsertMode, RouteSelector};
 use crate::route::*;
@@ -21,6 +21,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 mod addr;
 mod lexer;
 mod link;
+mod nexthop;
 mod route;
 mod rule;
 mod show;
@@ -31,6 +32,8 @@ use addr::*;
 pub use lexer::tokenize;
 use lexer::*;
 use link::*;
+pub use nexthop::NexthopFilter;
+use nexthop::*;
 use route::*;
 use rule::*;
 use show::*;
@@ -162,6 +165,10 @@ pub enum Command {
     LinkShow,
     /// `addr show`: print the addresses of one family, or of both for `None`.
     AddrShow(Option<Family>),
+    /// `nexthop show` / `nexthop get`: print the next-hop objects the filter selects.
+    NexthopShow(NexthopFilter),
+    /// `nexthop flush`: delete them (groups first) and say how many went.
+    NexthopFlush(NexthopFilter),
     /// An empty or comment-only line.
     Nothing,
 }
@@ -193,6 +200,8 @@ pub fn parse_line(line: &str, family: Option<Family>, router: &Router) -> Result
         parse_route(verb, &mut args, family, router)
     } else if matches(object, "rule") {
         parse_rule(verb, &mut args, family, router)
+    } else if object.len() >= 3 && matches(object, "nexthop") {
+        parse_nexthop(verb, &mut args, family, router)
     } else {
         Err(ParseError::new(
             object,

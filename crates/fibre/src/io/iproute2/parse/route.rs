@@ -16,6 +16,8 @@ pub(super) struct RouteArgs<'a> {
     pub(super) prefsrc: Option<(IpAddr, &'a str)>,
     pub(super) pref: Option<RouterPref>,
     pub(super) mtu: Option<u32>,
+    /// `nhid ID`: the next-hop object.
+    pub(super) nhid: Option<u32>,
     /// The single-path next hop, then each `nexthop` clause.
     pub(super) hops: Vec<RawHop<'a>>,
     pub(super) multipath: bool,
@@ -120,8 +122,9 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
             let v = args.value(t)?;
             r.scope =
                 Some(scope_from_name(v).ok_or_else(|| bad_arg("invalid \"scope\" value", v))?);
+        } else if t == "nhid" {
+            r.nhid = Some(num("id", args.value(t)?)?);
         } else if matches(t, "expires")
-            || t == "nhid"
             || t == "vrf"
             || matches(t, "realms")
             || t == "encap"
@@ -274,7 +277,9 @@ impl<'a> RouteArgs<'a> {
                 RouteType::Local | RouteType::Nat => SCOPE_HOST,
                 RouteType::Broadcast | RouteType::Multicast | RouteType::Anycast => SCOPE_LINK,
                 RouteType::Unicast if deleting => SCOPE_NOWHERE,
-                RouteType::Unicast if !has_gw && !self.multipath => SCOPE_LINK,
+                RouteType::Unicast if !has_gw && !self.multipath && self.nhid.is_none() => {
+                    SCOPE_LINK
+                }
                 _ => SCOPE_UNIVERSE,
             }
         });
@@ -301,6 +306,7 @@ impl<'a> RouteArgs<'a> {
             prefsrc,
             pref: self.pref.unwrap_or_default(),
             mtu: self.mtu,
+            nhid: self.nhid.map(|id| NhObjectRef { id, group: false }),
             hops: hops.clone(),
         };
         Ok((spec, hops, self.multipath))
@@ -326,6 +332,7 @@ impl<'a> RouteArgs<'a> {
                 hops: if multipath { hops } else { Vec::new() },
                 dev: single.and_then(|h| h.dev),
                 gateway: single.and_then(|h| h.gateway),
+                nhid: self.nhid,
                 leg: false,
             },
         ))

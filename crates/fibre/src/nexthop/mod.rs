@@ -3,9 +3,15 @@
 //! A route refers to its next hops through an [`NhId`]: a small index into the family's
 //! [`NhTable`], where identical next-hop groups are stored once and reference-counted, as the
 //! kernel shares `fib_info` objects. A compiled FIB stores these small ids, never route structs.
+//!
+//! Next-hop *objects* (`ip nexthop`, [`NhObject`]) are another thing: next hops that userspace
+//! names with an id, which routes refer to with `nhid`.
 use crate::addr::Address;
 use crate::link::IfIndex;
 use std::collections::HashMap;
+
+mod object;
+pub use object::{GroupMember, NhObject, NhObjectKind, NhObjectRef};
 
 /// One way out: a gateway, a device, or both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
