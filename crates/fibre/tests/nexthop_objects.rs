@@ -70,7 +70,8 @@ route show",
     // Only id 2 is on wa: the group shrinks to id 1 and its route stays.
     assert!(out.stdout.contains("Flushed 1 nexthops"), "{}", out.stdout);
     assert!(
-        out.stdout.contains("10.0.0.0/8 nhid 3 via 192.0.2.2 dev va"),
+        out.stdout
+            .contains("10.0.0.0/8 nhid 3 via 192.0.2.2 dev va"),
         "{}",
         out.stdout
     );
@@ -131,12 +132,14 @@ route add 10.0.0.0/8 nhid 4",
     );
     assert_eq!(out.failed, [3, 4], "{}", out.stderr);
     assert!(
-        out.stderr.contains("Groups mixing IPv4 and IPv6 next hops are not modelled"),
+        out.stderr
+            .contains("Groups mixing IPv4 and IPv6 next hops are not modelled"),
         "{}",
         out.stderr
     );
     assert!(
-        out.stderr.contains("IPv4 routes through IPv6 next hops are not modelled"),
+        out.stderr
+            .contains("IPv4 routes through IPv6 next hops are not modelled"),
         "{}",
         out.stderr
     );

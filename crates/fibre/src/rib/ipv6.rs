@@ -167,6 +167,11 @@ fn best<'a>(
 ) -> Option<&'a Route<Ipv6Addr>> {
     let mut best: Option<(&Route<Ipv6Addr>, i32)> = None;
     for r in routes {
+        // `__find_rr_leaf`: a route through a blackhole object ends the scan as the answer,
+        // whatever the flow's device and whatever scored before it.
+        if r.nhid.is_some() && r.kind == crate::route::RouteType::Blackhole {
+            return Some(r);
+        }
         if let Some(s) = score(r, flow, nhs, links) {
             if best.is_none_or(|(_, b)| s > b) {
                 best = Some((r, s));

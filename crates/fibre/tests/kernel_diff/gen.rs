@@ -8,6 +8,7 @@
 //! regions so that they nest and collide, and every attribute the kernel decides on is varied.
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -219,6 +220,8 @@ pub fn config(p: &Profile) -> Config {
         prefixes_v6: vec![],
         sources_v6: vec![],
     };
+    // IPv6 objects some route already goes through (see `nhid`).
+    let mut used6 = BTreeSet::new();
     let mut lines_v4: Vec<String> = Vec::new();
     for _ in 0..p.routes_v4 {
         let churn = rng.gen_bool(p.churn_share) && !lines_v4.is_empty();
@@ -307,7 +310,7 @@ pub fn config(p: &Profile) -> Config {
                 }
             }
             "" if p.nhid_share > 0.0 && rng.gen_bool(p.nhid_share) => {
-                let _ = write!(l, " nhid {}", nhid(&mut rng, p, false));
+                let _ = write!(l, " nhid {}", nhid(&mut rng, p, false, &mut used6));
                 if rng.gen_bool(0.1) {
                     let _ = write!(l, " scope {}", pick(&mut rng, &["link", "host"]));
                 }
@@ -440,7 +443,7 @@ pub fn config(p: &Profile) -> Config {
             let _ = write!(l, " metric {m}");
         }
         if kind.is_empty() && p.nhid_share > 0.0 && rng.gen_bool(p.nhid_share) {
-            let _ = write!(l, " nhid {}", nhid(&mut rng, p, true));
+            let _ = write!(l, " nhid {}", nhid(&mut rng, p, true, &mut used6));
         } else if kind.is_empty() {
             if rng.gen_bool(p.ecmp_share) {
                 for _ in 0..rng.gen_range(2..=3) {
@@ -486,24 +489,36 @@ const V4_GROUPS: u32 = 500;
 const V6_SINGLES: u32 = 1000;
 const V6_GROUPS: u32 = 1500;
 const V6_OTHERS: u32 = 2000;
+// (IPv6 singles run to 1000 + 4n + 3: `nexthops` below keeps n under 100.)
 
 /// The id a route names: mostly an object of its family, a group a third of the time; now and
 /// then one that does not exist, and for IPv6 now and then an IPv4 one (refused).
-fn nhid(rng: &mut SmallRng, p: &Profile, v6: bool) -> u32 {
+///
+/// An IPv6 object serves one route at most (`used`): the kernel keeps its per-CPU route cache
+/// in the object's next hop, and a `fibmatch` through an object that another route filled the
+/// cache of reports that other route (docs/semantics.md). IPv4 objects are shared freely.
+fn nhid(rng: &mut SmallRng, p: &Profile, v6: bool, used: &mut BTreeSet<u32>) -> u32 {
     let n = p.nexthops as u32;
-    let base = if v6 { V6_SINGLES } else { 0 };
-    match rng.gen_range(0..30) {
-        0 => 4000 + rng.gen_range(0..10),
-        1 if v6 => rng.gen_range(1..=n),
-        2 | 3 if v6 => V6_OTHERS + rng.gen_range(1..=4),
-        4..=13 => {
-            base + if v6 {
-                V6_GROUPS - V6_SINGLES
-            } else {
-                V4_GROUPS
-            } + rng.gen_range(1..=n / 3 + 1)
-        }
-        _ => base + rng.gen_range(1..=n),
+    let groups = n / 3 + 1;
+    if !v6 {
+        return match rng.gen_range(0..30) {
+            0 => 4000 + rng.gen_range(0..10),
+            1..=10 => V4_GROUPS + rng.gen_range(1..=groups),
+            _ => rng.gen_range(1..=n),
+        };
+    }
+    let candidate = match rng.gen_range(0..30) {
+        0 => return 4000 + rng.gen_range(0..10),
+        1 => return rng.gen_range(1..=n),
+        2 | 3 => V6_OTHERS + rng.gen_range(1..=4),
+        4..=13 => V6_GROUPS + rng.gen_range(1..=groups),
+        _ => V6_SINGLES + rng.gen_range(1..=3 * n),
+    };
+    if used.insert(candidate) {
+        candidate
+    } else {
+        // Taken: an id that does not exist (the route is refused).
+        4000 + rng.gen_range(0..10)
     }
 }
 
@@ -568,6 +583,7 @@ fn single(rng: &mut SmallRng, v6: bool) -> String {
 
 /// The objects before the routes, and the replacements and deletions after them.
 fn nexthops(rng: &mut SmallRng, p: &Profile, c: &mut Config) {
+    assert!(p.nexthops < 100, "the IPv6 ids stay below the groups'");
     let n = p.nexthops as u32;
     let groups = n / 3 + 1;
     for id in 1..=n {
@@ -578,7 +594,8 @@ fn nexthops(rng: &mut SmallRng, p: &Profile, c: &mut Config) {
         };
         let _ = writeln!(c.nh, "nexthop {verb} id {id} {}", single(rng, false));
     }
-    for id in 1..=n {
+    // IPv6: 3n singles for routes, then three members of its own for each group (see `nhid`).
+    for id in 1..=3 * n + 3 * groups {
         let _ = writeln!(
             c.nh,
             "nexthop add id {} {}",
@@ -593,7 +610,8 @@ fn nexthops(rng: &mut SmallRng, p: &Profile, c: &mut Config) {
             V4_GROUPS + g,
             group(rng, 1, n)
         );
-        let members = group(rng, V6_SINGLES + 1, V6_SINGLES + n);
+        let first = V6_SINGLES + 3 * n + 3 * (g - 1) + 1;
+        let members = group(rng, first, first + 2);
         let _ = writeln!(c.nh, "nexthop add id {} group {members}", V6_GROUPS + g);
     }
     // Under -6: device-only and blackhole IPv6 objects, and a group (refused: a family given).
