@@ -1,8 +1,9 @@
 //! `fibre`: run iproute2 batches against fibre's routing table.
 //!
 //! ```text
-//! fibre [-4|-6] [-j] [-force|-atomic] -batch FILE|-  [OBJECT COMMAND...]
-//! fibre [-4|-6] [-j] OBJECT COMMAND...                  (one command, as `ip` runs it)
+//! fibre [-snapshot FILE] [-4|-6] [-j] [-force|-atomic] -batch FILE|-  [OBJECT COMMAND...]
+//! fibre [-snapshot FILE] [-4|-6] [-j] OBJECT COMMAND...  (one command, as `ip` runs it)
+//! fibre ... snapshot save FILE                       (after the batch: save the state)
 //! fibre bench [--full] [--table FILE] [--sizes N,...] ...   (the route-lookup study)
 //! ```
 //! Options are spelled as ip spells them (`-batch`, `-force`, `-json`/`-j`, `-4`, `-6`); the
@@ -18,13 +19,16 @@ use std::process::ExitCode;
     name = "fibre",
     version,
     about = "The Linux routing table in userspace, driven by iproute2 batches",
-    override_usage = "fibre [-4|-6] [-j] [-force|-atomic] -batch FILE|- [OBJECT COMMAND ...]\n       \
-                      fibre [-4|-6] [-j] OBJECT COMMAND ...\n       \
+    override_usage = "fibre [-snapshot FILE] [-4|-6] [-j] [-force|-atomic] -batch FILE|- [OBJECT COMMAND ...]\n       \
+                      fibre [-snapshot FILE] [-4|-6] [-j] OBJECT COMMAND ...\n       \
+                      fibre [-snapshot FILE] [-batch FILE] snapshot save FILE\n       \
                       fibre bench [OPTIONS]    (the route-lookup study: fibre bench --help)",
     after_help = "ip's single-dash forms are understood: -batch, -force, -json, -atomic.\n\
-                  Objects: link, addr, route, rule (see README). Example:\n  \
+                  Objects: link, addr, route, rule, nexthop (see README). Examples:\n  \
                   fibre -force -batch examples/edge-router.batch\n  \
-                  fibre -batch routes.txt route get 192.0.2.1"
+                  fibre -batch routes.txt route get 192.0.2.1\n  \
+                  fibre -batch routes.txt snapshot save routes.snap\n  \
+                  fibre -snapshot routes.snap route get 192.0.2.1"
 )]
 struct Cli {
     /// Every line is IPv4, as with `ip -4` (without -4/-6 each line's addresses decide)
@@ -45,6 +49,9 @@ struct Cli {
     /// Read commands from FILE, or standard input with `-`
     #[arg(long = "batch", value_name = "FILE")]
     batch: Option<String>,
+    /// Start from the router state saved in FILE (`snapshot save`) instead of an empty one
+    #[arg(long = "snapshot", value_name = "FILE")]
+    snapshot: Option<std::path::PathBuf>,
     /// One command to run after the batch, e.g. `route get 192.0.2.1`
     #[arg(trailing_var_arg = true, allow_hyphen_values = false)]
     command: Vec<String>,
@@ -61,9 +68,13 @@ fn ip_style_args() -> Vec<String> {
             "-force" => "--force".to_string(),
             "-json" => "--json".to_string(),
             "-atomic" => "--atomic".to_string(),
+            "-snapshot" => "--snapshot".to_string(),
             s if !s.starts_with('-')
                 && out.len() > 1
-                && out.last().map(String::as_str) != Some("--batch") =>
+                && !matches!(
+                    out.last().map(String::as_str),
+                    Some("--batch" | "--snapshot")
+                ) =>
             {
                 options = false;
                 a
@@ -89,8 +100,31 @@ fn main() -> ExitCode {
         }
         _ => {}
     }
-    let cli = Cli::parse_from(ip_style_args());
-    let mut batch = Batch::new(Router::new());
+    let mut cli = Cli::parse_from(ip_style_args());
+    let router = match &cli.snapshot {
+        None => Router::new(),
+        Some(path) => match fibre::io::snapshot::load(path) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("fibre: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    // `snapshot save FILE` is not a batch command: it runs once the batch is through.
+    let save_to = match cli.command.as_slice() {
+        [object, verb, file] if object == "snapshot" && verb == "save" => {
+            let file = std::path::PathBuf::from(file);
+            cli.command.clear();
+            Some(file)
+        }
+        [object, ..] if object == "snapshot" => {
+            eprintln!("fibre: usage: snapshot save FILE");
+            return ExitCode::from(2);
+        }
+        _ => None,
+    };
+    let mut batch = Batch::new(router);
     batch.family = if cli.ipv6 {
         Some(Family::Inet6)
     } else if cli.ipv4 {
@@ -114,7 +148,7 @@ fn main() -> ExitCode {
         command_line: false,
     };
     match cli.batch.as_deref() {
-        None if cli.command.is_empty() => {
+        None if cli.command.is_empty() && save_to.is_none() => {
             eprintln!("fibre: nothing to do: give -batch FILE or a command (see --help)");
             return ExitCode::from(2);
         }
@@ -156,6 +190,16 @@ fn main() -> ExitCode {
         }
     };
     let _ = out.flush();
+    if let Some(path) = save_to {
+        if rolled_back || !summary.success() && batch.mode == BatchMode::StopOnError {
+            let _ = writeln!(err, "fibre: the batch failed: no snapshot written");
+            return ExitCode::from(1);
+        }
+        if let Err(e) = fibre::io::snapshot::save(&batch.router, &path) {
+            let _ = writeln!(err, "fibre: {e}");
+            return ExitCode::from(2);
+        }
+    }
     if summary.success() {
         ExitCode::SUCCESS
     } else {

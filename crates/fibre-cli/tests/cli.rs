@@ -253,3 +253,50 @@ fn connected_prints_the_answer_twice_as_iproute2_does() {
         text(&out.stderr)
     );
 }
+
+/// `snapshot save FILE` after a batch, `-snapshot FILE` to start from it; a failed batch
+/// writes nothing, and a damaged file is an error that names it.
+#[test]
+fn snapshots_save_after_a_batch_and_start_the_next_run() {
+    let dir = std::env::temp_dir().join(format!("fibre-cli-snap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let snap = dir.join("state.snap");
+    let s = snap.to_str().unwrap();
+    let batch = format!(
+        "{SETUP}nexthop add id 1 via 192.0.2.2 dev veth0\nroute add 10.0.0.0/8 nhid 1\n\
+         route add default via 192.0.2.254\nrule add from 10.1.0.0/16 lookup 100\n"
+    );
+    let out = fibre(&["-batch", "-", "snapshot", "save", s], &batch);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let show = "route show table all\nrule show\nnexthop show\naddr show\nlink show\n";
+    let fresh = fibre(&["-batch", "-"], &format!("{batch}{show}"));
+    let loaded = fibre(&["-snapshot", s, "-batch", "-"], show);
+    assert!(loaded.status.success(), "{}", text(&loaded.stderr));
+    assert_eq!(text(&loaded.stdout), text(&fresh.stdout));
+    let get = fibre(&["-snapshot", s, "route", "get", "10.1.2.3"], "");
+    assert_eq!(
+        text(&get.stdout),
+        "10.1.2.3 via 192.0.2.2 dev veth0 src 192.0.2.1 uid 0 \n    cache \n"
+    );
+    // A batch that fails leaves the file as it was.
+    let before = std::fs::read(&snap).unwrap();
+    let out = fibre(
+        &["-snapshot", s, "-batch", "-", "snapshot", "save", s],
+        "route add 10.0.0.0/8 via 192.0.2.3\n",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no snapshot written"));
+    assert_eq!(std::fs::read(&snap).unwrap(), before);
+    // A damaged file is named.
+    let mut bytes = before.clone();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&snap, bytes).unwrap();
+    let out = fibre(&["-snapshot", s, "route", "show"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("state.snap") && text(&out.stderr).contains("truncated"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

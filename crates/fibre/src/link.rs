@@ -10,6 +10,7 @@ pub const LOOPBACK_IFINDEX: IfIndex = 1;
 
 /// The device types fibre models.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub enum LinkKind {
     /// `lo`.
     Loopback,
@@ -22,6 +23,7 @@ pub enum LinkKind {
 
 /// A network device.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub struct Link {
     /// Interface index.
     pub index: IfIndex,
@@ -38,6 +40,7 @@ pub struct Link {
 
 /// An address on a device (`ip addr add PREFIX dev NAME`).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub struct IfAddr<A: Address> {
     /// The address itself (`local`), with the subnet length.
     pub addr: A,
@@ -62,6 +65,7 @@ impl<A: Address> IfAddr<A> {
 
 /// The devices of one namespace. `lo` exists from the start, down, as in a new namespace.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub struct Links {
     links: Vec<Link>,
     next_index: IfIndex,
@@ -83,6 +87,34 @@ impl Default for Links {
 }
 
 impl Links {
+    /// Whether the devices hang together (a snapshot's, which came from outside): `lo` at
+    /// index 1, unique indexes and names, the next index past them all, veths in pairs.
+    #[cfg(feature = "snapshot")]
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let lo = self.by_index(LOOPBACK_IFINDEX);
+        if !lo.is_some_and(|l| l.kind == LinkKind::Loopback && l.name == "lo") {
+            return Err("no lo at index 1".into());
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            let later = &self.links[i + 1..];
+            if later.iter().any(|o| o.index == l.index || o.name == l.name) {
+                return Err(format!("device {} ({}) appears twice", l.index, l.name));
+            }
+            if l.index >= self.next_index || l.name.is_empty() {
+                return Err(format!("device {} ({}) is out of range", l.index, l.name));
+            }
+            match l.kind {
+                LinkKind::Loopback if l.index != LOOPBACK_IFINDEX => {
+                    return Err(format!("device {} is a second loopback", l.index))
+                }
+                LinkKind::Veth { peer } if peer == l.index || self.peer(peer) != Some(l.index) => {
+                    return Err(format!("veth {} has no peer {peer}", l.name))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
     /// The device named `name`.
     pub fn by_name(&self, name: &str) -> Option<&Link> {
         self.links.iter().find(|l| l.name == name)

@@ -224,6 +224,25 @@ impl<A: Address> fmt::Debug for Prefix<A> {
     }
 }
 
+/// Snapshots store a prefix as (address, length) and refuse host bits or a length past the
+/// family's width on the way back in, so that no prefix breaks the invariant `new` keeps.
+#[cfg(feature = "snapshot")]
+impl<A: Address + serde::Serialize> serde::Serialize for Prefix<A> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serde::Serialize::serialize(&(self.addr(), self.len), s)
+    }
+}
+
+#[cfg(feature = "snapshot")]
+impl<'de, A: Address + serde::Deserialize<'de>> serde::Deserialize<'de> for Prefix<A> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (addr, len): (A, u8) = serde::Deserialize::deserialize(d)?;
+        Prefix::new_strict(addr, len).ok_or_else(|| {
+            serde::de::Error::custom(format!("prefix {addr}/{len} is not one of its family"))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

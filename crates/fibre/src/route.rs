@@ -21,6 +21,7 @@ pub use crate::link::{IfIndex, LOOPBACK_IFINDEX};
 /// What a route does with a packet it matches (`rtm_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub enum RouteType {
     /// `RTN_UNICAST`: the packet goes out through the route's next hops.
     Unicast = 1,
@@ -127,6 +128,7 @@ pub const PROTO_STATIC: Protocol = 4;
 
 /// IPv6 router preference (RFC 4191), which breaks ties between routes of equal metric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub enum RouterPref {
     /// `pref low`.
     Low,
@@ -170,6 +172,7 @@ impl RouterPref {
 /// the family's [`crate::nexthop::NhTable`], shared by every route with the same next hops
 /// (the kernel's `fib_info` sharing). A [`RouteSpec`] spells them out.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub struct Route<A: Address, H = NhId> {
     /// The table the route is in (`table`, `RTA_TABLE`).
     pub table: TableId,

@@ -13,6 +13,7 @@ use crate::route::{TableId, TABLE_DEFAULT, TABLE_LOCAL, TABLE_MAIN};
 
 /// What a matching rule does (`fra_action`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub enum RuleAction {
     /// `lookup TABLE` (`FR_ACT_TO_TBL`): look the flow up in this table.
     Lookup(TableId),
@@ -44,6 +45,7 @@ impl RuleAction {
 /// `from 10.1.2.3/8`, and rules that differ in host bits only are different rules) and masks it
 /// when it matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub struct RuleAddr<A: Address> {
     /// The address as given, host bits kept.
     pub addr: A,
@@ -69,6 +71,7 @@ impl<A: Address> From<Prefix<A>> for RuleAddr<A> {
 
 /// One rule. `None` selectors match everything.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub struct Rule<A: Address> {
     /// `priority` / `pref`: rules are evaluated in increasing order.
     pub priority: u32,
@@ -222,6 +225,7 @@ impl<A: Address> Rule<A> {
 
 /// A family's rule list, sorted by priority.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub struct RuleSet<A: Address> {
     rules: Vec<Rule<A>>,
     /// Set once a rule was added or deleted: from then on the kernel walks the rules instead of
@@ -273,6 +277,33 @@ impl<A: Address> RuleSet<A> {
         self.rules.insert(at, rule);
         self.customised = true;
         Ok(())
+    }
+    /// Whether the rules are as `add` keeps them (a snapshot's, which came from outside): in
+    /// priority order, each `goto` forward.
+    #[cfg(feature = "snapshot")]
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if self.rules.windows(2).any(|w| w[0].priority > w[1].priority) {
+            return Err("rules out of priority order".into());
+        }
+        if let Some(r) = self
+            .rules
+            .iter()
+            .find(|r| matches!(r.action, RuleAction::Goto(t) if t <= r.priority))
+        {
+            return Err(format!("rule {} goes back", r.priority));
+        }
+        let too_long = |a: &Option<RuleAddr<A>>| a.is_some_and(|a| a.len > A::WIDTH);
+        match self
+            .rules
+            .iter()
+            .find(|r| too_long(&r.src) || too_long(&r.dst))
+        {
+            Some(r) => Err(format!(
+                "rule {} has a prefix past the family's width",
+                r.priority
+            )),
+            None => Ok(()),
+        }
     }
     /// `ip rule del`: removes the first rule matching every attribute `wanted` says it has.
     pub fn delete(&mut self, wanted: &RuleSelector<A>) -> Result<Rule<A>, Errno> {

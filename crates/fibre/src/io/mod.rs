@@ -3,3 +3,5 @@
 pub mod iproute2;
 #[cfg(feature = "mrt")]
 pub mod mrt;
+#[cfg(feature = "snapshot")]
+pub mod snapshot;

@@ -15,6 +15,7 @@ pub use object::{GroupMember, NhObject, NhObjectKind, NhObjectRef};
 
 /// One way out: a gateway, a device, or both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub struct NextHop<A: Address> {
     /// Gateway address (`via`); `None` for a destination directly on the device's link.
     pub gateway: Option<A>,

@@ -18,6 +18,7 @@ use crate::route::{Protocol, Scope};
 
 /// A member of a group: an object id and its weight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub struct GroupMember {
     /// The member object's id (a single next hop or a blackhole, never a group).
     pub id: u32,
@@ -27,6 +28,7 @@ pub struct GroupMember {
 
 /// What an object is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub enum NhObjectKind<A: Address> {
     /// One way out: `via GW dev DEV [onlink]` or `dev DEV`.
     Hop {
@@ -45,6 +47,7 @@ pub enum NhObjectKind<A: Address> {
 
 /// A next-hop object of family `A` (a group's family is its members').
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub struct NhObject<A: Address> {
     /// Its id: any `u32` but 0. A request with id 0 asks the kernel to pick one.
     pub id: u32,
@@ -63,6 +66,7 @@ impl<A: Address> NhObject<A> {
 
 /// A route's next-hop object (`nhid ID`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub struct NhObjectRef {
     /// The object's id.
     pub id: u32,

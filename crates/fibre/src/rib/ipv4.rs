@@ -138,6 +138,11 @@ impl KernelSemantics for Ipv4Addr {
         Err(Errno::ESRCH)
     }
 
+    fn ordered(list: &[Route<Self>], _: &NhTable<Self>) -> bool {
+        list.windows(2)
+            .all(|w| w[0].tos > w[1].tos || (w[0].tos == w[1].tos && w[0].metric <= w[1].metric))
+    }
+
     fn select<'a>(
         list: &'a [Route<Self>],
         flow: &Flow<Self>,

@@ -262,6 +262,13 @@ impl KernelSemantics for Ipv6Addr {
         Ok(gone)
     }
 
+    fn ordered(list: &[Route<Self>], nhs: &NhTable<Self>) -> bool {
+        list.windows(2).all(|w| w[0].metric <= w[1].metric)
+            && list
+                .iter()
+                .all(|r| r.nhid.is_some() || nhs.get(r.hops).len() <= 1)
+    }
+
     fn select<'a>(
         list: &'a [Route<Self>],
         flow: &Flow<Self>,

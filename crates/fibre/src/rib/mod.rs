@@ -178,6 +178,9 @@ pub trait KernelSemantics: Address {
         sel: &RouteSelector<Self>,
         nhs: &NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, Errno>;
+    /// Whether `list` is in the order this family's inserts keep (IPv4: TOS falling, then
+    /// metric rising; IPv6: metric rising, one next hop per route but through an object).
+    fn ordered(list: &[Route<Self>], nhs: &NhTable<Self>) -> bool;
     /// The route of `list` a lookup for `flow` takes, if any.
     fn select<'a>(
         list: &'a [Route<Self>],
@@ -395,6 +398,21 @@ impl<A: KernelSemantics> Rib<A> {
             return Err(Errno::ESRCH);
         }
         self.edit(sel.dst, src, saved, |list| A::delete(list, sel, nhs))
+    }
+
+    /// Appends `route` to its list as it is, without the family's insert rules: a snapshot's
+    /// lists come back in the order they were saved, which [`Rib::lists_ordered`] then checks.
+    #[cfg(feature = "snapshot")]
+    pub(crate) fn push_back(&mut self, route: Route<A>) {
+        self.edit(route.dst, route.src, &mut Vec::new(), |l| l.push(route));
+    }
+
+    /// Whether every list is in the family's order ([`KernelSemantics::ordered`]).
+    #[cfg(feature = "snapshot")]
+    pub(crate) fn lists_ordered(&self, nhs: &NhTable<A>) -> bool {
+        self.trie
+            .iter()
+            .all(|(_, e)| e.lists().all(|l| A::ordered(l, nhs)))
     }
 
     /// Removes every route for which `doomed` is true, in all lists; returns them.

@@ -19,6 +19,10 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 mod change;
 pub mod fibs;
+#[cfg(feature = "snapshot")]
+mod image;
+#[cfg(feature = "snapshot")]
+pub(crate) use image::RouterImage;
 mod ipv4;
 mod ipv6;
 mod nhobjects;

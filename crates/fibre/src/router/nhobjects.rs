@@ -23,7 +23,10 @@ fn not_modelled(what: &str) -> ChangeError {
 
 /// The next hops a route through `obj` takes, and whether they discard (a blackhole object,
 /// or a group whose one member is one).
-fn object_hops<A: RouterFamily>(st: &FamilyState<A>, obj: &NhObject<A>) -> (Vec<NextHop<A>>, bool) {
+pub(super) fn object_hops<A: RouterFamily>(
+    st: &FamilyState<A>,
+    obj: &NhObject<A>,
+) -> (Vec<NextHop<A>>, bool) {
     let lo = NextHop::dev(LOOPBACK_IFINDEX);
     match &obj.kind {
         NhObjectKind::Hop { hop, .. } => (vec![*hop], false),

@@ -152,13 +152,7 @@ impl<A: RouterFamily> FamilyState<A> {
     /// routes that no longer follow, adds the new ones (after existing equal routes, as the kernel's
     /// `fib_magic` appends; an identical existing route is left alone).
     pub(super) fn sync_derived(&mut self, links: &Links) {
-        let mut want = Vec::new();
-        // Two addresses may derive the same route: it is kept once, in its first place.
-        for spec in A::derive(links, &self.addrs) {
-            if !want.contains(&spec) {
-                want.push(spec);
-            }
-        }
+        let want = self.derived_routes(links);
         let old = std::mem::take(&mut self.derived);
         for spec in old.iter().filter(|s| !want.contains(s)) {
             let sel = RouteSelector::exact(spec);
@@ -168,6 +162,18 @@ impl<A: RouterFamily> FamilyState<A> {
             let _ = self.insert(spec, InsertMode::Append);
         }
         self.derived = want;
+    }
+
+    /// The routes the kernel derives from the addresses and link state now. Two addresses may
+    /// derive the same route: it is kept once, in its first place.
+    pub(super) fn derived_routes(&self, links: &Links) -> Vec<RouteSpec<A>> {
+        let mut want = Vec::new();
+        for spec in A::derive(links, &self.addrs) {
+            if !want.contains(&spec) {
+                want.push(spec);
+            }
+        }
+        want
     }
 
     /// One table's answer, for the rule walk.

@@ -1,0 +1,182 @@
+//! The router's state as data (what a snapshot file holds) and back.
+//!
+//! An image keeps what cannot be derived: devices, addresses, rules, next-hop objects and every
+//! route of every table in list order (the order decides lookups, and the history that made it
+//! is gone). What can be derived is rebuilt on the way in: the interned next-hop groups, the
+//! routes the kernel derives from addresses (to know which they are), the compiled FIBs.
+//!
+//! An image comes from outside (a file): everything in it is checked before it becomes a
+//! router. The routes go back into their lists as they were (replaces can leave lists that no
+//! sequence of appends would build), and each list must be in its family's order; a device,
+//! member or object a route names must exist.
+use super::{FamilyState, Router, RouterFamily};
+use crate::link::{IfAddr, Links};
+use crate::nexthop::{NhObject, NhObjectKind};
+use crate::route::*;
+use crate::rules::RuleSet;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// One family's part of an image.
+#[derive(Serialize, Deserialize)]
+#[serde(bound(
+    serialize = "A: Serialize + RouterFamily",
+    deserialize = "A: Deserialize<'de> + RouterFamily"
+))]
+pub(crate) struct FamilyImage<A: RouterFamily> {
+    tables: Vec<(TableId, Vec<RouteSpec<A>>)>,
+    rules: RuleSet<A>,
+    addrs: Vec<IfAddr<A>>,
+    objects: Vec<NhObject<A>>,
+    custom_local_routes: bool,
+}
+
+/// A router as data.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct RouterImage {
+    links: Links,
+    last_nhid: u32,
+    v4: FamilyImage<Ipv4Addr>,
+    v6: FamilyImage<Ipv6Addr>,
+}
+
+fn image_of<A: RouterFamily>(st: &FamilyState<A>) -> FamilyImage<A> {
+    FamilyImage {
+        tables: st
+            .tables
+            .iter()
+            .map(|(id, rib)| {
+                let routes = rib
+                    .iter()
+                    .map(|r| r.with_hops(st.nhs.get(r.hops).to_vec()))
+                    .collect();
+                (*id, routes)
+            })
+            .collect(),
+        rules: st.rules.clone(),
+        addrs: st.addrs.clone(),
+        objects: st.objects.values().cloned().collect(),
+        custom_local_routes: st.custom_local_routes,
+    }
+}
+
+/// Fills a fresh family from its image, checking it.
+fn fill<A: RouterFamily>(
+    st: &mut FamilyState<A>,
+    img: FamilyImage<A>,
+    links: &Links,
+) -> Result<(), String> {
+    let name = A::FAMILY.name();
+    let known = |dev: Option<IfIndex>| dev.is_none_or(|d| links.by_index(d).is_some());
+    if let Some(a) = img
+        .addrs
+        .iter()
+        .find(|a| !known(Some(a.dev)) || a.len > A::WIDTH)
+    {
+        return Err(format!("{name} address {}/{} does not fit", a.addr, a.len));
+    }
+    img.rules.check().map_err(|e| format!("{name}: {e}"))?;
+    for o in &img.objects {
+        let bad = match &o.kind {
+            NhObjectKind::Hop { hop, .. } => {
+                hop.dev.is_none() || !known(hop.dev) || hop.weight != 1
+            }
+            NhObjectKind::Blackhole => false,
+            NhObjectKind::Group(m) => {
+                let mut seen = BTreeSet::new();
+                m.is_empty()
+                    || m.iter().any(|g| {
+                        !seen.insert(g.id)
+                            || !(1..=256).contains(&g.weight)
+                            || !img.objects.iter().any(|x| x.id == g.id && !x.is_group())
+                    })
+            }
+        };
+        if o.id == 0 || bad || st.objects.insert(o.id, o.clone()).is_some() {
+            return Err(format!(
+                "{name} next-hop object {} does not hang together",
+                o.id
+            ));
+        }
+    }
+    for (id, routes) in &img.tables {
+        for r in routes {
+            let hops_fit = r
+                .hops
+                .iter()
+                .all(|h| known(h.dev) && (1..=256).contains(&h.weight));
+            if r.table != *id || !hops_fit {
+                return Err(format!("{name} route {} in table {id} is misplaced", r.dst));
+            }
+            if let Some(n) = r.nhid {
+                let ok = st.objects.get(&n.id).is_some_and(|o| {
+                    let (hops, _) = super::nhobjects::object_hops(st, o);
+                    hops == r.hops && o.is_group() == n.group
+                });
+                if !ok {
+                    return Err(format!(
+                        "{name} route {} names object {} wrongly",
+                        r.dst, n.id
+                    ));
+                }
+            }
+            let hops = st.nhs.intern(&r.hops);
+            st.table_mut(*id).push_back(r.with_hops(hops));
+        }
+        st.table_mut(*id);
+        if !st.tables[id].lists_ordered(&st.nhs) {
+            return Err(format!(
+                "{name} table {id}: a list out of the kernel's order"
+            ));
+        }
+        let back: Vec<RouteSpec<A>> = st.tables[id]
+            .iter()
+            .map(|r| r.with_hops(st.nhs.get(r.hops).to_vec()))
+            .collect();
+        if &back != routes {
+            return Err(format!(
+                "{name} table {id}: routes out of the kernel's order"
+            ));
+        }
+    }
+    st.journal.clear();
+    st.rules = img.rules;
+    st.addrs = img.addrs;
+    st.custom_local_routes = img.custom_local_routes;
+    Ok(())
+}
+
+impl Router {
+    /// The router as data, for a snapshot.
+    pub(crate) fn image(&self) -> RouterImage {
+        RouterImage {
+            links: self.links.clone(),
+            last_nhid: self.last_nhid,
+            v4: image_of(&self.v4),
+            v6: image_of(&self.v6),
+        }
+    }
+
+    /// A router from an image, or what is wrong with the image.
+    pub(crate) fn from_image(img: RouterImage) -> Result<Router, String> {
+        img.links.check()?;
+        let mut r = Router {
+            links: img.links,
+            last_nhid: img.last_nhid,
+            ..Router::default()
+        };
+        fill(&mut r.v4, img.v4, &r.links)?;
+        fill(&mut r.v6, img.v6, &r.links)?;
+        if let Some(id) = r.v4.objects.keys().find(|id| r.v6.objects.contains_key(id)) {
+            return Err(format!("next-hop object {id} is in both families"));
+        }
+        // Which routes the kernel derived is known from the addresses, as it always is (the
+        // tables already hold them, or what became of them).
+        r.v4.derived = r.v4.derived_routes(&r.links);
+        r.v6.derived = r.v6.derived_routes(&r.links);
+        r.v4.follow_commit(&r.links);
+        r.v6.follow_commit(&r.links);
+        Ok(r)
+    }
+}
