@@ -11,11 +11,11 @@
 //! member or object a route names must exist.
 use super::{FamilyState, Router, RouterFamily};
 use crate::link::{IfAddr, Links};
-use crate::nexthop::{NhObject, NhObjectKind};
+use crate::nexthop::{NextHop, NhId, NhObject, NhObjectKind};
 use crate::route::*;
 use crate::rules::RuleSet;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// One family's part of an image.
@@ -25,7 +25,10 @@ use std::net::{Ipv4Addr, Ipv6Addr};
     deserialize = "A: Deserialize<'de> + RouterFamily"
 ))]
 pub(crate) struct FamilyImage<A: RouterFamily> {
-    tables: Vec<(TableId, Vec<RouteSpec<A>>)>,
+    /// The next-hop groups the routes use, each once.
+    groups: Vec<Vec<NextHop<A>>>,
+    /// Each table's routes in iteration order; a route's hops are an index into `groups`.
+    tables: Vec<(TableId, Vec<Route<A, u32>>)>,
     rules: RuleSet<A>,
     addrs: Vec<IfAddr<A>>,
     objects: Vec<NhObject<A>>,
@@ -42,18 +45,28 @@ pub(crate) struct RouterImage {
 }
 
 fn image_of<A: RouterFamily>(st: &FamilyState<A>) -> FamilyImage<A> {
+    let mut groups = Vec::new();
+    let mut index: HashMap<NhId, u32> = HashMap::new();
+    let tables = st
+        .tables
+        .iter()
+        .map(|(id, rib)| {
+            let routes = rib
+                .iter()
+                .map(|r| {
+                    let i = *index.entry(r.hops).or_insert_with(|| {
+                        groups.push(st.nhs.get(r.hops).to_vec());
+                        groups.len() as u32 - 1
+                    });
+                    r.with_hops(i)
+                })
+                .collect();
+            (*id, routes)
+        })
+        .collect();
     FamilyImage {
-        tables: st
-            .tables
-            .iter()
-            .map(|(id, rib)| {
-                let routes = rib
-                    .iter()
-                    .map(|r| r.with_hops(st.nhs.get(r.hops).to_vec()))
-                    .collect();
-                (*id, routes)
-            })
-            .collect(),
+        groups,
+        tables,
         rules: st.rules.clone(),
         addrs: st.addrs.clone(),
         objects: st.objects.values().cloned().collect(),
@@ -100,19 +113,36 @@ fn fill<A: RouterFamily>(
             ));
         }
     }
-    for (id, routes) in &img.tables {
+    if let Some(g) = img.groups.iter().find(|g| {
+        !g.iter()
+            .all(|h| known(h.dev) && (1..=256).contains(&h.weight))
+    }) {
+        return Err(format!("{name} next hops {g:?} do not fit"));
+    }
+    // Each group is interned once; every further route through it takes a reference.
+    let mut interned: Vec<Option<NhId>> = vec![None; img.groups.len()];
+    if img.tables.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return Err(format!("{name} tables out of order"));
+    }
+    for (id, routes) in img.tables {
+        // Iteration order: by destination, source-less routes before each source prefix.
+        if routes
+            .windows(2)
+            .any(|w| (w[0].dst, w[0].src) > (w[1].dst, w[1].src))
+        {
+            return Err(format!("{name} table {id}: routes out of order"));
+        }
         for r in routes {
-            let hops_fit = r
-                .hops
-                .iter()
-                .all(|h| known(h.dev) && (1..=256).contains(&h.weight));
-            if r.table != *id || !hops_fit {
+            let Some(group) = img.groups.get(r.hops as usize) else {
+                return Err(format!("{name} route {} has no next hops", r.dst));
+            };
+            if r.table != id {
                 return Err(format!("{name} route {} in table {id} is misplaced", r.dst));
             }
             if let Some(n) = r.nhid {
                 let ok = st.objects.get(&n.id).is_some_and(|o| {
                     let (hops, _) = super::nhobjects::object_hops(st, o);
-                    hops == r.hops && o.is_group() == n.group
+                    &hops == group && o.is_group() == n.group
                 });
                 if !ok {
                     return Err(format!(
@@ -121,22 +151,23 @@ fn fill<A: RouterFamily>(
                     ));
                 }
             }
-            let hops = st.nhs.intern(&r.hops);
-            st.table_mut(*id).push_back(r.with_hops(hops));
+            let nh = match interned[r.hops as usize] {
+                Some(nh) => {
+                    st.nhs.retain(nh);
+                    nh
+                }
+                None => {
+                    let nh = st.nhs.intern(group);
+                    interned[r.hops as usize] = Some(nh);
+                    nh
+                }
+            };
+            st.table_mut(id).push_back(r.with_hops(nh));
         }
-        st.table_mut(*id);
-        if !st.tables[id].lists_ordered(&st.nhs) {
+        st.table_mut(id);
+        if !st.tables[&id].lists_ordered(&st.nhs) {
             return Err(format!(
                 "{name} table {id}: a list out of the kernel's order"
-            ));
-        }
-        let back: Vec<RouteSpec<A>> = st.tables[id]
-            .iter()
-            .map(|r| r.with_hops(st.nhs.get(r.hops).to_vec()))
-            .collect();
-        if &back != routes {
-            return Err(format!(
-                "{name} table {id}: routes out of the kernel's order"
             ));
         }
     }
