@@ -19,6 +19,12 @@ pub enum LinkKind {
         /// The other end's index.
         peer: IfIndex,
     },
+    /// A device of a kernel fibre mirrors (ethernet, bridge, dummy, ...): it has the carrier
+    /// the kernel reports (`IFF_LOWER_UP`).
+    Device {
+        /// The kernel's carrier state.
+        carrier: bool,
+    },
 }
 
 /// A network device.
@@ -140,9 +146,20 @@ impl Links {
                 kind: LinkKind::Veth { peer },
                 ..
             }) => self.is_up(*peer),
+            Some(Link {
+                up,
+                kind: LinkKind::Device { carrier },
+                ..
+            }) => *up && *carrier,
             Some(l) => l.up,
             None => false,
         }
+    }
+    /// The devices of a kernel, by its indexes (`lo` among them), for a mirror.
+    #[cfg(feature = "netlink")]
+    pub(crate) fn mirrored(links: Vec<Link>) -> Links {
+        let next_index = links.iter().map(|l| l.index).max().unwrap_or(1) + 1;
+        Links { links, next_index }
     }
     /// All devices, in creation order.
     pub fn iter(&self) -> impl Iterator<Item = &Link> {
@@ -188,7 +205,7 @@ impl Links {
     pub fn peer(&self, index: IfIndex) -> Option<IfIndex> {
         match self.by_index(index)?.kind {
             LinkKind::Veth { peer } => Some(peer),
-            LinkKind::Loopback => None,
+            LinkKind::Loopback | LinkKind::Device { .. } => None,
         }
     }
     /// Removes a device (and its veth peer, which cannot live alone). Returns the indexes removed.

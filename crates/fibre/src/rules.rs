@@ -278,6 +278,13 @@ impl<A: Address> RuleSet<A> {
         self.customised = true;
         Ok(())
     }
+    /// The rules a kernel has, in its order, for a mirror; `customised` unless they are the
+    /// default ones.
+    #[cfg(feature = "netlink")]
+    pub(crate) fn mirrored(rules: Vec<Rule<A>>) -> Self {
+        let customised = rules != Rule::defaults();
+        RuleSet { rules, customised }
+    }
     /// Whether the rules are as `add` keeps them (a snapshot's, which came from outside): in
     /// priority order, each `goto` forward.
     #[cfg(feature = "snapshot")]

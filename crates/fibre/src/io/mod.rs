@@ -3,5 +3,7 @@
 pub mod iproute2;
 #[cfg(feature = "mrt")]
 pub mod mrt;
+#[cfg(feature = "netlink")]
+pub mod netlink;
 #[cfg(feature = "snapshot")]
 pub mod snapshot;

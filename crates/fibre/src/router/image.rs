@@ -40,8 +40,78 @@ pub(crate) struct FamilyImage<A: RouterFamily> {
 pub(crate) struct RouterImage {
     links: Links,
     last_nhid: u32,
+    mirrored: bool,
     v4: FamilyImage<Ipv4Addr>,
     v6: FamilyImage<Ipv6Addr>,
+}
+
+/// A kernel's state, per family, as a mirror reads it (routes in its dump order).
+#[cfg(feature = "netlink")]
+pub(crate) struct FamilyParts<A: RouterFamily> {
+    pub(crate) routes: Vec<RouteSpec<A>>,
+    pub(crate) rules: Vec<crate::rules::Rule<A>>,
+    pub(crate) addrs: Vec<IfAddr<A>>,
+    pub(crate) objects: Vec<NhObject<A>>,
+}
+
+#[cfg(feature = "netlink")]
+fn family_of_parts<A: RouterFamily>(p: FamilyParts<A>) -> FamilyImage<A> {
+    let mut tables: std::collections::BTreeMap<TableId, Vec<RouteSpec<A>>> = Default::default();
+    // A user's `local` route makes the kernel check sources the slow way; the kernel's own
+    // local routes are proto kernel.
+    let custom_local_routes = p
+        .routes
+        .iter()
+        .any(|r| r.kind == RouteType::Local && r.protocol != PROTO_KERNEL);
+    for r in p.routes {
+        tables.entry(r.table).or_default().push(r);
+    }
+    let mut groups: Vec<Vec<NextHop<A>>> = Vec::new();
+    let mut index: HashMap<Vec<NextHop<A>>, u32> = HashMap::new();
+    let tables = tables
+        .into_iter()
+        .map(|(id, mut routes)| {
+            // Iteration order; a stable sort keeps each list in the kernel's order.
+            routes.sort_by_key(|r| (r.dst, r.src));
+            let routes = routes
+                .into_iter()
+                .map(|r| {
+                    let i = *index.entry(r.hops.clone()).or_insert_with(|| {
+                        groups.push(r.hops.clone());
+                        groups.len() as u32 - 1
+                    });
+                    r.with_hops(i)
+                })
+                .collect();
+            (id, routes)
+        })
+        .collect();
+    FamilyImage {
+        groups,
+        tables,
+        rules: RuleSet::mirrored(p.rules),
+        addrs: p.addrs,
+        objects: p.objects,
+        custom_local_routes,
+    }
+}
+
+#[cfg(feature = "netlink")]
+impl RouterImage {
+    /// The image of a kernel's state, which a mirror read from its dumps.
+    pub(crate) fn mirrored(
+        links: Vec<crate::link::Link>,
+        v4: FamilyParts<Ipv4Addr>,
+        v6: FamilyParts<Ipv6Addr>,
+    ) -> RouterImage {
+        RouterImage {
+            links: Links::mirrored(links),
+            last_nhid: 0,
+            mirrored: true,
+            v4: family_of_parts(v4),
+            v6: family_of_parts(v6),
+        }
+    }
 }
 
 fn image_of<A: RouterFamily>(st: &FamilyState<A>) -> FamilyImage<A> {
@@ -184,6 +254,7 @@ impl Router {
         RouterImage {
             links: self.links.clone(),
             last_nhid: self.last_nhid,
+            mirrored: self.mirrored,
             v4: image_of(&self.v4),
             v6: image_of(&self.v6),
         }
@@ -195,6 +266,7 @@ impl Router {
         let mut r = Router {
             links: img.links,
             last_nhid: img.last_nhid,
+            mirrored: img.mirrored,
             ..Router::default()
         };
         fill(&mut r.v4, img.v4, &r.links)?;
@@ -204,8 +276,10 @@ impl Router {
         }
         // Which routes the kernel derived is known from the addresses, as it always is (the
         // tables already hold them, or what became of them).
-        r.v4.derived = r.v4.derived_routes(&r.links);
-        r.v6.derived = r.v6.derived_routes(&r.links);
+        if !r.mirrored {
+            r.v4.derived = r.v4.derived_routes(&r.links);
+            r.v6.derived = r.v6.derived_routes(&r.links);
+        }
         r.v4.follow_commit(&r.links);
         r.v6.follow_commit(&r.links);
         Ok(r)

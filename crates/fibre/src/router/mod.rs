@@ -21,6 +21,8 @@ mod change;
 pub mod fibs;
 #[cfg(feature = "snapshot")]
 mod image;
+#[cfg(feature = "netlink")]
+pub(crate) use image::FamilyParts;
 #[cfg(feature = "snapshot")]
 pub(crate) use image::RouterImage;
 mod ipv4;
@@ -132,6 +134,9 @@ pub struct Router {
     /// The last next-hop object id handed out to a request without one (`nh_find_unused_id`
     /// counts on from here, not from the lowest free id).
     last_nhid: u32,
+    /// A mirror of a kernel: the routes the kernel derives from addresses and links come from
+    /// the kernel with the rest, so fibre derives none itself (neither twice nor missing).
+    mirrored: bool,
     snapshot: Option<Box<Snapshot>>,
 }
 
@@ -281,6 +286,9 @@ impl Router {
     }
 
     fn sync_derived(&mut self) {
+        if self.mirrored {
+            return;
+        }
         self.v4.sync_derived(&self.links);
         self.v6.sync_derived(&self.links);
     }

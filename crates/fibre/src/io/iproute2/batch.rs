@@ -14,6 +14,7 @@ use crate::nexthop::NhObjectKind;
 use crate::rib::RouteSelector;
 use crate::route::{RouteSpec, LOOPBACK_IFINDEX, PROTO_BOOT};
 use crate::router::{Change, FamilyChange, RouteAnswer, RouteQuery, Router, RouterFamily};
+use crate::rules::RuleAction;
 use crate::with_family;
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -295,13 +296,17 @@ impl Batch {
                 Ok(())
             }
             Command::RuleShow(fam) => {
-                let lines = with_family!(fam, A => self
-                    .router
-                    .family::<A>()
-                    .rules()
-                    .iter()
-                    .map(|r| (rule_text(r), rule_json(r)))
-                    .collect());
+                let lines = with_family!(fam, A => {
+                    let rules = self.router.family::<A>().rules();
+                    rules
+                        .iter()
+                        .map(|r| {
+                            let unresolved = matches!(r.action, RuleAction::Goto(t)
+                                if rules.goto_target(t).is_none());
+                            (rule_text(r, unresolved), rule_json(r, unresolved))
+                        })
+                        .collect()
+                });
                 self.emit(lines, stdout);
                 Ok(())
             }

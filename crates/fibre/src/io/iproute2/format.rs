@@ -471,8 +471,8 @@ fn range_text((a, b): (u16, u16)) -> String {
     }
 }
 
-/// One rule as `ip rule show` prints it.
-pub fn rule_text<A: Address>(r: &Rule<A>) -> String {
+/// One rule as `ip rule show` prints it; `unresolved`: a `goto` to a priority no rule has.
+pub fn rule_text<A: Address>(r: &Rule<A>, unresolved: bool) -> String {
     let mut s = format!("{}:\t", r.priority);
     if r.invert {
         s.push_str("not ");
@@ -504,7 +504,7 @@ pub fn rule_text<A: Address>(r: &Rule<A>) -> String {
         let _ = write!(s, " uidrange {a}-{b}");
     }
     if let Some(p) = r.ipproto {
-        let _ = write!(s, " ipproto {p}");
+        let _ = write!(s, " ipproto {}", ipproto_name(p));
     }
     if let Some(p) = r.sport {
         let _ = write!(s, " sport {}", range_text(p));
@@ -513,17 +513,26 @@ pub fn rule_text<A: Address>(r: &Rule<A>) -> String {
         let _ = write!(s, " dport {}", range_text(p));
     }
     let _ = write!(s, " {}", rule_action_text(r.action));
+    if unresolved {
+        s.push_str(" [unresolved]");
+    }
     if let Some(n) = r.suppress_prefixlength {
         let _ = write!(s, " suppress_prefixlength {n}");
     }
-    if r.protocol != 0 {
+    if shows_protocol(r.protocol) {
         let _ = write!(s, " proto {}", protocol_name(r.protocol));
     }
     s
 }
 
 /// One rule as an `ip -j rule show` object.
-pub fn rule_json<A: Address>(r: &Rule<A>) -> Value {
+/// ip leaves a rule's protocol out when it is `unspec` or `kernel` (the default rules').
+fn shows_protocol(p: u8) -> bool {
+    p != PROTO_UNSPEC && p != PROTO_KERNEL
+}
+
+/// One rule as an `ip -j rule show` object; `unresolved`: a `goto` to a priority no rule has.
+pub fn rule_json<A: Address>(r: &Rule<A>, unresolved: bool) -> Value {
     let mut m = Map::new();
     m.insert("priority".into(), json!(r.priority));
     if r.invert {
@@ -565,23 +574,30 @@ pub fn rule_json<A: Address>(r: &Rule<A>) -> Value {
         m.insert("uid_end".into(), json!(b));
     }
     if let Some(p) = r.ipproto {
-        m.insert("ipproto".into(), json!(p));
+        m.insert("ipproto".into(), json!(ipproto_name(p)));
     }
-    if let Some((a, b)) = r.sport {
-        m.insert("sport_start".into(), json!(a));
-        m.insert("sport_end".into(), json!(b));
-    }
-    if let Some((a, b)) = r.dport {
-        m.insert("dport_start".into(), json!(a));
-        m.insert("dport_end".into(), json!(b));
+    // A range of one port is printed as the port.
+    for (name, range) in [("sport", r.sport), ("dport", r.dport)] {
+        match range {
+            Some((a, b)) if a == b => {
+                m.insert(name.into(), json!(a));
+            }
+            Some((a, b)) => {
+                m.insert(format!("{name}_start"), json!(a));
+                m.insert(format!("{name}_end"), json!(b));
+            }
+            None => {}
+        }
     }
     match r.action {
         RuleAction::Lookup(t) => {
             m.insert("table".into(), json!(table_name(t)));
         }
         RuleAction::Goto(p) => {
-            m.insert("action".into(), json!("goto"));
-            m.insert("target".into(), json!(p));
+            m.insert("goto".into(), json!(p));
+            if unresolved {
+                m.insert("unresolved".into(), Value::Null);
+            }
         }
         other => {
             m.insert("action".into(), json!(rule_action_text(other)));
@@ -590,7 +606,7 @@ pub fn rule_json<A: Address>(r: &Rule<A>) -> Value {
     if let Some(n) = r.suppress_prefixlength {
         m.insert("suppress_prefixlen".into(), json!(n));
     }
-    if r.protocol != 0 {
+    if shows_protocol(r.protocol) {
         m.insert("protocol".into(), json!(protocol_name(r.protocol)));
     }
     Value::Object(m)

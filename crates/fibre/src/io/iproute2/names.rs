@@ -137,6 +137,36 @@ pub fn parse_u32(s: &str) -> Option<u32> {
     u32::from_str_radix(digits, radix).ok()
 }
 
+/// IP protocol names as the machine's `/etc/protocols` gives them (ip asks
+/// `getprotobynumber`/`getprotobyname`, which read it); empty where the file is missing.
+fn protocols() -> &'static [(u8, String)] {
+    static TABLE: std::sync::OnceLock<Vec<(u8, String)>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let text = std::fs::read_to_string("/etc/protocols").unwrap_or_default();
+        text.lines()
+            .filter_map(|l| {
+                let mut w = l.split('#').next()?.split_whitespace();
+                let name = w.next()?;
+                let number = w.next()?.parse().ok()?;
+                Some((number, name.to_string()))
+            })
+            .collect()
+    })
+}
+
+/// `inet_proto_n2a`: the protocol's name, or its number.
+pub fn ipproto_name(p: u8) -> String {
+    protocols()
+        .iter()
+        .find(|(n, _)| *n == p)
+        .map_or_else(|| p.to_string(), |(_, name)| name.clone())
+}
+
+/// `inet_proto_a2n`: a protocol named in `/etc/protocols`.
+pub fn ipproto_from_name(name: &str) -> Option<u8> {
+    protocols().iter().find(|(_, n)| n == name).map(|(p, _)| *p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,7 +22,7 @@ pub(super) fn parse_ipproto(tok: &str) -> Result<u8> {
         "ipv6-icmp" | "icmpv6" => Ok(58),
         "sctp" => Ok(132),
         "dccp" => Ok(33),
-        _ => num("ipproto", tok),
+        _ => ipproto_from_name(tok).map_or_else(|| num("ipproto", tok), Ok),
     }
 }
 

@@ -1,0 +1,205 @@
+//! Following a live kernel over rtnetlink: a [`Mirror`] keeps a [`Router`] equal to a
+//! kernel's devices, addresses, rules, next-hop objects and routes of every table.
+//!
+//! A sync dumps all of it into a fresh router and puts that in place whole. The routes the
+//! kernel derives from addresses and links (local, broadcast, connected, IPv6 multicast and
+//! link-local) come from the kernel with the others: a mirrored router derives none itself,
+//! so none is missing and none is there twice. Lists keep the kernel's order (the dump's) and
+//! go through the same checks as a snapshot's.
+//!
+//! Not yet: following events between syncs (this module's next step), and the mirror process.
+mod decode;
+mod socket;
+
+use crate::addr::Family;
+use crate::nexthop::{NhObject, NhObjectKind};
+use crate::router::{FamilyParts, Router, RouterImage};
+use socket::Conn;
+use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+const RTM_GETNEXTHOP: u16 = 106;
+const AF_INET: u8 = libc::AF_INET as u8;
+const AF_INET6: u8 = libc::AF_INET6 as u8;
+
+/// Why a mirror could not sync.
+#[derive(Debug)]
+pub enum MirrorError {
+    /// The socket or a dump failed.
+    Io(std::io::Error),
+    /// A message could not be read.
+    Decode(String),
+    /// What the kernel said does not make a router (which would be a fibre bug to report).
+    Inconsistent(String),
+}
+
+impl fmt::Display for MirrorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MirrorError::Io(e) => write!(f, "netlink: {e}"),
+            MirrorError::Decode(e) => write!(f, "netlink message: {e}"),
+            MirrorError::Inconsistent(e) => write!(f, "kernel state: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for MirrorError {}
+
+impl From<std::io::Error> for MirrorError {
+    fn from(e: std::io::Error) -> Self {
+        MirrorError::Io(e)
+    }
+}
+
+/// What a sync read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    /// Devices.
+    pub links: usize,
+    /// Addresses of both families.
+    pub addrs: usize,
+    /// Rules of both families.
+    pub rules: usize,
+    /// Next-hop objects.
+    pub objects: usize,
+    /// Routes, IPv4 then IPv6 (IPv6 multipath counted per leg).
+    pub routes: [usize; 2],
+    /// Kernel entries the model does not hold (cloned routes, unknown types).
+    pub skipped: usize,
+}
+
+/// A router that follows a kernel.
+pub struct Mirror {
+    conn: Conn,
+    router: Router,
+}
+
+fn decode_err(what: &str) -> impl Fn(String) -> MirrorError + '_ {
+    move |e| MirrorError::Decode(format!("{what}: {e}"))
+}
+
+impl Mirror {
+    /// Opens a socket in network namespace `netns` (the caller's for `None`) and syncs.
+    pub fn open(netns: Option<&str>) -> Result<(Mirror, SyncReport), MirrorError> {
+        let mut m = Mirror {
+            conn: Conn::open(netns)?,
+            router: Router::new(),
+        };
+        let report = m.sync()?;
+        Ok((m, report))
+    }
+
+    /// The mirrored router.
+    pub fn router(&self) -> &Router {
+        &self.router
+    }
+
+    /// Dumps the kernel's whole state into a fresh router and puts it in place.
+    pub fn sync(&mut self) -> Result<SyncReport, MirrorError> {
+        let mut report = SyncReport::default();
+        let links = self
+            .conn
+            .dump(libc::RTM_GETLINK, &[0u8; 16])?
+            .into_iter()
+            .map(|(_, p)| decode::link(&p))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(decode_err("device"))?;
+        report.links = links.len();
+        let (mut v4, mut v6) = (parts::<Ipv4Addr>(), parts::<Ipv6Addr>());
+        for (_, p) in self.conn.dump(libc::RTM_GETADDR, &[0u8; 8])? {
+            let family = p.first().copied();
+            let added = match family {
+                Some(AF_INET) => decode::addr(&p)
+                    .map(|a| a.map(|a| v4.addrs.push(a)).is_some())
+                    .map_err(decode_err("address"))?,
+                Some(AF_INET6) => decode::addr(&p)
+                    .map(|a| a.map(|a| v6.addrs.push(a)).is_some())
+                    .map_err(decode_err("address"))?,
+                _ => false,
+            };
+            report.addrs += usize::from(added);
+        }
+        // Objects first: routes say whether theirs is a group. A group's family is its members'.
+        let objects = self.conn.dump(RTM_GETNEXTHOP, &[0u8; 8]).or_else(|e| {
+            // A kernel without next-hop objects refuses the dump.
+            match e.raw_os_error() {
+                Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) => Ok(Vec::new()),
+                _ => Err(e),
+            }
+        })?;
+        let mut groups: Vec<NhObject<Ipv4Addr>> = Vec::new();
+        for (_, p) in &objects {
+            let (family, o4) = decode::nexthop::<Ipv4Addr>(p).map_err(decode_err("nexthop"))?;
+            match family {
+                AF_INET => v4.objects.push(o4),
+                AF_INET6 => v6.objects.push(
+                    decode::nexthop::<Ipv6Addr>(p)
+                        .map_err(decode_err("nexthop"))?
+                        .1,
+                ),
+                _ => groups.push(o4),
+            }
+        }
+        for g in groups {
+            let NhObjectKind::Group(members) = g.kind else {
+                continue;
+            };
+            let in_v6 = members
+                .first()
+                .is_some_and(|m| v6.objects.iter().any(|o| o.id == m.id));
+            if in_v6 {
+                v6.objects.push(NhObject {
+                    id: g.id,
+                    protocol: g.protocol,
+                    kind: NhObjectKind::Group(members),
+                });
+            } else {
+                v4.objects.push(NhObject {
+                    kind: NhObjectKind::Group(members),
+                    ..g
+                });
+            }
+        }
+        report.objects = v4.objects.len() + v6.objects.len();
+        for (family, af) in [(Family::Inet, AF_INET), (Family::Inet6, AF_INET6)] {
+            let mut hdr = [0u8; 12];
+            hdr[0] = af;
+            for (_, p) in self.conn.dump(libc::RTM_GETRULE, &hdr)? {
+                match family {
+                    Family::Inet => v4.rules.push(decode::rule(&p).map_err(decode_err("rule"))?),
+                    Family::Inet6 => v6.rules.push(decode::rule(&p).map_err(decode_err("rule"))?),
+                }
+                report.rules += 1;
+            }
+            for (_, p) in self.conn.dump(libc::RTM_GETROUTE, &hdr)? {
+                let read = match family {
+                    Family::Inet => {
+                        let g = |id| v4.objects.iter().any(|o| o.id == id && o.is_group());
+                        decode::route::<Ipv4Addr>(&p, g)
+                            .map(|r| r.map(|r| v4.routes.extend(r)).is_some())
+                    }
+                    Family::Inet6 => {
+                        let g = |id| v6.objects.iter().any(|o| o.id == id && o.is_group());
+                        decode::route::<Ipv6Addr>(&p, g)
+                            .map(|r| r.map(|r| v6.routes.extend(r)).is_some())
+                    }
+                }
+                .map_err(decode_err("route"))?;
+                report.skipped += usize::from(!read);
+            }
+        }
+        report.routes = [v4.routes.len(), v6.routes.len()];
+        let image = RouterImage::mirrored(links, v4, v6);
+        self.router = Router::from_image(image).map_err(MirrorError::Inconsistent)?;
+        Ok(report)
+    }
+}
+
+fn parts<A: crate::router::RouterFamily>() -> FamilyParts<A> {
+    FamilyParts {
+        routes: Vec::new(),
+        rules: Vec::new(),
+        addrs: Vec::new(),
+        objects: Vec::new(),
+    }
+}

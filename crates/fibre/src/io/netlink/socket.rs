@@ -1,0 +1,108 @@
+//! An rtnetlink socket of fibre's own, in a named network namespace or the caller's, and dumps
+//! over it.
+use netlink_packet_core::{
+    ErrorBuffer, NetlinkBuffer, NetlinkHeader, NLMSG_DONE, NLMSG_ERROR, NLM_F_DUMP, NLM_F_REQUEST,
+};
+use netlink_sys::{protocols::NETLINK_ROUTE, Socket};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+/// Where `ip netns add` keeps named namespaces.
+const NETNS_DIR: &str = "/var/run/netns";
+
+/// The kernel's answers to one dump: (message type, payload) in order.
+pub(crate) type Dump = Vec<(u16, Vec<u8>)>;
+
+/// A socket and its sequence numbers.
+pub(crate) struct Conn {
+    socket: Socket,
+    seq: u32,
+    buf: Vec<u8>,
+}
+
+/// Runs `f` on a thread that joined namespace `name`: a socket made there stays in it.
+fn in_netns<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    let path = Path::new(NETNS_DIR).join(name);
+    let file = std::fs::File::open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("network namespace {name}: {e}")))?;
+    std::thread::spawn(move || {
+        // SAFETY: a plain syscall on a descriptor `file` keeps open for the call.
+        if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        f()
+    })
+    .join()
+    .map_err(|_| io::Error::other("the thread joining the namespace panicked"))?
+}
+
+impl Conn {
+    /// A socket in namespace `netns` (the caller's for `None`).
+    pub(crate) fn open(netns: Option<&str>) -> io::Result<Conn> {
+        let make = || -> io::Result<Socket> {
+            let mut s = Socket::new(NETLINK_ROUTE)?;
+            s.bind_auto()?;
+            Ok(s)
+        };
+        let socket = match netns {
+            None => make()?,
+            Some(name) => in_netns(name, make)?,
+        };
+        Ok(Conn {
+            socket,
+            seq: 1,
+            buf: vec![0; 1 << 20],
+        })
+    }
+
+    /// Sends a dump request of `message_type` with `payload` (the family's header) and reads
+    /// every answer up to `NLMSG_DONE`.
+    pub(crate) fn dump(&mut self, message_type: u16, payload: &[u8]) -> io::Result<Dump> {
+        self.seq = self.seq.wrapping_add(1);
+        let seq = self.seq;
+        let mut header = NetlinkHeader::default();
+        header.message_type = message_type;
+        header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+        header.sequence_number = seq;
+        header.length = (16 + payload.len()) as u32;
+        let mut req = vec![0u8; 16];
+        {
+            let mut b = NetlinkBuffer::new(&mut req[..]);
+            b.set_length(header.length);
+            b.set_message_type(header.message_type);
+            b.set_flags(header.flags);
+            b.set_sequence_number(header.sequence_number);
+            b.set_port_number(0);
+        }
+        req.extend_from_slice(payload);
+        self.socket.send(&req, 0)?;
+        let mut out = Vec::new();
+        loop {
+            let len = self.socket.recv(&mut &mut self.buf[..], 0)?;
+            let mut rest = &self.buf[..len];
+            while !rest.is_empty() {
+                let nl = NetlinkBuffer::new_checked(rest)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+                let step = (nl.length() as usize + 3) & !3;
+                if nl.sequence_number() == seq {
+                    match nl.message_type() {
+                        NLMSG_DONE => return Ok(out),
+                        NLMSG_ERROR => {
+                            let e = ErrorBuffer::new_checked(nl.payload()).map_err(|e| {
+                                io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+                            })?;
+                            let code = e.code().map_or(0, |c| -c.get());
+                            return Err(io::Error::from_raw_os_error(code));
+                        }
+                        t => out.push((t, nl.payload().to_vec())),
+                    }
+                }
+                rest = &rest[step.min(rest.len())..];
+            }
+        }
+    }
+}

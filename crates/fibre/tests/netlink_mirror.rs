@@ -1,0 +1,179 @@
+//! The netlink mirror against the live kernel: a namespace set up with `ip -batch` (devices,
+//! addresses, rules, next-hop objects, routes of every kind in several tables), then a
+//! `Mirror` syncs from it; what the mirror's router prints (`-j`) must be what `ip -j` prints,
+//! and its `route get ... fibmatch` answers must be the kernel's.
+//!
+//! Needs root and `ip netns`; skips with a message elsewhere, fails when FIBRE_KERNEL_TESTS=required.
+use fibre::io::iproute2::{Batch, BatchMode};
+use fibre::io::netlink::Mirror;
+use kernel_oracle::{skip_or_fail, Netns};
+use serde_json::Value;
+
+const SETUP: &str = "\
+link set lo up
+link add va type veth peer name vb
+link add wa type veth peer name wb
+link add xa type veth peer name xb
+link set va up
+link set vb up
+link set wa up
+link set wb up
+link set xa up
+addr add 192.0.2.1/24 dev va
+addr add 198.51.100.1/24 dev wa
+addr add 198.51.100.9/24 dev wa
+addr add 203.0.113.1/24 dev xa
+addr add 2001:db8:1::1/64 dev va nodad
+addr add 2001:db8:2::1/64 dev wa nodad
+";
+
+const CONFIG: &str = "\
+nexthop add id 1 via 192.0.2.2 dev va
+nexthop add id 2 via 198.51.100.2 dev wa proto static
+nexthop add id 3 blackhole
+nexthop add id 4 group 1/2,3
+nexthop add id 6 via 2001:db8:1::2 dev va
+nexthop add id 7 via 2001:db8:2::2 dev wa
+nexthop add id 8 group 6,2/7
+route add default via 192.0.2.254
+route add 10.0.0.0/8 nhid 4
+route add 10.1.0.0/16 nhid 1 metric 10 table 100
+route add 10.2.0.0/16 nhid 3
+route add 10.3.0.0/16 nexthop via 192.0.2.2 weight 2 nexthop via 198.51.100.2
+route add 10.3.0.0/16 tos 0x10 via 198.51.100.3 metric 5
+route append 10.3.0.0/16 via 198.51.100.4
+route add blackhole 10.4.0.0/16
+route add unreachable 10.5.0.0/16 table 100
+route add prohibit 10.6.0.0/16 metric 7
+route add throw 10.7.0.0/16 table 100
+route add 10.8.0.0/16 dev xa src 203.0.113.1 proto bird
+route add 10.9.0.0/16 via 192.0.2.3 mtu 1400
+route add local 10.10.10.10 dev va table 200
+route add 2001:db8:10::/48 nhid 8
+route add 2001:db8:11::/48 nexthop via 2001:db8:1::3 nexthop via 2001:db8:2::3 weight 3
+route add 2001:db8:12::/48 from 2001:db8:99::/48 via 2001:db8:1::4
+route add 2001:db8:13::/48 via 2001:db8:2::4 pref high metric 100
+route add blackhole 2001:db8:14::/48
+route add 2001:db8:15::/48 dev wa table 100
+rule add from 10.1.0.0/16 lookup 100 pref 1000
+rule add to 10.7.0.0/16 fwmark 0x10/0xff iif va lookup 200 pref 1001
+rule add not from 192.0.2.0/24 ipproto tcp dport 80 goto 1003 pref 1002
+rule add uidrange 100-200 sport 1000-2000 prohibit pref 1003
+rule add from all lookup main suppress_prefixlength 0 pref 1004
+rule add -6 from 2001:db8:99::/48 lookup 100 pref 1000
+";
+
+/// Arrays compared as multisets: dump order is not part of the contract.
+fn normalise(v: &mut Value) {
+    match v {
+        Value::Array(items) => {
+            items.iter_mut().for_each(normalise);
+            items.sort_by_key(|i| i.to_string());
+        }
+        Value::Object(m) => m.iter_mut().for_each(|(_, x)| normalise(x)),
+        _ => {}
+    }
+}
+
+fn documents(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).expect("JSON");
+            normalise(&mut v);
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn a_synced_mirror_prints_and_answers_as_the_kernel() {
+    if skip_or_fail("a_synced_mirror_prints_and_answers_as_the_kernel") {
+        return;
+    }
+    let ns = Netns::create("mirror").expect("namespace");
+    let setup = ns.ip_batch_str(&[], SETUP).expect("ip -batch");
+    assert!(setup.success, "{}", setup.stderr);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // `rule add -6` is not ip's: the IPv6 rule goes alone.
+    let (v6rule, config): (Vec<&str>, Vec<&str>) = CONFIG.lines().partition(|l| l.contains(" -6 "));
+    let k = ns.ip_batch_str(&[], &config.join("\n")).expect("ip -batch");
+    assert!(k.success, "{}", k.stderr);
+    let k6 = ns
+        .ip_batch_str(&["-6"], &v6rule[0].replace(" -6", ""))
+        .expect("ip -6 -batch");
+    assert!(k6.success, "{}", k6.stderr);
+
+    let (mirror, report) = Mirror::open(Some(ns.name())).expect("mirror syncs");
+    assert!(report.routes[0] > 20 && report.routes[1] > 10, "{report:?}");
+    assert_eq!(report.objects, 7, "{report:?}");
+
+    let mut show = [
+        "route show table all",
+        "-6 route show table all",
+        "rule show",
+        "-6 rule show",
+        "nexthop show",
+    ]
+    .join("\n");
+    let mut probes = String::new();
+    for a in [
+        "10.0.0.1",
+        "10.1.2.3 from 10.1.0.1",
+        "10.2.0.1",
+        "10.3.0.1",
+        "10.3.0.1 tos 0x10",
+        "10.4.0.1",
+        "10.5.0.1 from 10.1.0.1",
+        "10.6.0.1",
+        "10.8.0.1",
+        "10.9.0.1",
+        "10.1.2.3 oif wa",
+        "192.0.2.77",
+        "198.51.100.9",
+        "2001:db8:10::1",
+        "2001:db8:11::1",
+        "2001:db8:12::1 from 2001:db8:99::1",
+        "2001:db8:13::1",
+        "2001:db8:14::1",
+        "2001:db8:15::1 from 2001:db8:99::5",
+        "2001:db8:1::77",
+    ] {
+        probes += &format!("route get {a} fibmatch\n");
+    }
+    show.push('\n');
+    show += &probes;
+    // ip takes -6 per invocation, not per line: the IPv6 listings run apart.
+    let mut kernel = String::new();
+    let mut mine = String::new();
+    let mut batch = Batch::new(mirror.router().clone());
+    batch.json = true;
+    batch.mode = BatchMode::Force;
+    for line in show.lines() {
+        let (args, cmd) = match line.strip_prefix("-6 ") {
+            Some(rest) => (vec!["-j", "-6"], rest),
+            None => (vec!["-j"], line),
+        };
+        let k = ns.ip_batch_str(&args, cmd).expect("ip -j");
+        kernel += &k.stdout;
+        if !k.success {
+            kernel += &format!("{{\"failed\":\"{cmd}\"}}\n");
+        }
+        let f = batch.run_text(line);
+        mine += &f
+            .stdout
+            .lines()
+            .filter(|l| !l.starts_with("{\"error\""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        mine.push('\n');
+        if !f.success() {
+            mine += &format!("{{\"failed\":\"{cmd}\"}}\n");
+        }
+    }
+    let (k, f) = (documents(&kernel), documents(&mine));
+    assert_eq!(k.len(), f.len(), "kernel:\n{kernel}\nmirror:\n{mine}");
+    for (a, b) in k.iter().zip(&f) {
+        assert_eq!(a, b, "\nkernel: {a}\nmirror: {b}");
+    }
+}
