@@ -101,6 +101,10 @@ impl Links {
         if !lo.is_some_and(|l| l.kind == LinkKind::Loopback && l.name == "lo") {
             return Err("no lo at index 1".into());
         }
+        // Room for a veth pair more (`add_veth` takes two indexes).
+        if self.next_index > u32::MAX - 2 {
+            return Err(format!("next device index {}", self.next_index));
+        }
         for (i, l) in self.links.iter().enumerate() {
             let later = &self.links[i + 1..];
             if later.iter().any(|o| o.index == l.index || o.name == l.name) {

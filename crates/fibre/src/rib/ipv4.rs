@@ -118,8 +118,9 @@ impl KernelSemantics for Ipv4Addr {
             } else {
                 true
             };
-            // A route through a blackhole object reports type blackhole but is stored as the
-            // unicast route it was added as (the only type fibre takes with `nhid`).
+            // A route through a blackhole object holds type blackhole (what lookups and dumps
+            // report), but the kernel keeps the unicast type it was added as (the only type
+            // fibre takes with `nhid`), and deletes compare that.
             let stored_kind = if r.nhid.is_some() {
                 RouteType::Unicast
             } else {

@@ -11,7 +11,7 @@
 //! member or object a route names must exist.
 use super::{FamilyState, Router, RouterFamily};
 use crate::link::{IfAddr, Links};
-use crate::nexthop::{NextHop, NhId, NhObject, NhObjectKind};
+use crate::nexthop::{NextHop, NhId, NhObject, NhObjectKind, NhObjectRef};
 use crate::route::*;
 use crate::rules::RuleSet;
 use serde::{Deserialize, Serialize};
@@ -149,6 +149,7 @@ fn fill<A: RouterFamily>(
     st: &mut FamilyState<A>,
     img: FamilyImage<A>,
     links: &Links,
+    mirrored: bool,
 ) -> Result<(), String> {
     let name = A::FAMILY.name();
     let known = |dev: Option<IfIndex>| dev.is_none_or(|d| links.by_index(d).is_some());
@@ -209,24 +210,42 @@ fn fill<A: RouterFamily>(
             if r.table != id {
                 return Err(format!("{name} route {} in table {id} is misplaced", r.dst));
             }
+            let mut r = r;
+            // A mirror's dump spells an object's next hops out as ip prints them (a group of
+            // one without its weight, none at all with `nexthop_compat_mode` off): there the
+            // object's are the truth. A snapshot must agree with its objects.
+            let mut own = None;
             if let Some(n) = r.nhid {
-                let ok = st.objects.get(&n.id).is_some_and(|o| {
-                    let (hops, _) = super::nhobjects::object_hops(st, o);
-                    &hops == group && o.is_group() == n.group
-                });
-                if !ok {
+                let Some(o) = st.objects.get(&n.id) else {
+                    return Err(format!("{name} route {} names a missing object", r.dst));
+                };
+                let (hops, blackhole) = super::nhobjects::object_hops(st, o);
+                let kind = if blackhole {
+                    RouteType::Blackhole
+                } else {
+                    RouteType::Unicast
+                };
+                if mirrored {
+                    r.kind = kind;
+                    r.nhid = Some(NhObjectRef {
+                        id: n.id,
+                        group: o.is_group(),
+                    });
+                    own = Some(hops);
+                } else if &hops != group || o.is_group() != n.group || r.kind != kind {
                     return Err(format!(
                         "{name} route {} names object {} wrongly",
                         r.dst, n.id
                     ));
                 }
             }
-            let nh = match interned[r.hops as usize] {
-                Some(nh) => {
+            let nh = match (own, interned[r.hops as usize]) {
+                (Some(hops), _) => st.nhs.intern(&hops),
+                (None, Some(nh)) => {
                     st.nhs.retain(nh);
                     nh
                 }
-                None => {
+                (None, None) => {
                     let nh = st.nhs.intern(group);
                     interned[r.hops as usize] = Some(nh);
                     nh
@@ -269,8 +288,8 @@ impl Router {
             mirrored: img.mirrored,
             ..Router::default()
         };
-        fill(&mut r.v4, img.v4, &r.links)?;
-        fill(&mut r.v6, img.v6, &r.links)?;
+        fill(&mut r.v4, img.v4, &r.links, r.mirrored)?;
+        fill(&mut r.v6, img.v6, &r.links, r.mirrored)?;
         if let Some(id) = r.v4.objects.keys().find(|id| r.v6.objects.contains_key(id)) {
             return Err(format!("next-hop object {id} is in both families"));
         }

@@ -236,7 +236,7 @@ impl Router {
             }
         }
         if obj.id == 0 {
-            obj.id = self.unused_object_id();
+            obj.id = self.unused_object_id()?;
         }
         let id = obj.id;
         match self.object_family(id) {
@@ -252,12 +252,17 @@ impl Router {
         }
     }
 
-    /// `nh_find_unused_id`: counts on from the last id it gave, skipping ids in use.
-    fn unused_object_id(&mut self) -> u32 {
+    /// `nh_find_unused_id`: counts on from the last id it gave, skipping ids in use; once
+    /// round all of them, there is none.
+    fn unused_object_id(&mut self) -> Result<u32, ChangeError> {
+        let start = self.last_nhid;
         loop {
             self.last_nhid = self.last_nhid.wrapping_add(1);
+            if self.last_nhid == start {
+                return Err(invalid("No unused id"));
+            }
             if self.last_nhid != 0 && self.object_family(self.last_nhid).is_none() {
-                return self.last_nhid;
+                return Ok(self.last_nhid);
             }
         }
     }

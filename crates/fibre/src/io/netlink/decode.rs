@@ -285,11 +285,18 @@ pub(crate) fn nexthop<A: Address>(payload: &[u8]) -> Result<(u8, NhObject<A>), S
             NHA_GROUP => {
                 group = Some(
                     v.chunks_exact(8)
-                        .map(|e| GroupMember {
-                            id: u32::from_ne_bytes(e[..4].try_into().unwrap()),
-                            weight: u16::from(e[4]) + (u16::from(e[5]) << 8) + 1,
+                        .map(|e| {
+                            // `weight` and (6.12 on) `weight_high` hold the weight less one.
+                            let w = u32::from(e[4]) + (u32::from(e[5]) << 8) + 1;
+                            Ok(GroupMember {
+                                id: u32::from_ne_bytes(e[..4].try_into().unwrap()),
+                                weight: u16::try_from(w)
+                                    .ok()
+                                    .filter(|w| *w <= 256)
+                                    .ok_or(format!("group weight {w} (fibre models 1..=256)"))?,
+                            })
                         })
-                        .collect(),
+                        .collect::<Result<_, String>>()?,
                 )
             }
             _ => {}

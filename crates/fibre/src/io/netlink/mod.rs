@@ -29,7 +29,8 @@ pub enum MirrorError {
     Io(std::io::Error),
     /// A message could not be read.
     Decode(String),
-    /// What the kernel said does not make a router (which would be a fibre bug to report).
+    /// What the kernel said does not make a router, three times over: state fibre does not
+    /// model (an `fdb` object, a group mixing families), or a fibre bug to report.
     Inconsistent(String),
 }
 
@@ -94,8 +95,23 @@ impl Mirror {
         &self.router
     }
 
-    /// Dumps the kernel's whole state into a fresh router and puts it in place.
+    /// Dumps the kernel's whole state into a fresh router and puts it in place. The dumps are
+    /// one per kind: a change between them (or during one) can leave parts that do not fit
+    /// together, so a sync that finds that tries again, up to three times.
     pub fn sync(&mut self) -> Result<SyncReport, MirrorError> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.sync_once() {
+                Err(MirrorError::Inconsistent(_)) if tries < 3 => {}
+                Err(MirrorError::Io(e))
+                    if e.kind() == std::io::ErrorKind::Interrupted && tries < 3 => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn sync_once(&mut self) -> Result<SyncReport, MirrorError> {
         let mut report = SyncReport::default();
         let links = self
             .conn

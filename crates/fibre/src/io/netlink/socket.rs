@@ -1,7 +1,8 @@
 //! An rtnetlink socket of fibre's own, in a named network namespace or the caller's, and dumps
 //! over it.
 use netlink_packet_core::{
-    ErrorBuffer, NetlinkBuffer, NetlinkHeader, NLMSG_DONE, NLMSG_ERROR, NLM_F_DUMP, NLM_F_REQUEST,
+    ErrorBuffer, NetlinkBuffer, NetlinkHeader, NLMSG_DONE, NLMSG_ERROR, NLM_F_DUMP,
+    NLM_F_DUMP_INTR, NLM_F_REQUEST,
 };
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket};
 use std::io;
@@ -52,6 +53,24 @@ impl Conn {
             None => make()?,
             Some(name) => in_netns(name, make)?,
         };
+        // The kernel answers every dump; a reply that has not come in this long never will.
+        let timeout = libc::timeval {
+            tv_sec: 30,
+            tv_usec: 0,
+        };
+        // SAFETY: setsockopt reads `size_of::<timeval>()` bytes from a live local.
+        let rc = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                (&timeout as *const libc::timeval).cast(),
+                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
         Ok(Conn {
             socket,
             seq: 1,
@@ -81,22 +100,56 @@ impl Conn {
         req.extend_from_slice(payload);
         self.socket.send(&req, 0)?;
         let mut out = Vec::new();
+        let mut interrupted = false;
         loop {
-            let len = self.socket.recv(&mut &mut self.buf[..], 0)?;
+            // MSG_TRUNC: the kernel reports the datagram's real length, so a cut one is seen.
+            let len = match self.socket.recv(&mut &mut self.buf[..], libc::MSG_TRUNC) {
+                Ok(len) => len,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if len > self.buf.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a netlink datagram of {len} bytes exceeds the buffer"),
+                ));
+            }
             let mut rest = &self.buf[..len];
             while !rest.is_empty() {
                 let nl = NetlinkBuffer::new_checked(rest)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
                 let step = (nl.length() as usize + 3) & !3;
                 if nl.sequence_number() == seq {
+                    // The dump raced with a change: its parts may not fit together.
+                    if nl.flags() & NLM_F_DUMP_INTR != 0 {
+                        interrupted = true;
+                    }
                     match nl.message_type() {
-                        NLMSG_DONE => return Ok(out),
+                        NLMSG_DONE => {
+                            // A dump that failed part-way says so in NLMSG_DONE's payload.
+                            let code = nl
+                                .payload()
+                                .get(..4)
+                                .map_or(0, |b| i32::from_ne_bytes(b.try_into().unwrap()));
+                            if code < 0 {
+                                return Err(io::Error::from_raw_os_error(-code));
+                            }
+                            if interrupted {
+                                return Err(io::Error::new(
+                                    io::ErrorKind::Interrupted,
+                                    "the dump was interrupted by a change",
+                                ));
+                            }
+                            return Ok(out);
+                        }
                         NLMSG_ERROR => {
                             let e = ErrorBuffer::new_checked(nl.payload()).map_err(|e| {
                                 io::Error::new(io::ErrorKind::InvalidData, e.to_string())
                             })?;
-                            let code = e.code().map_or(0, |c| -c.get());
-                            return Err(io::Error::from_raw_os_error(code));
+                            // Code 0 is an acknowledgement, not an error.
+                            if let Some(c) = e.code() {
+                                return Err(io::Error::from_raw_os_error(-c.get()));
+                            }
                         }
                         t => out.push((t, nl.payload().to_vec())),
                     }
