@@ -174,3 +174,31 @@ nexthop show",
         ]
     );
 }
+
+/// A replace the routes through the object refuse changes nothing, even inside a change set
+/// that the caller then commits.
+#[test]
+fn a_refused_replace_inside_a_change_set_changes_nothing() {
+    use fibre::io::iproute2::{parse_line, Command};
+    let mut b = batch(BatchMode::Force);
+    let out = b.run_text(
+        "nexthop add id 1 dev va
+route add 10.0.0.0/8 nhid 1 scope host
+nexthop show
+route show",
+    );
+    assert!(out.success(), "{}", out.stderr);
+    let mut router = b.router;
+    // A gateway under a host-scope route: "Route with host scope can not have a gateway".
+    let Command::Apply(change) =
+        parse_line("nexthop replace id 1 via 192.0.2.2 dev va", None, &router).unwrap()
+    else {
+        panic!("a change")
+    };
+    router.begin();
+    let e = router.change(&change).expect_err("refused");
+    assert!(e.to_string().contains("host scope"), "{e}");
+    router.commit();
+    let mut b = Batch::new(router);
+    assert_eq!(b.run_text("nexthop show\nroute show").stdout, out.stdout);
+}

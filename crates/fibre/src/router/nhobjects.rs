@@ -299,18 +299,24 @@ impl Router {
                 }
             }
         }
-        st.objects.insert(id, new);
+        // The routes are checked against the new object in place; a refusal puts the old one
+        // back, so that a failed replace changes nothing even inside a change set.
+        let old = st
+            .objects
+            .insert(id, new)
+            .expect("replace of an existing object");
         let st = A::state(self);
-        for rib in st.tables() {
-            for r in rib.iter() {
-                let Some(n) = r.nhid.filter(|n| affected.contains(&n.id)) else {
-                    continue;
-                };
-                let obj = &st.objects[&n.id];
-                A::check_route_through(r.scope, obj, deciding_hop(st, obj))?;
-            }
+        let refused = st.tables().flat_map(|rib| rib.iter()).find_map(|r| {
+            let n = r.nhid.filter(|n| affected.contains(&n.id))?;
+            let obj = &st.objects[&n.id];
+            A::check_route_through(r.scope, obj, deciding_hop(st, obj)).err()
+        });
+        let st = A::state_mut(self);
+        if let Some(e) = refused {
+            st.objects.insert(id, old);
+            return Err(e);
         }
-        A::state_mut(self).refresh_routes_through(&affected);
+        st.refresh_routes_through(&affected);
         Ok(())
     }
 

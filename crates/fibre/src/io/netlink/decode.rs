@@ -123,6 +123,11 @@ pub(crate) fn route<A: Address>(
     let attrs = payload.get(RTMSG_LEN..).ok_or("short route message")?;
     for nla in NlasIterator::new(attrs) {
         let nla: NlaBuffer<&[u8]> = nla.map_err(|e| e.to_string())?;
+        // RTA_ENCAP_TYPE, RTA_ENCAP, RTA_VIA (an IPv4 route through an IPv6 gateway): not
+        // modelled, so the route is not read.
+        if matches!(nla.kind(), 18 | 21 | 22) {
+            return Ok(None);
+        }
         let Ok(a) = RouteAttribute::parse_with_param(
             &nla,
             (h.address_family, h.kind, RouteLwEnCapType::None),
@@ -253,8 +258,13 @@ pub(crate) fn rule<A: Address>(payload: &[u8]) -> Result<Rule<A>, String> {
 
 /// A next-hop object (`struct nhmsg` and `NHA_*`, which this crate version does not parse):
 /// its family byte, and the object in family `A` (a group's family is decided by the caller,
-/// from its members).
-pub(crate) fn nexthop<A: Address>(payload: &[u8]) -> Result<(u8, NhObject<A>), String> {
+/// from its members). `None` for what the model does not hold: resilient groups, `fdb` and
+/// encapsulating next hops.
+pub(crate) fn nexthop<A: Address>(payload: &[u8]) -> Result<Option<(u8, NhObject<A>)>, String> {
+    const NHA_GROUP_TYPE: u16 = 3;
+    const NHA_ENCAP_TYPE: u16 = 7;
+    const NHA_ENCAP: u16 = 8;
+    const NHA_FDB: u16 = 11;
     const NHA_ID: u16 = 1;
     const NHA_GROUP: u16 = 2;
     const NHA_BLACKHOLE: u16 = 4;
@@ -272,6 +282,9 @@ pub(crate) fn nexthop<A: Address>(payload: &[u8]) -> Result<(u8, NhObject<A>), S
                 .map(|b| u32::from_ne_bytes(b.try_into().unwrap()))
         };
         match nla.kind() {
+            // Not mpath (0): resilient.
+            NHA_GROUP_TYPE if v.iter().any(|b| *b != 0) => return Ok(None),
+            NHA_FDB | NHA_ENCAP | NHA_ENCAP_TYPE => return Ok(None),
             NHA_ID => id = u32_of(v).ok_or("short NHA_ID")?,
             NHA_BLACKHOLE => blackhole = true,
             NHA_OIF => oif = u32_of(v),
@@ -315,5 +328,5 @@ pub(crate) fn nexthop<A: Address>(payload: &[u8]) -> Result<(u8, NhObject<A>), S
             scope,
         },
     };
-    Ok((family, NhObject { id, protocol, kind }))
+    Ok(Some((family, NhObject { id, protocol, kind })))
 }

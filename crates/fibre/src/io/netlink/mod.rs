@@ -145,14 +145,18 @@ impl Mirror {
         })?;
         let mut groups: Vec<NhObject<Ipv4Addr>> = Vec::new();
         for (_, p) in &objects {
-            let (family, o4) = decode::nexthop::<Ipv4Addr>(p).map_err(decode_err("nexthop"))?;
+            let Some((family, o4)) =
+                decode::nexthop::<Ipv4Addr>(p).map_err(decode_err("nexthop"))?
+            else {
+                report.skipped += 1;
+                continue;
+            };
             match family {
                 AF_INET => v4.objects.push(o4),
-                AF_INET6 => v6.objects.push(
-                    decode::nexthop::<Ipv6Addr>(p)
-                        .map_err(decode_err("nexthop"))?
-                        .1,
-                ),
+                AF_INET6 => match decode::nexthop::<Ipv6Addr>(p).map_err(decode_err("nexthop"))? {
+                    Some((_, o6)) => v6.objects.push(o6),
+                    None => report.skipped += 1,
+                },
                 _ => groups.push(o4),
             }
         }
@@ -160,9 +164,18 @@ impl Mirror {
             let NhObjectKind::Group(members) = g.kind else {
                 continue;
             };
-            let in_v6 = members
-                .first()
-                .is_some_and(|m| v6.objects.iter().any(|o| o.id == m.id));
+            let all_v4 = members
+                .iter()
+                .all(|m| v4.objects.iter().any(|o| o.id == m.id));
+            let all_v6 = members
+                .iter()
+                .all(|m| v6.objects.iter().any(|o| o.id == m.id));
+            if !all_v4 && !all_v6 {
+                // A member the model does not hold, or IPv4 and IPv6 members together.
+                report.skipped += 1;
+                continue;
+            }
+            let in_v6 = all_v6;
             if in_v6 {
                 v6.objects.push(NhObject {
                     id: g.id,
@@ -204,6 +217,14 @@ impl Mirror {
                 report.skipped += usize::from(!read);
             }
         }
+        // Routes through an object the model does not hold (or of the other family) go too.
+        let before = v4.routes.len() + v6.routes.len();
+        let (o4, o6) = (&v4.objects, &v6.objects);
+        v4.routes
+            .retain(|r| r.nhid.is_none_or(|n| o4.iter().any(|o| o.id == n.id)));
+        v6.routes
+            .retain(|r| r.nhid.is_none_or(|n| o6.iter().any(|o| o.id == n.id)));
+        report.skipped += before - v4.routes.len() - v6.routes.len();
         report.routes = [v4.routes.len(), v6.routes.len()];
         let image = RouterImage::mirrored(links, v4, v6);
         self.router = Router::from_image(image).map_err(MirrorError::Inconsistent)?;
