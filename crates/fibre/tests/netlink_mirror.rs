@@ -104,8 +104,9 @@ fn a_synced_mirror_prints_and_answers_as_the_kernel() {
         .expect("ip -6 -batch");
     assert!(k6.success, "{}", k6.stderr);
 
-    let (mirror, report) = Mirror::open(Some(ns.name())).expect("mirror syncs");
+    let (mut mirror, report) = Mirror::open(Some(ns.name())).expect("mirror syncs");
     assert!(report.routes[0] > 20 && report.routes[1] > 10, "{report:?}");
+    assert_eq!(report.drift, 0, "a first sync mends nothing");
     assert_eq!(report.objects, 7, "{report:?}");
 
     let mut show = [
@@ -176,6 +177,18 @@ fn a_synced_mirror_prints_and_answers_as_the_kernel() {
     for (a, b) in k.iter().zip(&f) {
         assert_eq!(a, b, "\nkernel: {a}\nmirror: {b}");
     }
+
+    // A resync reports what it found changed: nothing, then two routes added, one gone and a
+    // rule added behind its back.
+    assert_eq!(mirror.sync().expect("resync").drift, 0);
+    let change = "route add 10.20.0.0/16 via 192.0.2.5
+                  route add 10.21.0.0/16 nhid 1
+                  route del 10.9.0.0/16
+                  rule add from 10.20.0.0/16 lookup 100 pref 2000
+";
+    let k = ns.ip_batch_str(&[], change).expect("ip -batch");
+    assert!(k.success, "{}", k.stderr);
+    assert_eq!(mirror.sync().expect("resync").drift, 4);
 }
 
 /// What the model does not hold (resilient groups, `fdb` next hops, groups mixing families,

@@ -13,7 +13,7 @@ mod socket;
 
 use crate::addr::Family;
 use crate::nexthop::{NhObject, NhObjectKind};
-use crate::router::{FamilyParts, Router, RouterImage};
+use crate::router::{FamilyParts, Router, RouterFamily, RouterImage};
 use socket::Conn;
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -67,12 +67,44 @@ pub struct SyncReport {
     pub routes: [usize; 2],
     /// Kernel entries the model does not hold (cloned routes, unknown types).
     pub skipped: usize,
+    /// What this sync found different from what the mirror held before it (devices,
+    /// addresses, rules, objects and routes added or gone): the drift a resync mended. 0 for
+    /// the first sync.
+    pub drift: usize,
+}
+
+/// How many entries are in one list and not the other, as multisets.
+fn difference<T: Eq + std::hash::Hash>(
+    old: impl Iterator<Item = T>,
+    new: impl Iterator<Item = T>,
+) -> usize {
+    let mut count: std::collections::HashMap<T, i64> = std::collections::HashMap::new();
+    for x in old {
+        *count.entry(x).or_default() += 1;
+    }
+    for x in new {
+        *count.entry(x).or_default() -= 1;
+    }
+    count.values().map(|c| c.unsigned_abs() as usize).sum()
+}
+
+/// The entries of one family that differ between two routers.
+fn family_drift<A: RouterFamily>(old: &Router, new: &Router) -> usize {
+    let (o, n) = (old.family::<A>(), new.family::<A>());
+    let addrs = o.addrs().iter().filter(|a| !n.addrs().contains(a)).count()
+        + n.addrs().iter().filter(|a| !o.addrs().contains(a)).count();
+    addrs
+        + difference(o.rules().iter(), n.rules().iter())
+        + difference(o.objects().values(), n.objects().values())
+        + difference(old.routes::<A>(), new.routes::<A>())
 }
 
 /// A router that follows a kernel.
 pub struct Mirror {
     conn: Conn,
     router: Router,
+    /// A sync has put the kernel's state in place (the next one reports drift).
+    synced: bool,
 }
 
 fn decode_err(what: &str) -> impl Fn(String) -> MirrorError + '_ {
@@ -85,6 +117,7 @@ impl Mirror {
         let mut m = Mirror {
             conn: Conn::open(netns)?,
             router: Router::new(),
+            synced: false,
         };
         let report = m.sync()?;
         Ok((m, report))
@@ -227,12 +260,28 @@ impl Mirror {
         report.skipped += before - v4.routes.len() - v6.routes.len();
         report.routes = [v4.routes.len(), v6.routes.len()];
         let image = RouterImage::mirrored(links, v4, v6);
-        self.router = Router::from_image(image).map_err(MirrorError::Inconsistent)?;
+        let router = Router::from_image(image).map_err(MirrorError::Inconsistent)?;
+        if self.synced {
+            let (o, n) = (&self.router, &router);
+            report.drift = o
+                .links()
+                .iter()
+                .filter(|l| !n.links().iter().any(|x| x == *l))
+                .count()
+                + n.links()
+                    .iter()
+                    .filter(|l| !o.links().iter().any(|x| x == *l))
+                    .count()
+                + family_drift::<Ipv4Addr>(o, n)
+                + family_drift::<Ipv6Addr>(o, n);
+        }
+        self.router = router;
+        self.synced = true;
         Ok(report)
     }
 }
 
-fn parts<A: crate::router::RouterFamily>() -> FamilyParts<A> {
+fn parts<A: RouterFamily>() -> FamilyParts<A> {
     FamilyParts {
         routes: Vec::new(),
         rules: Vec::new(),
