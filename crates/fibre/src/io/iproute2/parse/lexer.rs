@@ -182,8 +182,9 @@ pub(super) fn dev_index(router: &Router, name: &str) -> Result<IfIndex> {
         .ok_or_else(|| ParseError::device(name))
 }
 
-/// With -4 or -6, an address of the other family ends ip (`get_prefix`'s exit).
-pub(super) fn other_family(want: Family, tok: &str) -> ParseError {
+/// With -4 or -6, a prefix (`what`: "prefix") or address ("address") of the other family
+/// ends ip (`get_prefix`'s and `get_addr`'s exit).
+pub(super) fn other_family_as(want: Family, what: &str, tok: &str) -> ParseError {
     let name = if want == Family::Inet {
         "inet"
     } else {
@@ -191,6 +192,11 @@ pub(super) fn other_family(want: Family, tok: &str) -> ParseError {
     };
     ParseError::new(
         tok,
-        format!("{name} prefix is expected rather than \"{tok}\""),
+        format!("{name} {what} is expected rather than \"{tok}\""),
     )
+}
+
+/// With -4 or -6, a prefix of the other family ends ip (`get_prefix`'s exit).
+pub(super) fn other_family(want: Family, tok: &str) -> ParseError {
+    other_family_as(want, "prefix", tok)
 }

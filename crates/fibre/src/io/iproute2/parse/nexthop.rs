@@ -42,17 +42,7 @@ fn parse_group(tok: &str) -> Result<Vec<GroupMember>> {
 fn gateway_in(family: Family, tok: &str) -> Result<IpAddr> {
     match parse_ip(tok) {
         Some(a) if Family::of(&a) == family => Ok(a),
-        _ => {
-            let name = if family == Family::Inet {
-                "inet"
-            } else {
-                "inet6"
-            };
-            Err(ParseError::new(
-                tok,
-                format!("{name} address is expected rather than \"{tok}\""),
-            ))
-        }
+        _ => Err(other_family_as(family, "address", tok)),
     }
 }
 
