@@ -230,3 +230,102 @@ route add 10.4.0.0/16 nhid 1
          id 6 via 2001:db8:1::2 dev va scope link \n"
     );
 }
+
+/// Churn behind a mirror with a tiny notification buffer: the buffer overruns, the mirror
+/// resyncs, and what it holds then is the kernel's, listing for listing.
+#[test]
+fn a_following_mirror_overruns_resyncs_and_ends_equal() {
+    if skip_or_fail("a_following_mirror_overruns_resyncs_and_ends_equal") {
+        return;
+    }
+    let ns = Netns::create("mirror-churn").expect("namespace");
+    let setup = ns.ip_batch_str(&[], SETUP).expect("ip -batch");
+    assert!(setup.success, "{}", setup.stderr);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let (mut mirror, _) = Mirror::open_with(Some(ns.name()), Some(4096)).expect("mirror syncs");
+    // 3,000 changes of every kind, bounded, in one batch the mirror does not read during.
+    let mut churn = String::from(
+        "nexthop add id 1 via 192.0.2.2 dev va\nnexthop add id 2 via 198.51.100.2 dev wa\n\
+         nexthop add id 3 group 1/2\nnexthop add id 6 via 2001:db8:1::2 dev va\n",
+    );
+    for i in 0..600u32 {
+        let (a, b) = (i / 200, i % 200);
+        churn += &format!("route add 10.{a}.{b}.0/24 via 192.0.2.{}\n", 2 + i % 50);
+        churn += &format!("route add 10.50.{a}.{b}/32 nhid {}\n", 1 + i % 3);
+        churn += &format!(
+            "route add 2001:db8:{a:x}:{b:x}::/64 via 2001:db8:2::{:x}\n",
+            2 + i
+        );
+        churn += &format!("route add 2001:db8:99:{i:x}::/64 nhid 6\n");
+        if i % 3 == 0 {
+            churn += &format!("route del 10.{a}.{b}.0/24\n");
+        }
+        if i % 100 == 0 {
+            churn += &format!(
+                "rule add from 10.{a}.{b}.0/24 lookup 100 pref {}\n",
+                100 + i
+            );
+            churn += "nexthop replace id 1 via 192.0.2.3 dev va\n";
+        }
+    }
+    churn += "link set xb down\nnexthop del id 2\n";
+    let k = ns.ip_batch_str(&["-force"], &churn).expect("ip -batch");
+    assert!(k.success, "{}", k.stderr);
+
+    let mut total = totals::Total::default();
+    for _ in 0..10 {
+        let r = mirror
+            .follow(
+                std::time::Duration::from_secs(5),
+                std::time::Duration::from_millis(300),
+            )
+            .expect("follow");
+        total.add(&r);
+        if r.events == 0 && r.overruns == 0 {
+            break;
+        }
+    }
+    eprintln!("following: {total:?}");
+    assert!(total.overruns >= 1, "a 4 KiB buffer overran: {total:?}");
+    assert!(total.resyncs >= 1 && total.drift > 1000, "{total:?}");
+
+    for (args, cmd) in [
+        (vec!["-j"], "route show table all"),
+        (vec!["-j", "-6"], "route show table all"),
+        (vec!["-j"], "rule show"),
+        (vec!["-j"], "nexthop show"),
+    ] {
+        let k = ns.ip_batch_str(&args, cmd).expect("ip -j");
+        let mut b = Batch::new(mirror.router().clone());
+        b.json = true;
+        let line = if args.contains(&"-6") {
+            format!("-6 {cmd}")
+        } else {
+            cmd.to_string()
+        };
+        let f = b.run_text(&line);
+        assert_eq!(documents(&k.stdout), documents(&f.stdout), "{cmd}");
+    }
+}
+
+/// Sums of follow reports.
+mod totals {
+    use fibre::io::netlink::FollowReport;
+
+    #[derive(Debug, Default)]
+    pub struct Total {
+        pub events: usize,
+        pub overruns: usize,
+        pub resyncs: usize,
+        pub drift: usize,
+    }
+
+    impl Total {
+        pub fn add(&mut self, r: &FollowReport) {
+            self.events += r.events;
+            self.overruns += r.overruns;
+            self.resyncs += r.resyncs;
+            self.drift += r.drift;
+        }
+    }
+}

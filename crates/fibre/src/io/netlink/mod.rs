@@ -7,14 +7,16 @@
 //! so none is missing and none is there twice. Lists keep the kernel's order (the dump's) and
 //! go through the same checks as a snapshot's.
 //!
-//! Not yet: following events between syncs (this module's next step), and the mirror process.
+//! Following: [`Mirror::follow`] listens to the kernel's notifications (subscribed before the
+//! first dump, so nothing falls between) and resyncs when there were any, or when the buffer
+//! overran. Applying notifications one by one is the next step.
 mod decode;
 mod socket;
 
 use crate::addr::Family;
 use crate::nexthop::{NhObject, NhObjectKind};
 use crate::router::{FamilyParts, Router, RouterFamily, RouterImage};
-use socket::Conn;
+use socket::{Conn, Events, Heard};
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -73,6 +75,19 @@ pub struct SyncReport {
     pub drift: usize,
 }
 
+/// What a spell of following found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FollowReport {
+    /// Notifications read.
+    pub events: usize,
+    /// Times the notification buffer overran (the kernel dropped some).
+    pub overruns: usize,
+    /// Resyncs done.
+    pub resyncs: usize,
+    /// What the resync found changed (see [`SyncReport::drift`]).
+    pub drift: usize,
+}
+
 /// How many entries are in one list and not the other, as multisets.
 fn difference<T: Eq + std::hash::Hash>(
     old: impl Iterator<Item = T>,
@@ -102,6 +117,7 @@ fn family_drift<A: RouterFamily>(old: &Router, new: &Router) -> usize {
 /// A router that follows a kernel.
 pub struct Mirror {
     conn: Conn,
+    events: Events,
     router: Router,
     /// A sync has put the kernel's state in place (the next one reports drift).
     synced: bool,
@@ -112,15 +128,66 @@ fn decode_err(what: &str) -> impl Fn(String) -> MirrorError + '_ {
 }
 
 impl Mirror {
-    /// Opens a socket in network namespace `netns` (the caller's for `None`) and syncs.
+    /// Opens a socket in network namespace `netns` (the caller's for `None`), listens to the
+    /// kernel's notifications, then syncs (listening first, so no change falls between).
     pub fn open(netns: Option<&str>) -> Result<(Mirror, SyncReport), MirrorError> {
+        Mirror::open_with(netns, None)
+    }
+
+    /// As [`Mirror::open`], with a receive buffer of `rcvbuf` bytes for notifications (small
+    /// ones overrun under churn: a test of resyncs).
+    pub fn open_with(
+        netns: Option<&str>,
+        rcvbuf: Option<usize>,
+    ) -> Result<(Mirror, SyncReport), MirrorError> {
         let mut m = Mirror {
+            events: Events::open(netns, rcvbuf)?,
             conn: Conn::open(netns)?,
             router: Router::new(),
             synced: false,
         };
         let report = m.sync()?;
         Ok((m, report))
+    }
+
+    /// Follows the kernel for up to `wait`: reads its notifications until it is quiet for
+    /// `settle`, then resyncs if there were any (or if the buffer overran, which loses
+    /// notifications: a resync mends whatever they said). Each resync puts a whole new state in
+    /// place, so readers see every change whole.
+    ///
+    /// This first version resyncs on any change; applying notifications one by one, with a
+    /// resync only on overrun or a failed apply, is the next step.
+    pub fn follow(
+        &mut self,
+        wait: std::time::Duration,
+        settle: std::time::Duration,
+    ) -> Result<FollowReport, MirrorError> {
+        let mut report = FollowReport::default();
+        let deadline = std::time::Instant::now() + wait;
+        let mut heard = false;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let pause = if heard { settle.min(left) } else { left };
+            match self.events.hear(pause)? {
+                Heard::Messages(n) => {
+                    report.events += n;
+                    heard = true;
+                }
+                Heard::Overrun => {
+                    report.overruns += 1;
+                    heard = true;
+                }
+                Heard::Quiet => break,
+            }
+            if left.is_zero() {
+                break;
+            }
+        }
+        if heard {
+            report.drift = self.sync()?.drift;
+            report.resyncs = 1;
+        }
+        Ok(report)
     }
 
     /// The mirrored router.

@@ -41,6 +41,106 @@ fn in_netns<T: Send + 'static>(
     .map_err(|_| io::Error::other("the thread joining the namespace panicked"))?
 }
 
+/// The rtnetlink groups a mirror listens to: devices, both families' addresses, routes and
+/// rules, and next-hop objects (`RTNLGRP_*`).
+const GROUPS: [u32; 8] = [1, 5, 7, 8, 9, 11, 19, 32];
+
+/// A socket that receives the kernel's notifications.
+pub(crate) struct Events {
+    socket: Socket,
+    buf: Vec<u8>,
+}
+
+/// What one read of notifications found.
+pub(crate) enum Heard {
+    /// This many messages.
+    Messages(usize),
+    /// The kernel dropped notifications (ENOBUFS): the receive buffer overran.
+    Overrun,
+    /// Nothing within the wait.
+    Quiet,
+}
+
+impl Events {
+    /// Subscribes in namespace `netns`, with a receive buffer of `rcvbuf` bytes if given.
+    pub(crate) fn open(netns: Option<&str>, rcvbuf: Option<usize>) -> io::Result<Events> {
+        let make = move || -> io::Result<Socket> {
+            let mut s = Socket::new(NETLINK_ROUTE)?;
+            s.bind_auto()?;
+            for g in GROUPS {
+                s.add_membership(g)?;
+            }
+            Ok(s)
+        };
+        let socket = match netns {
+            None => make()?,
+            Some(name) => in_netns(name, make)?,
+        };
+        if let Some(bytes) = rcvbuf {
+            let v = bytes as libc::c_int;
+            // SAFETY: setsockopt reads an int from a live local.
+            let rc = unsafe {
+                libc::setsockopt(
+                    socket.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVBUF,
+                    (&v as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            if rc != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(Events {
+            socket,
+            buf: vec![0; 1 << 20],
+        })
+    }
+
+    /// Waits up to `wait` for notifications and reads what has come.
+    pub(crate) fn hear(&mut self, wait: std::time::Duration) -> io::Result<Heard> {
+        let fd = self.socket.as_raw_fd();
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = wait.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: one pollfd, a live local.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(Heard::Quiet)
+            } else {
+                Err(e)
+            };
+        }
+        if n == 0 {
+            return Ok(Heard::Quiet);
+        }
+        match self
+            .socket
+            .recv(&mut &mut self.buf[..], libc::MSG_DONTWAIT | libc::MSG_TRUNC)
+        {
+            Ok(len) => {
+                let mut count = 0;
+                let mut rest = &self.buf[..len.min(self.buf.len())];
+                while let Ok(nl) = NetlinkBuffer::new_checked(rest) {
+                    count += 1;
+                    let step = (nl.length() as usize + 3) & !3;
+                    rest = &rest[step.min(rest.len())..];
+                }
+                Ok(Heard::Messages(count))
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => Ok(Heard::Overrun),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Heard::Quiet),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 impl Conn {
     /// A socket in namespace `netns` (the caller's for `None`).
     pub(crate) fn open(netns: Option<&str>) -> io::Result<Conn> {
