@@ -14,7 +14,6 @@
 //! that mix IPv4 and IPv6 members, and IPv4 routes through IPv6 next hops.
 use super::NextHop;
 use crate::addr::Address;
-use crate::route::{Protocol, Scope};
 
 /// A member of a group: an object id and its weight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -34,10 +33,11 @@ pub enum NhObjectKind<A: Address> {
     Hop {
         /// The next hop (weight 1; groups give weights).
         hop: NextHop<A>,
-        /// The next hop's scope, decided when the object is created: IPv4 `link` through a
-        /// gateway on a connected subnet, `host` for a device alone or a gateway that is one of
-        /// this host's addresses; IPv6 always `link`.
-        scope: Scope,
+        /// The next hop's scope (`rtm_scope` numbers, as `route::Scope`), decided when the
+        /// object is created: IPv4 `link` through a gateway on a connected subnet, `host` for
+        /// a device alone or a gateway that is one of this host's addresses; IPv6 always
+        /// `link`. (A plain `u8` here: routes name next hops, not the other way round.)
+        scope: u8,
     },
     /// `blackhole`: routes through it discard what they match (they report type blackhole).
     Blackhole,
@@ -51,8 +51,9 @@ pub enum NhObjectKind<A: Address> {
 pub struct NhObject<A: Address> {
     /// Its id: any `u32` but 0. A request with id 0 asks the kernel to pick one.
     pub id: u32,
-    /// `proto`: who installed it, kept as given (`unspec`, 0, when not given).
-    pub protocol: Protocol,
+    /// `proto`: who installed it (`rtm_protocol` numbers, as `route::Protocol`), kept as
+    /// given (`unspec`, 0, when not given).
+    pub protocol: u8,
     /// What it is.
     pub kind: NhObjectKind<A>,
 }
