@@ -318,15 +318,7 @@ impl<A: KernelSemantics> Rib<A> {
         saved: &mut Vec<SavedList<A>>,
         f: impl FnOnce(&mut Vec<Route<A>>) -> R,
     ) -> R {
-        let entry = self.trie.get_or_insert_with(dst, DstEntry::default);
-        let list = if src.is_default() {
-            &mut entry.routes
-        } else {
-            entry
-                .sources
-                .get_or_insert_with(Default::default)
-                .get_or_insert_with(src, Vec::new)
-        };
+        let list = self.list_mut(dst, src);
         let before = list.len();
         saved.push(SavedList {
             dst,
@@ -340,6 +332,19 @@ impl<A: KernelSemantics> Rib<A> {
             self.drop_if_empty(dst, src);
         }
         r
+    }
+
+    /// The list of (`dst`, `src`), made if missing.
+    fn list_mut(&mut self, dst: Prefix<A>, src: Prefix<A>) -> &mut Vec<Route<A>> {
+        let entry = self.trie.get_or_insert_with(dst, DstEntry::default);
+        if src.is_default() {
+            &mut entry.routes
+        } else {
+            entry
+                .sources
+                .get_or_insert_with(Default::default)
+                .get_or_insert_with(src, Vec::new)
+        }
     }
 
     fn drop_if_empty(&mut self, dst: Prefix<A>, src: Prefix<A>) {
@@ -404,7 +409,9 @@ impl<A: KernelSemantics> Rib<A> {
     /// lists come back in the order they were saved, which [`Rib::lists_ordered`] then checks.
     #[cfg(feature = "snapshot")]
     pub(crate) fn push_back(&mut self, route: Route<A>) {
-        self.edit(route.dst, route.src, &mut Vec::new(), |l| l.push(route));
+        // Not through `edit`: a load has no change set to undo, so no list is copied first.
+        self.list_mut(route.dst, route.src).push(route);
+        self.routes += 1;
     }
 
     /// Whether every list is in the family's order ([`KernelSemantics::ordered`]).
