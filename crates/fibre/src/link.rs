@@ -165,6 +165,19 @@ impl Links {
         let next_index = links.iter().map(|l| l.index).max().unwrap_or(1) + 1;
         Links { links, next_index }
     }
+    /// A device as a mirrored kernel reports it (`RTM_NEWLINK`): a new one, or new state
+    /// (name, up, carrier) for one it has. Returns the device as it was.
+    #[cfg(feature = "netlink")]
+    pub(crate) fn mirror_upsert(&mut self, link: Link) -> Option<Link> {
+        self.next_index = self.next_index.max(link.index.saturating_add(1));
+        match self.links.iter_mut().find(|l| l.index == link.index) {
+            Some(l) => Some(std::mem::replace(l, link)),
+            None => {
+                self.links.push(link);
+                None
+            }
+        }
+    }
     /// All devices, in creation order.
     pub fn iter(&self) -> impl Iterator<Item = &Link> {
         self.links.iter()

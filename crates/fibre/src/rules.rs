@@ -282,8 +282,37 @@ impl<A: Address> RuleSet<A> {
     /// default ones.
     #[cfg(feature = "netlink")]
     pub(crate) fn mirrored(rules: Vec<Rule<A>>) -> Self {
-        let customised = rules != Rule::defaults();
+        // The kernel's own rules are proto kernel; the defaults here name none.
+        let plain = |r: &Rule<A>| Rule {
+            protocol: 0,
+            ..r.clone()
+        };
+        let customised = !rules.iter().map(plain).eq(Rule::defaults().iter().map(plain));
         RuleSet { rules, customised }
+    }
+    /// A rule a mirrored kernel added (`RTM_NEWRULE`), where the kernel put it: after the
+    /// rules of lower or equal priority. One already there is left alone (a resync may replay it).
+    /// Sets `customised` for good, as any rule change does in the kernel.
+    #[cfg(feature = "netlink")]
+    pub(crate) fn mirror_add(&mut self, rule: Rule<A>) {
+        if !self.rules.contains(&rule) {
+            let at = self
+                .rules
+                .iter()
+                .position(|r| r.priority > rule.priority)
+                .unwrap_or(self.rules.len());
+            self.rules.insert(at, rule);
+        }
+        // As the kernel's `fib_has_custom_rules`: set by any rule change, for good.
+        self.customised = true;
+    }
+    /// A rule a mirrored kernel deleted (`RTM_DELRULE`): the first equal one, if still there.
+    #[cfg(feature = "netlink")]
+    pub(crate) fn mirror_remove(&mut self, rule: &Rule<A>) {
+        if let Some(i) = self.rules.iter().position(|r| r == rule) {
+            self.rules.remove(i);
+        }
+        self.customised = true;
     }
     /// Whether the rules are as `add` keeps them (a snapshot's, which came from outside): in
     /// priority order, each `goto` forward.

@@ -6,6 +6,7 @@
 //! Needs root and `ip netns`; skips with a message elsewhere, fails when FIBRE_KERNEL_TESTS=required.
 use fibre::io::iproute2::{Batch, BatchMode};
 use fibre::io::netlink::Mirror;
+use fibre::Router;
 use kernel_oracle::{skip_or_fail, Netns};
 use serde_json::Value;
 
@@ -147,7 +148,7 @@ fn a_synced_mirror_prints_and_answers_as_the_kernel() {
     // ip takes -6 per invocation, not per line: the IPv6 listings run apart.
     let mut kernel = String::new();
     let mut mine = String::new();
-    let mut batch = Batch::new(mirror.router().clone());
+    let mut batch = Batch::new(Router::clone(&mirror.router()));
     batch.json = true;
     batch.mode = BatchMode::Force;
     for line in show.lines() {
@@ -221,7 +222,7 @@ route add 10.4.0.0/16 nhid 1
     // Objects 2, 3 and 7; routes 10.0/8, 10.1/16, 10.2/16, 10.3/16.
     assert_eq!(report.skipped, 7, "{report:?}");
     assert_eq!(report.objects, 2, "{report:?}");
-    let mut b = Batch::new(mirror.router().clone());
+    let mut b = Batch::new(Router::clone(&mirror.router()));
     let out = b.run_text("route show 10.4.0.0/16\nnexthop show");
     assert_eq!(
         out.stdout,
@@ -296,7 +297,7 @@ fn a_following_mirror_overruns_resyncs_and_ends_equal() {
         (vec!["-j"], "nexthop show"),
     ] {
         let k = ns.ip_batch_str(&args, cmd).expect("ip -j");
-        let mut b = Batch::new(mirror.router().clone());
+        let mut b = Batch::new(Router::clone(&mirror.router()));
         b.json = true;
         let line = if args.contains(&"-6") {
             format!("-6 {cmd}")

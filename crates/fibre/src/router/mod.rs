@@ -27,6 +27,10 @@ pub(crate) use image::FamilyParts;
 pub(crate) use image::RouterImage;
 mod ipv4;
 mod ipv6;
+#[cfg(feature = "netlink")]
+mod mirrored;
+#[cfg(feature = "netlink")]
+pub(crate) use mirrored::mirror_mode;
 mod nhobjects;
 mod query;
 mod state;
@@ -104,6 +108,11 @@ mod family {
         /// change).
         fn addresses_gone(r: &mut Router, before: &[IfAddr<Self>]);
     }
+}
+
+/// A leg is dead once its device is `dev` (going down or away) or another device that is down.
+fn dead<A: Address>(h: &NextHop<A>, dev: IfIndex, links: &Links) -> bool {
+    h.dev == Some(dev) || !h.dev.is_some_and(|d| links.is_up(d))
 }
 
 /// Links plus "is it up", for lookups.
@@ -262,6 +271,9 @@ impl Router {
                 addr_del(A::state_mut(self), a)?;
                 self.sync_derived();
                 A::addresses_gone(self, &before);
+                if A::FAMILY == Family::Inet {
+                    self.last_v4_address_gone(a.dev);
+                }
             }
             FamilyChange::Route(spec, mode) => self.route_change(spec.clone(), *mode)?,
             FamilyChange::RouteDel(t, sel) => {
@@ -303,15 +315,8 @@ impl Router {
     ///   takes single-path routes on it; ECMP siblings stay with the leg dead while one sibling
     ///   is on a live device, and go together once none is.
     fn flush_dev(&mut self, dev: IfIndex, removed: bool) {
+        self.flush_dev_v4(dev, removed);
         let links = &self.links;
-        // A leg is dead once its device is this one or another device that is down.
-        fn dead<A: Address>(h: &NextHop<A>, dev: IfIndex, links: &Links) -> bool {
-            h.dev == Some(dev) || !h.dev.is_some_and(|d| links.is_up(d))
-        }
-        self.v4.remove_where(|r, hops| {
-            hops.iter().any(|h| h.dev == Some(dev))
-                && (removed || (hops.iter().all(|h| dead(h, dev, links)) && r.scope < SCOPE_HOST))
-        });
         if removed {
             self.v6
                 .remove_where(|_, hops| hops.iter().any(|h| h.dev == Some(dev)));
@@ -344,6 +349,28 @@ impl Router {
         }
         self.v6
             .remove_where(|r, _| doomed.contains(&(r.table, r.dst, r.src, r.metric, r.hops)));
+    }
+
+    /// A device that lost its last IPv4 address has IPv4 disabled (`fib_inetaddr_event` calls
+    /// `fib_disable_ip` with `force`): every IPv4 route whose legs are all on it or on devices
+    /// that are down goes, host-scope ones too; no `RTM_DELROUTE` says so.
+    fn last_v4_address_gone(&mut self, dev: IfIndex) {
+        if self.v4.addrs.iter().any(|a| a.dev == dev) {
+            return;
+        }
+        let links = &self.links;
+        self.v4.remove_where(|_, hops| {
+            hops.iter().any(|h| h.dev == Some(dev)) && hops.iter().all(|h| dead(h, dev, links))
+        });
+    }
+
+    /// The IPv4 part of [`Router::flush_dev`].
+    fn flush_dev_v4(&mut self, dev: IfIndex, removed: bool) {
+        let links = &self.links;
+        self.v4.remove_where(|r, hops| {
+            hops.iter().any(|h| h.dev == Some(dev))
+                && (removed || (hops.iter().all(|h| dead(h, dev, links)) && r.scope < SCOPE_HOST))
+        });
     }
 
     fn set_link(&mut self, dev: IfIndex, up: bool) -> Result<(), ChangeError> {

@@ -71,7 +71,7 @@ pub(super) fn deciding_hop<'a, A: RouterFamily>(
 impl<A: RouterFamily> FamilyState<A> {
     /// Routes through the objects `ids` take their objects' next hops again (after a replace or
     /// a group that shrank), in place.
-    fn refresh_routes_through(&mut self, ids: &BTreeSet<u32>) {
+    pub(super) fn refresh_routes_through(&mut self, ids: &BTreeSet<u32>) {
         let resolved: Vec<(u32, Vec<NextHop<A>>, bool)> = ids
             .iter()
             .filter_map(|id| self.objects.get(id))
@@ -115,7 +115,7 @@ impl<A: RouterFamily> FamilyState<A> {
 
     /// Deletes object `id` (`remove_nexthop`): the routes through it go; each group holding it
     /// shrinks, and a group it leaves empty is deleted in turn.
-    fn remove_object(&mut self, id: u32) {
+    pub(super) fn remove_object(&mut self, id: u32) {
         let Some(obj) = self.objects.remove(&id) else {
             return;
         };

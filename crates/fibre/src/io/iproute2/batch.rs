@@ -4,19 +4,14 @@
 //! - [`BatchMode::Force`] (`-force`): every line runs; the outcome says whether any failed.
 //! - [`BatchMode::Atomic`] (fibre's all-or-nothing): every change of the batch lands, or none
 //!   does. Lines that print still print as they run, against the state so far.
-use super::format::*;
-use super::parse::{
-    parse_line, Command, IpPrefix, NexthopFilter, ParseError, ShowFilter, TableFilter,
-};
-use crate::addr::{Address, Family};
+use super::parse::{parse_line, Command, ParseError};
+use super::query::{families, Query};
+use crate::addr::Family;
 use crate::error::{ChangeError, Errno};
-use crate::nexthop::NhObjectKind;
 use crate::rib::RouteSelector;
-use crate::route::{RouteSpec, LOOPBACK_IFINDEX, PROTO_BOOT};
-use crate::router::{Change, FamilyChange, RouteAnswer, RouteQuery, Router, RouterFamily};
-use crate::rules::RuleAction;
+use crate::router::{Change, FamilyChange, Router};
 use crate::with_family;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::fmt::Write;
 
 /// What a batch does when a line fails (see the module docs).
@@ -252,33 +247,13 @@ impl Batch {
     pub fn run_line(&mut self, line: &str, stdout: &mut dyn Write) -> Result<(), LineError> {
         let cmd = parse_line(line, self.family, &self.router)?;
         match cmd {
-            Command::Nothing => Ok(()),
             Command::Apply(change) => Ok(self.router.change(&change)?),
-            Command::RouteGet(q, times) => {
-                with_family!(Family::of(&q.dst), A => {
-                    let q = q.narrow::<A>().expect("the parser checked the families");
-                    for _ in 0..times {
-                        let a = self.router.route_get(&q)?;
-                        self.print_answer(&a, &q, stdout);
-                    }
-                });
-                Ok(())
-            }
-            Command::RouteShow(f) => {
-                self.check_table(&f, "Dump")?;
-                // Printed route by route: a full table is never held as text or JSON.
-                let mut lines = Lines::open(self.json, stdout);
-                for fam in families(f.family) {
-                    with_family!(fam, A => self.show::<A>(&f, &mut lines));
-                }
-                lines.close();
-                Ok(())
-            }
             Command::RouteFlush(f) => {
-                self.check_table(&f, "Flush")?;
+                let q = self.query();
+                q.check_table(&f, "Flush")?;
                 let mut changes: Vec<Change> = Vec::new();
                 for fam in families(f.family) {
-                    with_family!(fam, A => changes.extend(self.selected::<A>(&f).map(|r| {
+                    with_family!(fam, A => changes.extend(q.selected::<A>(&f).map(|r| {
                         FamilyChange::RouteDel(r.table, RouteSelector::exact(&r)).into()
                     })));
                 }
@@ -295,42 +270,10 @@ impl Batch {
                 }
                 Ok(())
             }
-            Command::RuleShow(fam) => {
-                let lines = with_family!(fam, A => {
-                    let rules = self.router.family::<A>().rules();
-                    rules
-                        .iter()
-                        .map(|r| {
-                            let unresolved = matches!(r.action, RuleAction::Goto(t)
-                                if rules.goto_target(t).is_none());
-                            (rule_text(r, unresolved), rule_json(r, unresolved))
-                        })
-                        .collect()
-                });
-                self.emit(lines, stdout);
-                Ok(())
-            }
-            Command::LinkShow => {
-                let lines = self.router.links().iter().map(link_line).collect();
-                self.emit(lines, stdout);
-                Ok(())
-            }
-            Command::NexthopShow(f) => {
-                let objects = self.nexthops_selected(&f)?;
-                let links = self.router.links();
-                let lines = objects
-                    .into_iter()
-                    .map(|(_, fam, id)| {
-                        with_family!(fam, A => nexthop_line(&self.router.family::<A>().objects()[&id], links))
-                    })
-                    .collect();
-                self.emit(lines, stdout);
-                Ok(())
-            }
             Command::NexthopFlush(f) => {
                 // As ip flushes: one delete per object, groups first (deleting a member first
                 // could delete the group with it).
-                let mut objects = self.nexthops_selected(&f)?;
+                let mut objects = self.query().nexthops_selected(&f)?;
                 objects.sort_by_key(|(group, _, id)| (!group, *id));
                 let mut flushed = 0;
                 for (_, fam, id) in objects {
@@ -346,257 +289,17 @@ impl Batch {
                 };
                 Ok(())
             }
-            Command::AddrShow(only) => {
-                let links = self.router.links();
-                let mut lines = Vec::new();
-                for fam in families(only) {
-                    with_family!(fam, A => lines.extend(
-                        self.router.family::<A>().addrs().iter().map(|a| addr_line(a, links))
-                    ));
-                }
-                self.emit(lines, stdout);
-                Ok(())
-            }
+            read_only => self.query().run(read_only, stdout),
         }
     }
 
-    /// The next-hop objects a filter selects, by id: (is a group, family, id).
-    fn nexthops_selected(&self, f: &NexthopFilter) -> Result<Vec<(bool, Family, u32)>, LineError> {
-        if let Some(id) = f.id {
-            let fam = self.router.object_family(id).ok_or(Errno::ENOENT)?;
-            let group = with_family!(fam, A => self.router.family::<A>().objects()[&id].is_group());
-            return Ok(vec![(group, fam, id)]);
-        }
-        let mut out = Vec::new();
-        for fam in families(None) {
-            with_family!(fam, A => {
-                for o in self.router.family::<A>().objects().values() {
-                    let group = o.is_group();
-                    let on_dev = match &o.kind {
-                        NhObjectKind::Hop { hop, .. } => hop.dev,
-                        NhObjectKind::Blackhole => Some(LOOPBACK_IFINDEX),
-                        NhObjectKind::Group(_) => None,
-                    };
-                    let keep = f.family.is_none_or(|want| want == fam && !group)
-                        && f.dev.is_none_or(|d| on_dev == Some(d))
-                        && (!f.groups || group)
-                        && f.protocol.is_none_or(|p| p == o.protocol);
-                    if keep {
-                        out.push((group, fam, o.id));
-                    }
-                }
-            });
-        }
-        out.sort_by_key(|x| x.2);
-        Ok(out)
-    }
-
-    /// A dump of one table that the family does not have fails, outside `-batch`.
-    fn check_table(&self, f: &ShowFilter, what: &str) -> Result<(), LineError> {
-        let TableFilter::Id(t) = f.table else {
-            return Ok(());
-        };
-        let missing = f.family.map(|fam| {
-            let name = if fam == Family::Inet { "ipv4" } else { "ipv6" };
-            (
-                name,
-                with_family!(fam, A => self.router.family::<A>().table(t).is_none()),
-            )
-        });
-        match missing {
-            Some((fam, true)) if self.command_line => Err(LineError {
-                errno: Errno::ENOENT,
-                message: format!("Error: {fam}: FIB table does not exist.\n{what} terminated"),
-                fatal: false,
-            }),
-            _ => Ok(()),
-        }
-    }
-
-    /// Text lines, or one JSON array line.
-    fn emit(&self, lines: Vec<(String, Value)>, stdout: &mut dyn Write) {
-        let mut out = Lines::open(self.json, stdout);
-        for (t, v) in lines {
-            out.push(|| t, || v);
-        }
-        out.close();
-    }
-
-    fn print_answer<A: RouterFamily>(
-        &self,
-        a: &RouteAnswer<A>,
-        q: &RouteQuery<A>,
-        stdout: &mut dyn Write,
-    ) {
-        let links = self.router.links();
-        let line = match (&a.route, q.fibmatch) {
-            (Some(r), true) => (
-                fibmatch_text(a, r, links),
-                Value::Object(fibmatch_json(a, r, links)),
-            ),
-            _ => {
-                let uid = q.uid.unwrap_or(0);
-                (
-                    answer_text(a, links, uid),
-                    Value::Object(answer_json(a, links, uid)),
-                )
-            }
-        };
-        self.emit(vec![line], stdout);
-    }
-
-    /// The routes `f` selects, in listing order, as ip lists them (IPv6 siblings merged).
-    fn selected<'s, A: RouterFamily>(
-        &'s self,
-        f: &'s ShowFilter,
-    ) -> Box<dyn Iterator<Item = RouteSpec<A>> + 's> {
-        let narrow = |p: &Option<IpPrefix>| p.map(|p| p.narrow::<A>());
-        let (root, matching, exact_p, from) = (
-            narrow(&f.root),
-            narrow(&f.matching),
-            narrow(&f.exact),
-            narrow(&f.src),
-        );
-        if [root, matching, exact_p, from]
-            .iter()
-            .any(|p| matches!(p, Some(None)))
-        {
-            return Box::new(std::iter::empty()); // a filter of the other family selects nothing
-        }
-        // The trie walks what a prefix filter names (a route and what it covers, or what covers
-        // it) instead of scanning every route; the filters below still apply in full.
-        let router = &self.router;
-        let walked: Box<dyn Iterator<Item = RouteSpec<A>> + 's> =
-            match (exact_p.flatten(), root.flatten(), matching.flatten()) {
-                (Some(p), _, _) => Box::new(
-                    router.routes_with(move |t| t.covered(&p).take_while(move |r| r.dst == p)),
-                ),
-                (None, Some(p), _) => Box::new(router.routes_with(move |t| t.covered(&p))),
-                (None, None, Some(p)) => {
-                    Box::new(router.routes_with(move |t| t.covering(&p).into_iter()))
-                }
-                (None, None, None) => Box::new(router.routes::<A>()),
-            };
-        let routes = walked
-            .filter(move |r| match f.table {
-                TableFilter::All => true,
-                TableFilter::Id(t) => r.table == t,
-            })
-            .filter(move |r| root.flatten().is_none_or(|p| p.covers(&r.dst)))
-            .filter(move |r| matching.flatten().is_none_or(|p| r.dst.covers(&p)))
-            .filter(move |r| exact_p.flatten().is_none_or(|p| r.dst == p))
-            .filter(move |r| from.flatten().is_none_or(|p| r.src == p))
-            .filter(|r| f.kind.is_none_or(|k| k == r.kind))
-            .filter(|r| f.protocol.is_none_or(|p| p == r.protocol));
-        // IPv6 ECMP siblings are one multipath route to ip.
-        let routes: Box<dyn Iterator<Item = RouteSpec<A>>> = if A::FAMILY == Family::Inet6 {
-            Box::new(merge_siblings(routes))
-        } else {
-            Box::new(routes)
-        };
-        // A multipath route has no top-level device for `dev` to match.
-        Box::new(routes.filter(|r| {
-            f.dev
-                .is_none_or(|d| matches!(r.hops.as_slice(), [h] if h.dev == Some(d)))
-        }))
-    }
-
-    fn show<A: RouterFamily>(&self, f: &ShowFilter, out: &mut Lines<'_>) {
-        // ip prints `table` only when it lists more than one table.
-        let show_table = f.table == TableFilter::All;
-        let links = self.router.links();
-        for mut r in self.selected::<A>(f) {
-            // ip leaves out what the filter already says: the protocol, the device.
-            if f.protocol.is_some() {
-                r.protocol = PROTO_BOOT;
-            }
-            if f.dev.is_some() {
-                for h in r.hops.iter_mut() {
-                    h.dev = None;
-                }
-            }
-            out.push(
-                || route_text(&r, links, show_table),
-                || Value::Object(route_json(&r, links, show_table)),
-            );
-        }
-    }
-}
-
-/// The families a listing covers: one, or (`None`) both, IPv4 first.
-fn families(only: Option<Family>) -> impl Iterator<Item = Family> {
-    [Family::Inet, Family::Inet6]
-        .into_iter()
-        .filter(move |f| only.is_none_or(|o| o == *f))
-}
-
-/// IPv6 ECMP siblings are listed as one multipath route, as ip shows them. Routes of one
-/// (table, dst, src) come together, so siblings are merged within each such run as it streams by.
-fn merge_siblings<A: Address>(
-    routes: impl Iterator<Item = RouteSpec<A>>,
-) -> impl Iterator<Item = RouteSpec<A>> {
-    let mut routes = routes.peekable();
-    let mut run: std::collections::VecDeque<RouteSpec<A>> = Default::default();
-    std::iter::from_fn(move || {
-        if run.is_empty() {
-            let first = routes.next()?;
-            let key = (first.table, first.dst, first.src);
-            run.push_back(first);
-            while let Some(r) = routes.next_if(|r| (r.table, r.dst, r.src) == key) {
-                // `rt6_qualify_for_ecmp`: through a gateway, and not through a next-hop object.
-                let ecmp = |p: &RouteSpec<A>| {
-                    p.nhid.is_none() && p.hops.len() == 1 && p.hops[0].gateway.is_some()
-                };
-                if ecmp(&r) {
-                    if let Some(prev) = run.iter_mut().find(|p| {
-                        p.metric == r.metric
-                            && p.nhid.is_none()
-                            && p.hops.first().is_some_and(|h| h.gateway.is_some())
-                    }) {
-                        prev.hops.extend(r.hops);
-                        continue;
-                    }
-                }
-                run.push_back(r);
-            }
-        }
-        run.pop_front()
-    })
-}
-
-/// What a listing prints: text lines, or one JSON array written element by element.
-struct Lines<'w> {
-    json: bool,
-    first: bool,
-    out: &'w mut dyn Write,
-}
-
-impl<'w> Lines<'w> {
-    fn open(json: bool, out: &'w mut dyn Write) -> Self {
-        if json {
-            let _ = out.write_char('[');
-        }
-        Lines {
-            json,
-            first: true,
-            out,
-        }
-    }
-    /// One route: only the side that is printed is built.
-    fn push(&mut self, text: impl FnOnce() -> String, json: impl FnOnce() -> Value) {
-        if self.json {
-            if !self.first {
-                let _ = self.out.write_char(',');
-            }
-            let _ = write!(self.out, "{}", json());
-        } else {
-            let _ = writeln!(self.out, "{}", text());
-        }
-        self.first = false;
-    }
-    fn close(self) {
-        if self.json {
-            let _ = writeln!(self.out, "]");
+    /// The read-only side of this batch, over its router.
+    fn query(&self) -> Query<'_> {
+        Query {
+            router: &self.router,
+            family: self.family,
+            json: self.json,
+            command_line: self.command_line,
         }
     }
 }

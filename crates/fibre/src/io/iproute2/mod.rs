@@ -2,11 +2,14 @@
 //!
 //! Raw text and checked data are different types: [`parse`] turns a line into a [`Command`]
 //! (naming the token it could not read), validated against the router's current devices;
-//! [`Batch`] runs commands with ip's batch semantics; [`format`](mod@format) prints what `ip` prints.
+//! [`Batch`] runs commands with ip's batch semantics, [`Query`] the ones that only read (over a
+//! borrowed router); [`format`](mod@format) prints what `ip` prints.
 pub mod batch;
 pub mod format;
 pub mod names;
 pub mod parse;
+pub mod query;
 
 pub use batch::{Batch, BatchMode, BatchOutput, Source};
 pub use parse::{parse_line, Command, ParseError};
+pub use query::Query;

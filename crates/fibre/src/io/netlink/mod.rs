@@ -8,16 +8,32 @@
 //! go through the same checks as a snapshot's.
 //!
 //! Following: [`Mirror::follow`] listens to the kernel's notifications (subscribed before the
-//! first dump, so nothing falls between) and resyncs when there were any, or when the buffer
-//! overran. Applying notifications one by one is the next step.
+//! first dump, so nothing falls between) and applies each batch it reads as one change set
+//! (see `router::mirrored` for what a notification does, and what the kernel does without
+//! one). Netlink may drop notifications: the kernel then says so (ENOBUFS, an overrun), and
+//! the mirror resyncs: it throws away what is queued, dumps everything again and puts the new
+//! state in place, so that nothing is lost and nothing stale stays. Multicast notifications
+//! carry no sequence of their own (`nlmsg_seq` is the requester's), so an overrun is the one
+//! sign of loss there is. A notification that does not apply (a route through an object the
+//! mirror does not have) also means the mirror went wrong: it resyncs too.
+//!
+//! Readers: the mirror keeps two copies of the router. Readers ([`MirrorReader`]) take the
+//! published one, without a lock; the mirror changes the other, publishes it, and brings the
+//! first one up to date once the last reader has let go of it. A reader holding a copy long (a
+//! full `route show`) never stops the mirror from reading notifications: the events wait,
+//! and are published once a copy is free.
 mod decode;
+mod events;
 mod socket;
 
 use crate::addr::Family;
 use crate::nexthop::{NhObject, NhObjectKind};
 use crate::router::{FamilyParts, Router, RouterFamily, RouterImage};
+use arc_swap::ArcSwap;
+use events::{Event, Objects};
 use socket::{Conn, Events, Heard};
 use std::fmt;
+use std::sync::Arc;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 const RTM_GETNEXTHOP: u16 = 106;
@@ -80,12 +96,48 @@ pub struct SyncReport {
 pub struct FollowReport {
     /// Notifications read.
     pub events: usize,
+    /// Notifications applied (the others are of what the model does not hold, or not of
+    /// routing state).
+    pub applied: usize,
     /// Times the notification buffer overran (the kernel dropped some).
     pub overruns: usize,
-    /// Resyncs done.
+    /// Notifications that did not apply (each led to a resync).
+    pub failed: usize,
+    /// Resyncs done (after overruns, failed notifications, or asked for).
     pub resyncs: usize,
-    /// What the resync found changed (see [`SyncReport::drift`]).
+    /// What the resyncs found different from what the mirror held (see
+    /// [`SyncReport::drift`]): after an overrun, what the lost notifications said.
     pub drift: usize,
+    /// Why the last notification that did not apply did not.
+    pub last_failure: Option<String>,
+}
+
+impl FollowReport {
+    fn add(&mut self, o: &FollowReport) {
+        self.events += o.events;
+        self.applied += o.applied;
+        self.overruns += o.overruns;
+        self.failed += o.failed;
+        self.resyncs += o.resyncs;
+        self.drift += o.drift;
+        if o.last_failure.is_some() {
+            self.last_failure.clone_from(&o.last_failure);
+        }
+    }
+}
+
+/// A reader of a mirror's router, for any thread: [`MirrorReader::load`] never blocks, and
+/// never holds the mirror up.
+#[derive(Clone)]
+pub struct MirrorReader {
+    live: Arc<ArcSwap<Router>>,
+}
+
+impl MirrorReader {
+    /// The router as last published: each change set whole.
+    pub fn load(&self) -> Arc<Router> {
+        self.live.load_full()
+    }
 }
 
 /// How many entries are in one list and not the other, as multisets.
@@ -118,9 +170,18 @@ fn family_drift<A: RouterFamily>(old: &Router, new: &Router) -> usize {
 pub struct Mirror {
     conn: Conn,
     events: Events,
-    router: Router,
+    /// The published copy, which readers load.
+    live: Arc<ArcSwap<Router>>,
+    /// The other copy: `behind` the published one by the events applied there since.
+    spare: Option<Arc<Router>>,
+    behind: Vec<Event>,
+    /// Events read but not yet published (the spare copy was still being read).
+    pending: Vec<Event>,
+    objects: Objects,
     /// A sync has put the kernel's state in place (the next one reports drift).
     synced: bool,
+    /// Everything followed so far.
+    total: FollowReport,
 }
 
 fn decode_err(what: &str) -> impl Fn(String) -> MirrorError + '_ {
@@ -143,20 +204,22 @@ impl Mirror {
         let mut m = Mirror {
             events: Events::open(netns, rcvbuf)?,
             conn: Conn::open(netns)?,
-            router: Router::new(),
+            live: Arc::new(ArcSwap::from_pointee(Router::new())),
+            spare: None,
+            behind: Vec::new(),
+            pending: Vec::new(),
+            objects: Objects::default(),
             synced: false,
+            total: FollowReport::default(),
         };
         let report = m.sync()?;
         Ok((m, report))
     }
 
-    /// Follows the kernel for up to `wait`: reads its notifications until it is quiet for
-    /// `settle`, then resyncs if there were any (or if the buffer overran, which loses
-    /// notifications: a resync mends whatever they said). Each resync puts a whole new state in
-    /// place, so readers see every change whole.
-    ///
-    /// This first version resyncs on any change; applying notifications one by one, with a
-    /// resync only on overrun or a failed apply, is the next step.
+    /// Follows the kernel for up to `wait`: reads its notifications and applies each batch
+    /// read as one change set, until the kernel has been quiet for `settle` (after at least
+    /// one notification), or `wait` is over. An overrun or a notification that does not
+    /// apply makes it resync.
     pub fn follow(
         &mut self,
         wait: std::time::Duration,
@@ -167,32 +230,111 @@ impl Mirror {
         let mut heard = false;
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let pause = if heard { settle.min(left) } else { left };
+            let mut pause = if heard { settle.min(left) } else { left };
+            if !self.pending.is_empty() {
+                // A copy is still being read: look again soon.
+                pause = pause.min(std::time::Duration::from_millis(1));
+            }
             match self.events.hear(pause)? {
-                Heard::Messages(n) => {
-                    report.events += n;
+                Heard::Messages(messages) => {
                     heard = true;
+                    report.events += messages.len();
+                    let mut failure = None;
+                    for n in &messages {
+                        match events::decode(n, &mut self.objects) {
+                            Ok(Some(e)) => self.pending.push(e),
+                            Ok(None) => {}
+                            Err(e) => failure = Some(format!("message {}: {e}", n.kind)),
+                        }
+                    }
+                    let fresh = self.pending.len();
+                    if let Err(e) = failure.map_or_else(|| self.publish(), Err) {
+                        report.failed += 1;
+                        report.last_failure = Some(e);
+                        self.resync(&mut report)?;
+                    } else {
+                        report.applied += fresh;
+                    }
                 }
                 Heard::Overrun => {
-                    report.overruns += 1;
                     heard = true;
+                    report.overruns += 1;
+                    self.resync(&mut report)?;
                 }
-                Heard::Quiet => break,
+                Heard::Quiet => {
+                    if let Err(e) = self.publish() {
+                        report.failed += 1;
+                        report.last_failure = Some(e);
+                        self.resync(&mut report)?;
+                    }
+                    if self.pending.is_empty() && (heard || left.is_zero()) {
+                        break;
+                    }
+                }
             }
-            if left.is_zero() {
+            if deadline <= std::time::Instant::now() && self.pending.is_empty() {
                 break;
             }
         }
-        if heard {
-            report.drift = self.sync()?.drift;
-            report.resyncs = 1;
-        }
+        self.total.add(&report);
         Ok(report)
     }
 
-    /// The mirrored router.
-    pub fn router(&self) -> &Router {
-        &self.router
+    /// Publishes the pending events if the spare copy is free: applies what it is behind and
+    /// the pending events to it, as one change set, and swaps it in. An error says which
+    /// event did not apply.
+    fn publish(&mut self) -> Result<(), String> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut spare = match self.spare.take() {
+            Some(s) => s,
+            // The first change since a sync: the spare copy is made now.
+            None => {
+                self.behind.clear();
+                Arc::new(Router::clone(&self.live.load()))
+            }
+        };
+        let Some(router) = Arc::get_mut(&mut spare) else {
+            // A reader still has it: the events wait.
+            self.spare = Some(spare);
+            return Ok(());
+        };
+        let fresh = std::mem::take(&mut self.pending);
+        let mut batch = std::mem::take(&mut self.behind);
+        batch.extend(fresh.iter().cloned());
+        if let Err(e) = events::apply_all(router, &batch) {
+            self.spare = None;
+            return Err(e);
+        }
+        // The copy readers had becomes the spare, behind by just the fresh events.
+        self.spare = Some(self.live.swap(spare));
+        self.behind = fresh;
+        Ok(())
+    }
+
+    /// Resyncs after an overrun or a failed notification.
+    fn resync(&mut self, report: &mut FollowReport) -> Result<(), MirrorError> {
+        report.drift += self.sync()?.drift;
+        report.resyncs += 1;
+        Ok(())
+    }
+
+    /// Everything followed since the mirror opened.
+    pub fn totals(&self) -> &FollowReport {
+        &self.total
+    }
+
+    /// The mirrored router, as last published.
+    pub fn router(&self) -> Arc<Router> {
+        self.live.load_full()
+    }
+
+    /// A reader of the mirrored router for other threads.
+    pub fn reader(&self) -> MirrorReader {
+        MirrorReader {
+            live: Arc::clone(&self.live),
+        }
     }
 
     /// Dumps the kernel's whole state into a fresh router and puts it in place. The dumps are
@@ -212,7 +354,10 @@ impl Mirror {
     }
 
     fn sync_once(&mut self) -> Result<SyncReport, MirrorError> {
+        // What is queued happened before the dump starts: the dump holds it.
+        self.events.drain()?;
         let mut report = SyncReport::default();
+        let mut left_out = Vec::new();
         let links = self
             .conn
             .dump(libc::RTM_GETLINK, &[0u8; 16])?
@@ -248,6 +393,7 @@ impl Mirror {
             let Some((family, o4)) =
                 decode::nexthop::<Ipv4Addr>(p).map_err(decode_err("nexthop"))?
             else {
+                left_out.extend(events::object_id(p));
                 report.skipped += 1;
                 continue;
             };
@@ -255,7 +401,10 @@ impl Mirror {
                 AF_INET => v4.objects.push(o4),
                 AF_INET6 => match decode::nexthop::<Ipv6Addr>(p).map_err(decode_err("nexthop"))? {
                     Some((_, o6)) => v6.objects.push(o6),
-                    None => report.skipped += 1,
+                    None => {
+                        left_out.push(o4.id);
+                        report.skipped += 1
+                    }
                 },
                 _ => groups.push(o4),
             }
@@ -272,6 +421,7 @@ impl Mirror {
                 .all(|m| v6.objects.iter().any(|o| o.id == m.id));
             if !all_v4 && !all_v6 {
                 // A member the model does not hold, or IPv4 and IPv6 members together.
+                left_out.push(g.id);
                 report.skipped += 1;
                 continue;
             }
@@ -327,9 +477,11 @@ impl Mirror {
         report.skipped += before - v4.routes.len() - v6.routes.len();
         report.routes = [v4.routes.len(), v6.routes.len()];
         let image = RouterImage::mirrored(links, v4, v6);
-        let router = Router::from_image(image).map_err(MirrorError::Inconsistent)?;
+        let mut router = Router::from_image(image).map_err(MirrorError::Inconsistent)?;
         if self.synced {
-            let (o, n) = (&self.router, &router);
+            let old = self.live.load();
+            router.mirror_inherit_rules_customised(&old);
+            let (o, n) = (&**old, &router);
             report.drift = o
                 .links()
                 .iter()
@@ -342,7 +494,11 @@ impl Mirror {
                 + family_drift::<Ipv4Addr>(o, n)
                 + family_drift::<Ipv6Addr>(o, n);
         }
-        self.router = router;
+        self.objects = Objects::of(&router, &left_out);
+        self.live.store(Arc::new(router));
+        self.spare = None;
+        self.behind.clear();
+        self.pending.clear();
         self.synced = true;
         Ok(report)
     }

@@ -51,10 +51,18 @@ pub(crate) struct Events {
     buf: Vec<u8>,
 }
 
+/// One notification: its message type (`RTM_NEWROUTE`...), flags (`NLM_F_REPLACE`...) and
+/// payload.
+pub(crate) struct Notification {
+    pub(crate) kind: u16,
+    pub(crate) flags: u16,
+    pub(crate) payload: Vec<u8>,
+}
+
 /// What one read of notifications found.
 pub(crate) enum Heard {
-    /// This many messages.
-    Messages(usize),
+    /// Notifications, in the kernel's order.
+    Messages(Vec<Notification>),
     /// The kernel dropped notifications (ENOBUFS): the receive buffer overran.
     Overrun,
     /// Nothing within the wait.
@@ -77,18 +85,22 @@ impl Events {
             Some(name) => in_netns(name, make)?,
         };
         if let Some(bytes) = rcvbuf {
-            let v = bytes as libc::c_int;
-            // SAFETY: setsockopt reads an int from a live local.
-            let rc = unsafe {
-                libc::setsockopt(
-                    socket.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_RCVBUF,
-                    (&v as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
+            let v = bytes.min(i32::MAX as usize / 2) as libc::c_int;
+            // SO_RCVBUFFORCE passes rmem_max, for a caller with CAP_NET_ADMIN; others get
+            // SO_RCVBUF, capped by rmem_max.
+            let set = |opt| {
+                // SAFETY: setsockopt reads an int from a live local.
+                unsafe {
+                    libc::setsockopt(
+                        socket.as_raw_fd(),
+                        libc::SOL_SOCKET,
+                        opt,
+                        (&v as *const libc::c_int).cast(),
+                        std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                    )
+                }
             };
-            if rc != 0 {
+            if set(libc::SO_RCVBUFFORCE) != 0 && set(libc::SO_RCVBUF) != 0 {
                 return Err(io::Error::last_os_error());
             }
         }
@@ -96,6 +108,23 @@ impl Events {
             socket,
             buf: vec![0; 1 << 20],
         })
+    }
+
+    /// Throws away every notification queued: a resync's dump starts after them, so it holds
+    /// what they said.
+    pub(crate) fn drain(&mut self) -> io::Result<()> {
+        loop {
+            match self
+                .socket
+                .recv(&mut &mut self.buf[..], libc::MSG_DONTWAIT | libc::MSG_TRUNC)
+            {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Waits up to `wait` for notifications and reads what has come.
@@ -125,14 +154,18 @@ impl Events {
             .recv(&mut &mut self.buf[..], libc::MSG_DONTWAIT | libc::MSG_TRUNC)
         {
             Ok(len) => {
-                let mut count = 0;
+                let mut messages = Vec::new();
                 let mut rest = &self.buf[..len.min(self.buf.len())];
                 while let Ok(nl) = NetlinkBuffer::new_checked(rest) {
-                    count += 1;
+                    messages.push(Notification {
+                        kind: nl.message_type(),
+                        flags: nl.flags(),
+                        payload: nl.payload().to_vec(),
+                    });
                     let step = (nl.length() as usize + 3) & !3;
                     rest = &rest[step.min(rest.len())..];
                 }
-                Ok(Heard::Messages(count))
+                Ok(Heard::Messages(messages))
             }
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => Ok(Heard::Overrun),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Heard::Quiet),

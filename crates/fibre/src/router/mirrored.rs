@@ -1,0 +1,316 @@
+//! A mirrored kernel's notifications, applied to the router (inside a change set the mirror
+//! opens).
+//!
+//! A notification says what the kernel did, not what a user asked: it is applied without the
+//! checks a request takes (the kernel made them), and it is applied as state, so that one
+//! applied twice changes nothing (a resync replays the notifications that came during its
+//! dump): a route, rule or address already there is not added again, one already gone is not
+//! an error. What the kernel does without telling is done here, as the kernel does it:
+//!
+//! - a device going down takes the IPv4 routes through it (`fib_sync_down_dev`, no
+//!   `RTM_DELROUTE`); IPv6 says what it removes (`skip_notify_on_dev_down` is off by default);
+//! - a device going down, losing its carrier or going away takes its next-hop objects and the
+//!   routes through them (`nexthop_flush_dev` tells nobody);
+//! - an address going away takes the IPv4 routes with it as preferred source, and clears it
+//!   from IPv6 routes (`fib_sync_down_addr`, `rt6_remove_prefsrc`);
+//! - a deleted or replaced object takes or changes the routes through it.
+use super::{Router, RouterFamily};
+use crate::addr::{Address, Family};
+use crate::link::{IfAddr, IfIndex, Link};
+use crate::nexthop::{NhObject, NhObjectKind, NhObjectRef};
+use crate::rib::{InsertMode, RouteSelector};
+use crate::route::*;
+use crate::rules::Rule;
+
+/// IPv6 `ipv6_addr_scope` as `ipv6_link_dev_addr` sorts by it: a device's addresses are kept
+/// by falling scope value, a new one before the first of lower or equal scope.
+fn v6_scope<A: Address>(a: &A) -> u8 {
+    let std::net::IpAddr::V6(v6) = (*a).into() else {
+        return 0;
+    };
+    let bits = u128::from(v6);
+    if bits == 1 {
+        0x10 // loopback
+    } else if bits >> 118 == 0x3fa {
+        0x20 // fe80::/10
+    } else if bits >> 118 == 0x3fb {
+        0x40 // fec0::/10
+    } else {
+        0
+    }
+}
+
+impl Router {
+    /// `RTM_NEWLINK`: a new device, or a device's new state.
+    pub(crate) fn mirror_link(&mut self, link: Link) {
+        let dev = link.index;
+        let old = self.links.mirror_upsert(link);
+        self.v4.fibs.links_changed = true;
+        self.v6.fibs.links_changed = true;
+        let Some(old) = old else { return };
+        let was_ready = old.up && !matches!(old.kind, crate::link::LinkKind::Device { carrier: false });
+        if was_ready && !self.links.is_ready(dev) {
+            self.flush_objects_on(dev);
+        }
+        if old.up && !self.links.is_up(dev) {
+            self.flush_dev_v4(dev, false);
+        }
+    }
+
+    /// `RTM_DELLINK`: the device and everything on it go.
+    pub(crate) fn mirror_link_gone(&mut self, dev: IfIndex) {
+        if self.links.by_index(dev).is_none() {
+            return;
+        }
+        self.v4.fibs.links_changed = true;
+        self.v6.fibs.links_changed = true;
+        let (v4_before, v6_before) = (self.v4.addrs.clone(), self.v6.addrs.clone());
+        self.flush_objects_on(dev);
+        self.v4.addrs.retain(|a| a.dev != dev);
+        self.v6.addrs.retain(|a| a.dev != dev);
+        self.flush_dev(dev, true);
+        self.links.remove(dev);
+        <std::net::Ipv4Addr as super::family::Kernel>::addresses_gone(self, &v4_before);
+        <std::net::Ipv6Addr as super::family::Kernel>::addresses_gone(self, &v6_before);
+    }
+
+    /// `RTM_NEWADDR` (`present`) or `RTM_DELADDR`.
+    pub(crate) fn mirror_addr<A: RouterFamily>(&mut self, a: IfAddr<A>, present: bool) {
+        let st = A::state_mut(self);
+        // IPv4 tells addresses apart by length too; IPv6 by the address alone.
+        let same = |o: &IfAddr<A>| {
+            o.addr == a.addr && o.dev == a.dev && (A::FAMILY == Family::Inet6 || o.len == a.len)
+        };
+        let at = st.addrs.iter().position(same);
+        match (at, present) {
+            (Some(i), true) => st.addrs[i] = a,
+            (None, true) if A::FAMILY == Family::Inet6 => {
+                let scope = v6_scope(&a.addr);
+                let same_dev = |o: &IfAddr<A>| o.dev == a.dev;
+                let at = st
+                    .addrs
+                    .iter()
+                    .position(|o| same_dev(o) && v6_scope(&o.addr) <= scope)
+                    .or_else(|| st.addrs.iter().rposition(same_dev).map(|i| i + 1))
+                    .unwrap_or(st.addrs.len());
+                st.addrs.insert(at, a);
+            }
+            (None, true) => st.addrs.push(a),
+            (Some(i), false) => {
+                let before = st.addrs.clone();
+                let dev = st.addrs.remove(i).dev;
+                A::addresses_gone(self, &before);
+                if A::FAMILY == Family::Inet {
+                    self.last_v4_address_gone(dev);
+                }
+            }
+            (None, false) => {}
+        }
+    }
+
+    /// A route through an object takes the object's next hops (and a blackhole's type).
+    fn mirror_resolve<A: RouterFamily>(&self, spec: &mut RouteSpec<A>) -> Result<(), String> {
+        let Some(r) = spec.nhid else { return Ok(()) };
+        let st = A::state(self);
+        let obj = st
+            .objects
+            .get(&r.id)
+            .ok_or_else(|| format!("a route through object {}, which is not there", r.id))?;
+        let (hops, blackhole) = super::nhobjects::object_hops(st, obj);
+        spec.hops = hops;
+        spec.nhid = Some(NhObjectRef {
+            id: r.id,
+            group: obj.is_group(),
+        });
+        spec.kind = if blackhole {
+            RouteType::Blackhole
+        } else {
+            RouteType::Unicast
+        };
+        Ok(())
+    }
+
+    /// Whether the table holds a route equal to `spec` (one leg of it, for IPv6 multipath).
+    fn mirror_has<A: RouterFamily>(&self, spec: &RouteSpec<A>) -> bool {
+        self.mirror_find(spec, false).is_some()
+    }
+
+    /// The route the table holds that is `spec`; with `any_weight`, whatever its next hop's
+    /// weight (IPv6 tells of one leg leaving a multipath route without its weight).
+    fn mirror_find<A: RouterFamily>(
+        &self,
+        spec: &RouteSpec<A>,
+        any_weight: bool,
+    ) -> Option<RouteSpec<A>> {
+        let st = A::state(self);
+        let unweighted = |r: &RouteSpec<A>| {
+            let mut r = r.clone();
+            r.hops.iter_mut().for_each(|h| h.weight = 1);
+            r
+        };
+        let want = if any_weight { unweighted(spec) } else { spec.clone() };
+        st.table(spec.table)?
+            .get(&spec.dst, &spec.src)
+            .iter()
+            .map(|r| r.with_hops(st.nhs.get(r.hops).to_vec()))
+            .find(|r| *r == want || (any_weight && unweighted(r) == want))
+    }
+
+    /// `RTM_NEWROUTE`, placed as its flags say (see [`mirror_mode`]). A route already there
+    /// is left alone: the kernel never holds one twice, so it is a replay, or (a replaced
+    /// object) the kernel telling of a route whose next hops followed the object here too. But
+    /// an IPv6 replace by a route already there is applied: it takes that route's siblings.
+    pub(crate) fn mirror_route<A: RouterFamily>(
+        &mut self,
+        mut spec: RouteSpec<A>,
+        mode: InsertMode,
+    ) -> Result<(), String> {
+        self.mirror_resolve(&mut spec)?;
+        let legs: Vec<RouteSpec<A>> = if A::FAMILY == Family::Inet6
+            && spec.hops.len() > 1
+            && spec.nhid.is_none()
+        {
+            spec.hops
+                .iter()
+                .map(|h| RouteSpec {
+                    hops: vec![*h],
+                    ..spec.clone()
+                })
+                .collect()
+        } else {
+            vec![spec.clone()]
+        };
+        let new: Vec<_> = legs.iter().filter(|l| !self.mirror_has(l)).collect();
+        // An IPv6 replace by a route already there still takes its siblings away; one through
+        // an object is the kernel telling that the object changed.
+        let v6_replace = A::FAMILY == Family::Inet6 && mode == InsertMode::Replace;
+        if new.is_empty() && !(v6_replace && spec.nhid.is_none()) {
+            return Ok(());
+        }
+        if !new.is_empty() && new.len() < legs.len() && mode != InsertMode::Replace {
+            // IPv6 tells of a leg joining siblings with the whole group: the new legs join.
+            for leg in new {
+                let leg = leg.clone();
+                A::state_mut(self)
+                    .insert(&leg, InsertMode::Append)
+                    .map_err(|e| format!("route {}: {e}", leg.dst))?;
+            }
+            return Ok(());
+        }
+        if A::FAMILY == Family::Inet && spec.kind == RouteType::Local && spec.protocol != PROTO_KERNEL {
+            A::state_mut(self).custom_local_routes = true;
+        }
+        A::state_mut(self)
+            .insert(&spec, mode)
+            .map_err(|e| format!("route {}: {e}", spec.dst))
+    }
+
+    /// `RTM_DELROUTE`: the route (each leg, for IPv6 multipath), if still there.
+    pub(crate) fn mirror_route_gone<A: RouterFamily>(&mut self, mut spec: RouteSpec<A>) {
+        if spec.nhid.is_some() && self.mirror_resolve(&mut spec).is_err() {
+            // The object went first, and its routes with it.
+            return;
+        }
+        let legs: Vec<RouteSpec<A>> = if A::FAMILY == Family::Inet6 && spec.hops.len() > 1 && spec.nhid.is_none() {
+            spec.hops
+                .iter()
+                .map(|h| RouteSpec {
+                    hops: vec![*h],
+                    ..spec.clone()
+                })
+                .collect()
+        } else {
+            vec![spec]
+        };
+        for leg in legs {
+            let any_weight = A::FAMILY == Family::Inet6 && leg.nhid.is_none();
+            if let Some(leg) = self.mirror_find(&leg, any_weight) {
+                let mut sel = RouteSelector::exact(&leg);
+                sel.leg = A::FAMILY == Family::Inet6;
+                let _ = A::state_mut(self).delete(leg.table, &sel);
+            }
+        }
+    }
+
+    /// `RTM_NEWRULE` (`present`) or `RTM_DELRULE`.
+    pub(crate) fn mirror_rule<A: RouterFamily>(&mut self, rule: Rule<A>, present: bool) {
+        let st = A::state_mut(self);
+        if present {
+            if let crate::rules::RuleAction::Lookup(t) = rule.action {
+                st.table_mut(t);
+            }
+            st.rules.mirror_add(rule);
+        } else {
+            st.rules.mirror_remove(&rule);
+        }
+    }
+
+    /// `RTM_NEWNEXTHOP`: a new object, or a new version of one (the routes through it, and
+    /// through groups holding it, follow).
+    pub(crate) fn mirror_object<A: RouterFamily>(&mut self, obj: NhObject<A>) -> Result<(), String> {
+        let id = obj.id;
+        match self.object_family(id) {
+            Some(f) if f != A::FAMILY => {
+                return Err(format!("object {id} changed family"));
+            }
+            Some(_) => {
+                let st = A::state_mut(self);
+                if st.objects.get(&id) == Some(&obj) {
+                    return Ok(());
+                }
+                let mut affected = std::collections::BTreeSet::from([id]);
+                for g in st.objects.values() {
+                    if let NhObjectKind::Group(members) = &g.kind {
+                        if members.iter().any(|m| m.id == id) {
+                            affected.insert(g.id);
+                        }
+                    }
+                }
+                st.objects.insert(id, obj);
+                st.refresh_routes_through(&affected);
+            }
+            None => {
+                A::state_mut(self).objects.insert(id, obj);
+            }
+        }
+        Ok(())
+    }
+
+    /// A resync cannot see whether rules were ever changed (the kernel's
+    /// `fib_has_custom_rules`, which never goes back): a router that had seen them changed
+    /// passes that on to the one that replaces it.
+    pub(crate) fn mirror_inherit_rules_customised(&mut self, from: &Router) {
+        if from.v4.rules.customised && !self.v4.rules.customised {
+            self.v4.rules.customised = true;
+            // IPv4 local and main get FIBs of their own.
+            self.v4.fibs = super::fibs::Fibs::rebuild(&self.v4, &self.links);
+        }
+        if from.v6.rules.customised {
+            self.v6.rules.customised = true;
+        }
+    }
+
+    /// `RTM_DELNEXTHOP`: the object, with what deleting it takes along.
+    pub(crate) fn mirror_object_gone(&mut self, id: u32) {
+        self.v4.remove_object(id);
+        self.v6.remove_object(id);
+    }
+}
+
+/// Where a route a notification tells of goes, from its flags: the kernel marks a replace
+/// `NLM_F_REPLACE`, an append `NLM_F_APPEND`, a route of a new key `NLM_F_EXCL` (IPv4
+/// `fib_table_insert`, IPv6 `fib6_add_rt2node`), and one put before others of its key none.
+pub(crate) fn mirror_mode(flags: u16) -> InsertMode {
+    const NLM_F_REPLACE: u16 = 0x100;
+    const NLM_F_EXCL: u16 = 0x200;
+    const NLM_F_APPEND: u16 = 0x800;
+    if flags & NLM_F_REPLACE != 0 {
+        InsertMode::Replace
+    } else if flags & NLM_F_APPEND != 0 {
+        InsertMode::Append
+    } else if flags & NLM_F_EXCL != 0 {
+        InsertMode::Add
+    } else {
+        InsertMode::Prepend
+    }
+}
