@@ -6,7 +6,10 @@ use std::time::Duration;
 
 fn main() {
     let netns = std::env::args().nth(1);
-    let secs: u64 = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(5);
+    let secs: u64 = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
     let rcvbuf = std::env::var("RCVBUF").ok().and_then(|s| s.parse().ok());
     let (mut mirror, report) = Mirror::open_with(netns.as_deref(), rcvbuf).expect("mirror");
     println!("synced: {report:?}");

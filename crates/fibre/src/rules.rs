@@ -287,7 +287,10 @@ impl<A: Address> RuleSet<A> {
             protocol: 0,
             ..r.clone()
         };
-        let customised = !rules.iter().map(plain).eq(Rule::defaults().iter().map(plain));
+        let customised = !rules
+            .iter()
+            .map(plain)
+            .eq(Rule::defaults().iter().map(plain));
         RuleSet { rules, customised }
     }
     /// A rule a mirrored kernel added (`RTM_NEWRULE`), where the kernel put it: after the

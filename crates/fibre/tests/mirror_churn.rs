@@ -74,7 +74,11 @@ fn v4_via(rng: &mut SmallRng) -> String {
 }
 
 fn v6_via(rng: &mut SmallRng) -> String {
-    format!("2001:db8:{}::{:x}", rng.gen_range(1..4), rng.gen_range(2..10))
+    format!(
+        "2001:db8:{}::{:x}",
+        rng.gen_range(1..4),
+        rng.gen_range(2..10)
+    )
 }
 
 /// One IPv4 route command.
@@ -150,7 +154,10 @@ fn object(rng: &mut SmallRng) -> String {
             rng.gen_range(1..4)
         ),
         11..=14 => format!("nexthop {verb} id {id} via {}", v6_via(rng)),
-        _ => format!("nexthop {verb} id {id} group 11/12,2/{}", rng.gen_range(13..15)),
+        _ => format!(
+            "nexthop {verb} id {id} group 11/12,2/{}",
+            rng.gen_range(13..15)
+        ),
     }
 }
 
@@ -221,7 +228,10 @@ fn chunk(rng: &mut SmallRng) -> (String, String) {
 /// Lines that succeeded: all but those ip says failed. ip ends a batch at a line it cannot
 /// parse, `-force` or not: the generator writes none.
 fn succeeded(lines: &str, stderr: &str) -> usize {
-    assert!(!stderr.contains("expected"), "ip could not parse a line: {stderr}");
+    assert!(
+        !stderr.contains("expected"),
+        "ip could not parse a line: {stderr}"
+    );
     lines.lines().count() - stderr.matches("Command failed").count()
 }
 
@@ -397,7 +407,11 @@ fn probes(rng: &mut SmallRng) -> (String, String) {
         let tos = if rng.gen_ratio(1, 8) { " tos 0x10" } else { "" };
         v4 += &format!("route get {a}{tos} fibmatch\n");
         let b = match rng.gen_range(0..4) {
-            0 => format!("2001:db8:{}::{:x}", rng.gen_range(1..4), rng.gen_range(0..16)),
+            0 => format!(
+                "2001:db8:{}::{:x}",
+                rng.gen_range(1..4),
+                rng.gen_range(0..16)
+            ),
             _ => format!(
                 "2001:db8:{:x}:{:x}::{:x}",
                 0x100 + rng.gen_range(0..17),
@@ -429,7 +443,11 @@ fn compare(ns: &Netns, router: &Router, rng: &mut SmallRng, at: &str) -> usize {
             cmd.to_string()
         };
         let f = b.run_text(&line);
-        same_listing(&json_lines(&k.stdout), &json_lines(&f.stdout), &format!("{at}: {line}"));
+        same_listing(
+            &json_lines(&k.stdout),
+            &json_lines(&f.stdout),
+            &format!("{at}: {line}"),
+        );
     }
     assert_eq!(kernel_devices(ns), mirror_devices(router), "{at}: devices");
     let (v4, v6) = probes(rng);
@@ -487,10 +505,21 @@ fn churn(tag: &str, rcvbuf: Option<usize>, seed: u64) -> (usize, usize, FollowRe
         mirror
             .follow(Duration::from_secs(2), Duration::from_millis(300))
             .expect("follow");
-        probed += compare(&ns, &mirror.router(), &mut probe_rng, &format!("{tag} chunk {i}"));
-        assert!(started.elapsed() < Duration::from_secs(900), "bounded in time");
+        probed += compare(
+            &ns,
+            &mirror.router(),
+            &mut probe_rng,
+            &format!("{tag} chunk {i}"),
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(900),
+            "bounded in time"
+        );
     }
-    assert!(changes >= CHANGES, "{changes} changes in {MAX_CHUNKS} chunks");
+    assert!(
+        changes >= CHANGES,
+        "{changes} changes in {MAX_CHUNKS} chunks"
+    );
     assert!(probed >= 100_000, "{probed} probes");
     (changes, probed, mirror.totals().clone())
 }

@@ -48,7 +48,8 @@ impl Router {
         self.v4.fibs.links_changed = true;
         self.v6.fibs.links_changed = true;
         let Some(old) = old else { return };
-        let was_ready = old.up && !matches!(old.kind, crate::link::LinkKind::Device { carrier: false });
+        let was_ready =
+            old.up && !matches!(old.kind, crate::link::LinkKind::Device { carrier: false });
         if was_ready && !self.links.is_ready(dev) {
             self.flush_objects_on(dev);
         }
@@ -148,7 +149,11 @@ impl Router {
             r.hops.iter_mut().for_each(|h| h.weight = 1);
             r
         };
-        let want = if any_weight { unweighted(spec) } else { spec.clone() };
+        let want = if any_weight {
+            unweighted(spec)
+        } else {
+            spec.clone()
+        };
         st.table(spec.table)?
             .get(&spec.dst, &spec.src)
             .iter()
@@ -166,20 +171,18 @@ impl Router {
         mode: InsertMode,
     ) -> Result<(), String> {
         self.mirror_resolve(&mut spec)?;
-        let legs: Vec<RouteSpec<A>> = if A::FAMILY == Family::Inet6
-            && spec.hops.len() > 1
-            && spec.nhid.is_none()
-        {
-            spec.hops
-                .iter()
-                .map(|h| RouteSpec {
-                    hops: vec![*h],
-                    ..spec.clone()
-                })
-                .collect()
-        } else {
-            vec![spec.clone()]
-        };
+        let legs: Vec<RouteSpec<A>> =
+            if A::FAMILY == Family::Inet6 && spec.hops.len() > 1 && spec.nhid.is_none() {
+                spec.hops
+                    .iter()
+                    .map(|h| RouteSpec {
+                        hops: vec![*h],
+                        ..spec.clone()
+                    })
+                    .collect()
+            } else {
+                vec![spec.clone()]
+            };
         let new: Vec<_> = legs.iter().filter(|l| !self.mirror_has(l)).collect();
         // An IPv6 replace by a route already there still takes its siblings away; one through
         // an object is the kernel telling that the object changed.
@@ -197,7 +200,10 @@ impl Router {
             }
             return Ok(());
         }
-        if A::FAMILY == Family::Inet && spec.kind == RouteType::Local && spec.protocol != PROTO_KERNEL {
+        if A::FAMILY == Family::Inet
+            && spec.kind == RouteType::Local
+            && spec.protocol != PROTO_KERNEL
+        {
             A::state_mut(self).custom_local_routes = true;
         }
         A::state_mut(self)
@@ -211,17 +217,18 @@ impl Router {
             // The object went first, and its routes with it.
             return;
         }
-        let legs: Vec<RouteSpec<A>> = if A::FAMILY == Family::Inet6 && spec.hops.len() > 1 && spec.nhid.is_none() {
-            spec.hops
-                .iter()
-                .map(|h| RouteSpec {
-                    hops: vec![*h],
-                    ..spec.clone()
-                })
-                .collect()
-        } else {
-            vec![spec]
-        };
+        let legs: Vec<RouteSpec<A>> =
+            if A::FAMILY == Family::Inet6 && spec.hops.len() > 1 && spec.nhid.is_none() {
+                spec.hops
+                    .iter()
+                    .map(|h| RouteSpec {
+                        hops: vec![*h],
+                        ..spec.clone()
+                    })
+                    .collect()
+            } else {
+                vec![spec]
+            };
         for leg in legs {
             let any_weight = A::FAMILY == Family::Inet6 && leg.nhid.is_none();
             if let Some(leg) = self.mirror_find(&leg, any_weight) {
@@ -247,7 +254,10 @@ impl Router {
 
     /// `RTM_NEWNEXTHOP`: a new object, or a new version of one (the routes through it, and
     /// through groups holding it, follow).
-    pub(crate) fn mirror_object<A: RouterFamily>(&mut self, obj: NhObject<A>) -> Result<(), String> {
+    pub(crate) fn mirror_object<A: RouterFamily>(
+        &mut self,
+        obj: NhObject<A>,
+    ) -> Result<(), String> {
         let id = obj.id;
         match self.object_family(id) {
             Some(f) if f != A::FAMILY => {

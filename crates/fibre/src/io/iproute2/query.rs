@@ -126,7 +126,10 @@ impl<'r> Query<'r> {
     }
 
     /// The next-hop objects a filter selects, by id: (is a group, family, id).
-    pub(super) fn nexthops_selected(&self, f: &NexthopFilter) -> Result<Vec<(bool, Family, u32)>, LineError> {
+    pub(super) fn nexthops_selected(
+        &self,
+        f: &NexthopFilter,
+    ) -> Result<Vec<(bool, Family, u32)>, LineError> {
         if let Some(id) = f.id {
             let fam = self.router.object_family(id).ok_or(Errno::ENOENT)?;
             let group = with_family!(fam, A => self.router.family::<A>().objects()[&id].is_group());
@@ -374,4 +377,3 @@ impl<'w> Lines<'w> {
         }
     }
 }
-

@@ -94,9 +94,6 @@ pub(crate) fn decode(n: &Notification, objects: &mut Objects) -> Result<Option<E
         }
         RTM_NEWROUTE | RTM_DELROUTE => {
             let mode = (n.kind == RTM_NEWROUTE).then(|| mirror_mode(n.flags));
-            if std::env::var_os("FIBRE_DEBUG_EVENTS").is_some() {
-                eprintln!("route event kind {} flags {:#x}", n.kind, n.flags);
-            }
             match family {
                 Some(AF_INET) => match route::<Ipv4Addr>(p, objects)? {
                     Some(r) => Event::Route4(r, mode),
@@ -117,7 +114,7 @@ pub(crate) fn decode(n: &Notification, objects: &mut Objects) -> Result<Option<E
                 _ => return Ok(None),
             }
         }
-        RTM_NEWNEXTHOP => return Ok(object(p, objects)?),
+        RTM_NEWNEXTHOP => return object(p, objects),
         RTM_DELNEXTHOP => {
             let Some((_, o)) = decode::nexthop::<Ipv4Addr>(p)? else {
                 return Ok(None);
@@ -184,7 +181,11 @@ pub(crate) fn object_id(p: &[u8]) -> Option<u32> {
     NlasIterator::new(p.get(8..)?)
         .filter_map(Result::ok)
         .find(|nla| nla.kind() == 1)
-        .and_then(|nla| nla.value().get(..4).map(|b| u32::from_ne_bytes(b.try_into().unwrap())))
+        .and_then(|nla| {
+            nla.value()
+                .get(..4)
+                .map(|b| u32::from_ne_bytes(b.try_into().unwrap()))
+        })
 }
 
 /// Applies one event (inside the change set the caller opened). An error means the mirror and

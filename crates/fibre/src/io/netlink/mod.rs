@@ -33,8 +33,8 @@ use arc_swap::ArcSwap;
 use events::{Event, Objects};
 use socket::{Conn, Events, Heard};
 use std::fmt;
-use std::sync::Arc;
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 const RTM_GETNEXTHOP: u16 = 106;
 const AF_INET: u8 = libc::AF_INET as u8;
