@@ -269,6 +269,12 @@ impl<A: Address> RuleSet<A> {
         if self.rules.contains(&rule) {
             return Err(Errno::EEXIST);
         }
+        self.insert_in_order(rule);
+        Ok(())
+    }
+    /// Puts `rule` after the rules of lower or equal priority, as the kernel does; any rule
+    /// change makes the set customised for good (`fib_has_custom_rules`).
+    fn insert_in_order(&mut self, rule: Rule<A>) {
         let at = self
             .rules
             .iter()
@@ -276,7 +282,6 @@ impl<A: Address> RuleSet<A> {
             .unwrap_or(self.rules.len());
         self.rules.insert(at, rule);
         self.customised = true;
-        Ok(())
     }
     /// The rules a kernel has, in its order, for a mirror; `customised` unless they are the
     /// default ones.
@@ -299,14 +304,8 @@ impl<A: Address> RuleSet<A> {
     #[cfg(feature = "netlink")]
     pub(crate) fn mirror_add(&mut self, rule: Rule<A>) {
         if !self.rules.contains(&rule) {
-            let at = self
-                .rules
-                .iter()
-                .position(|r| r.priority > rule.priority)
-                .unwrap_or(self.rules.len());
-            self.rules.insert(at, rule);
+            self.insert_in_order(rule);
         }
-        // As the kernel's `fib_has_custom_rules`: set by any rule change, for good.
         self.customised = true;
     }
     /// A rule a mirrored kernel deleted (`RTM_DELRULE`): the first equal one, if still there.

@@ -17,6 +17,9 @@ use kernel_oracle::{skip_or_fail, Netns};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
+
+#[path = "support/listings.rs"]
+mod listings;
 use std::time::{Duration, Instant};
 
 const SETUP: &str = "\
@@ -235,28 +238,8 @@ fn succeeded(lines: &str, stderr: &str) -> usize {
     lines.lines().count() - stderr.matches("Command failed").count()
 }
 
-/// Arrays compared as multisets: dump order is not part of the contract.
-fn normalise(v: &mut Value) {
-    match v {
-        Value::Array(items) => {
-            items.iter_mut().for_each(normalise);
-            items.sort_by_key(|i| i.to_string());
-        }
-        Value::Object(m) => m.iter_mut().for_each(|(_, x)| normalise(x)),
-        _ => {}
-    }
-}
-
 fn json_lines(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let mut v: Value = serde_json::from_str(l).expect("JSON");
-            forget_multipath_linkdown(&mut v);
-            normalise(&mut v);
-            v
-        })
-        .collect()
+    listings::documents_with(text, forget_multipath_linkdown)
 }
 
 /// The `linkdown` flag of an IPv4 multipath route as a whole is history: the kernel sets it

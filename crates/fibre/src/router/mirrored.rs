@@ -40,6 +40,21 @@ fn v6_scope<A: Address>(a: &A) -> u8 {
     }
 }
 
+/// A route as the model holds it: IPv6 multipath as one route per leg.
+fn legs<A: RouterFamily>(spec: &RouteSpec<A>) -> Vec<RouteSpec<A>> {
+    if A::FAMILY == Family::Inet6 && spec.hops.len() > 1 && spec.nhid.is_none() {
+        spec.hops
+            .iter()
+            .map(|h| RouteSpec {
+                hops: vec![*h],
+                ..spec.clone()
+            })
+            .collect()
+    } else {
+        vec![spec.clone()]
+    }
+}
+
 impl Router {
     /// `RTM_NEWLINK`: a new device, or a device's new state.
     pub(crate) fn mirror_link(&mut self, link: Link) {
@@ -171,18 +186,7 @@ impl Router {
         mode: InsertMode,
     ) -> Result<(), String> {
         self.mirror_resolve(&mut spec)?;
-        let legs: Vec<RouteSpec<A>> =
-            if A::FAMILY == Family::Inet6 && spec.hops.len() > 1 && spec.nhid.is_none() {
-                spec.hops
-                    .iter()
-                    .map(|h| RouteSpec {
-                        hops: vec![*h],
-                        ..spec.clone()
-                    })
-                    .collect()
-            } else {
-                vec![spec.clone()]
-            };
+        let legs = legs(&spec);
         let new: Vec<_> = legs.iter().filter(|l| !self.mirror_has(l)).collect();
         // An IPv6 replace by a route already there still takes its siblings away; one through
         // an object is the kernel telling that the object changed.
@@ -217,18 +221,7 @@ impl Router {
             // The object went first, and its routes with it.
             return;
         }
-        let legs: Vec<RouteSpec<A>> =
-            if A::FAMILY == Family::Inet6 && spec.hops.len() > 1 && spec.nhid.is_none() {
-                spec.hops
-                    .iter()
-                    .map(|h| RouteSpec {
-                        hops: vec![*h],
-                        ..spec.clone()
-                    })
-                    .collect()
-            } else {
-                vec![spec]
-            };
+        let legs = legs(&spec);
         for leg in legs {
             let any_weight = A::FAMILY == Family::Inet6 && leg.nhid.is_none();
             if let Some(leg) = self.mirror_find(&leg, any_weight) {
