@@ -166,16 +166,13 @@ impl Links {
         Links { links, next_index }
     }
     /// A device as a mirrored kernel reports it (`RTM_NEWLINK`): a new one, or new state
-    /// (name, up, carrier) for one it has. Returns the device as it was.
+    /// (name, up, carrier) for one it has.
     #[cfg(feature = "netlink")]
-    pub(crate) fn mirror_upsert(&mut self, link: Link) -> Option<Link> {
+    pub(crate) fn mirror_upsert(&mut self, link: Link) {
         self.next_index = self.next_index.max(link.index.saturating_add(1));
         match self.links.iter_mut().find(|l| l.index == link.index) {
-            Some(l) => Some(std::mem::replace(l, link)),
-            None => {
-                self.links.push(link);
-                None
-            }
+            Some(l) => *l = link,
+            None => self.links.push(link),
         }
     }
     /// All devices, in creation order.

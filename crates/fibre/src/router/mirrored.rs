@@ -59,16 +59,15 @@ impl Router {
     /// `RTM_NEWLINK`: a new device, or a device's new state.
     pub(crate) fn mirror_link(&mut self, link: Link) {
         let dev = link.index;
-        let old = self.links.mirror_upsert(link);
+        // What the device was, asked of the links themselves (no second copy of "ready").
+        let (was_up, was_ready) = (self.links.is_up(dev), self.links.is_ready(dev));
+        self.links.mirror_upsert(link);
         self.v4.fibs.links_changed = true;
         self.v6.fibs.links_changed = true;
-        let Some(old) = old else { return };
-        let was_ready =
-            old.up && !matches!(old.kind, crate::link::LinkKind::Device { carrier: false });
         if was_ready && !self.links.is_ready(dev) {
             self.flush_objects_on(dev);
         }
-        if old.up && !self.links.is_up(dev) {
+        if was_up && !self.links.is_up(dev) {
             self.flush_dev_v4(dev, false);
         }
     }
