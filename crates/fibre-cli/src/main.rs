@@ -5,9 +5,13 @@
 //! fibre [-snapshot FILE] [-4|-6] [-j] OBJECT COMMAND...  (one command, as `ip` runs it)
 //! fibre ... snapshot save FILE                       (after the batch: save the state)
 //! fibre bench [--full] [--table FILE] [--sizes N,...] ...   (the route-lookup study)
+//! fibre mirror [--netns NAME] [--listen unix:PATH] [--snapshot FILE] ...   (follow a kernel)
 //! ```
 //! Options are spelled as ip spells them (`-batch`, `-force`, `-json`/`-j`, `-4`, `-6`); the
 //! same file can be given to `ip -batch` in a network namespace and to fibre.
+mod mirror;
+mod serve;
+
 use clap::Parser;
 use fibre::io::iproute2::{Batch, BatchMode, Source};
 use fibre::{Family, Router};
@@ -22,7 +26,8 @@ use std::process::ExitCode;
     override_usage = "fibre [-snapshot FILE] [-4|-6] [-j] [-force|-atomic] -batch FILE|- [OBJECT COMMAND ...]\n       \
                       fibre [-snapshot FILE] [-4|-6] [-j] OBJECT COMMAND ...\n       \
                       fibre [-snapshot FILE] [-batch FILE] snapshot save FILE\n       \
-                      fibre bench [OPTIONS]    (the route-lookup study: fibre bench --help)",
+                      fibre bench [OPTIONS]    (the route-lookup study: fibre bench --help)\n       \
+                      fibre mirror [OPTIONS]   (follow a kernel, answer on a socket: fibre mirror --help)",
     after_help = "ip's single-dash forms are understood: -batch, -force, -json, -atomic.\n\
                   Objects: link, addr, route, rule, nexthop (see README). Examples:\n  \
                   fibre -force -batch examples/edge-router.batch\n  \
@@ -93,6 +98,7 @@ static ALLOC: fibre_bench::alloc::CountingAlloc = fibre_bench::alloc::CountingAl
 fn main() -> ExitCode {
     match std::env::args().nth(1).as_deref() {
         Some("bench") => return fibre_bench::cli::main(std::env::args().skip(1)),
+        Some("mirror") => return mirror::main(std::env::args().skip(1)),
         // `fibre help` (ip's spelling) is `fibre --help`.
         Some("help") if std::env::args().len() == 2 => {
             let _ = <Cli as clap::CommandFactory>::command().print_help();

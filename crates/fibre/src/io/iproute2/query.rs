@@ -15,6 +15,7 @@ use serde_json::Value;
 use std::fmt::Write;
 
 /// A router read with the options of one `ip` invocation.
+#[derive(Clone, Copy)]
 pub struct Query<'r> {
     /// The router read.
     pub router: &'r Router,
@@ -49,6 +50,45 @@ impl<'r> Query<'r> {
                 })
             }
             cmd => self.run(cmd, stdout),
+        }
+    }
+
+    /// Answers one line as a mirror's socket does: always one line of JSON, without its
+    /// newline. The line may begin with ip's family options (`-4`, `-6`; `-j` is implied).
+    /// What `ip -j` prints on success (a listing, a `route get` answer; `[]` for a line that
+    /// prints nothing), or on failure `{"error", "errno", "command", "message"}` as a `-j`
+    /// batch prints it.
+    pub fn answer(&self, line: &str) -> String {
+        let mut query = Query { json: true, ..*self };
+        let mut rest = line.trim_start();
+        loop {
+            let (word, tail) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            match word {
+                "-4" => query.family = Some(Family::Inet),
+                "-6" => query.family = Some(Family::Inet6),
+                "-j" | "-json" => {}
+                _ => break,
+            }
+            rest = tail.trim_start();
+        }
+        let mut out = String::new();
+        match query.run_line(rest, &mut out) {
+            Ok(()) => {
+                let printed: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+                match printed.as_slice() {
+                    [] => "[]".to_string(),
+                    [one] => (*one).to_string(),
+                    // `route get` run more than once: one array of the answers' arrays.
+                    many => format!("[{}]", many.join(",")),
+                }
+            }
+            Err(e) => serde_json::json!({
+                "error": e.errno.name(),
+                "errno": e.errno.code(),
+                "command": line.trim(),
+                "message": e.message,
+            })
+            .to_string(),
         }
     }
 

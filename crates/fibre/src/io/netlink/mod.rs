@@ -110,6 +110,13 @@ pub struct FollowReport {
     pub drift: usize,
     /// Why the last notification that did not apply did not.
     pub last_failure: Option<String>,
+    /// Change sets published to readers.
+    pub published: usize,
+    /// How long the events of a change set waited, from being read off the socket to being
+    /// visible to readers, summed over the published ones (its mean is the lag).
+    pub lag_total: std::time::Duration,
+    /// The longest of those waits.
+    pub lag_max: std::time::Duration,
 }
 
 impl FollowReport {
@@ -122,6 +129,22 @@ impl FollowReport {
         self.drift += o.drift;
         if o.last_failure.is_some() {
             self.last_failure.clone_from(&o.last_failure);
+        }
+        self.published += o.published;
+        self.lag_total += o.lag_total;
+        self.lag_max = self.lag_max.max(o.lag_max);
+    }
+
+    /// The mean time events waited to be visible to readers.
+    pub fn lag_mean(&self) -> std::time::Duration {
+        self.lag_total / self.published.max(1) as u32
+    }
+
+    fn published_after(&mut self, lag: Option<std::time::Duration>) {
+        if let Some(lag) = lag {
+            self.published += 1;
+            self.lag_total += lag;
+            self.lag_max = self.lag_max.max(lag);
         }
     }
 }
@@ -177,6 +200,8 @@ pub struct Mirror {
     behind: Vec<Event>,
     /// Events read but not yet published (the spare copy was still being read).
     pending: Vec<Event>,
+    /// When the oldest pending event was read.
+    pending_since: Option<std::time::Instant>,
     objects: Objects,
     /// A sync has put the kernel's state in place (the next one reports drift).
     synced: bool,
@@ -208,6 +233,7 @@ impl Mirror {
             spare: None,
             behind: Vec::new(),
             pending: Vec::new(),
+            pending_since: None,
             objects: Objects::default(),
             synced: false,
             total: FollowReport::default(),
@@ -240,6 +266,7 @@ impl Mirror {
                     heard = true;
                     report.events += messages.len();
                     let mut failure = None;
+                    self.pending_since.get_or_insert_with(std::time::Instant::now);
                     for n in &messages {
                         match events::decode(n, &mut self.objects) {
                             Ok(Some(e)) => self.pending.push(e),
@@ -248,24 +275,31 @@ impl Mirror {
                         }
                     }
                     let fresh = self.pending.len();
-                    if let Err(e) = failure.map_or_else(|| self.publish(), Err) {
-                        report.failed += 1;
-                        report.last_failure = Some(e);
-                        self.resync(&mut report)?;
-                    } else {
-                        report.applied += fresh;
+                    match failure.map_or_else(|| self.publish(), Err) {
+                        Err(e) => {
+                            report.failed += 1;
+                            report.last_failure = Some(e);
+                            self.resync_into(&mut report)?;
+                        }
+                        Ok(lag) => {
+                            report.applied += fresh;
+                            report.published_after(lag);
+                        }
                     }
                 }
                 Heard::Overrun => {
                     heard = true;
                     report.overruns += 1;
-                    self.resync(&mut report)?;
+                    self.resync_into(&mut report)?;
                 }
                 Heard::Quiet => {
-                    if let Err(e) = self.publish() {
-                        report.failed += 1;
-                        report.last_failure = Some(e);
-                        self.resync(&mut report)?;
+                    match self.publish() {
+                        Err(e) => {
+                            report.failed += 1;
+                            report.last_failure = Some(e);
+                            self.resync_into(&mut report)?;
+                        }
+                        Ok(lag) => report.published_after(lag),
                     }
                     if self.pending.is_empty() && (heard || left.is_zero()) {
                         break;
@@ -281,15 +315,16 @@ impl Mirror {
     }
 
     /// Publishes the pending events if the spare copy is free: applies what it is behind and
-    /// the pending events to it, as one change set, and swaps it in. An error says which
-    /// event did not apply.
-    fn publish(&mut self) -> Result<(), String> {
+    /// the pending events to it, as one change set, and swaps it in; says how long the oldest
+    /// of them waited, if they were published. An error says which event did not apply.
+    fn publish(&mut self) -> Result<Option<std::time::Duration>, String> {
         if self.pending.is_empty() {
-            return Ok(());
+            self.pending_since = None;
+            return Ok(None);
         }
         let mut spare = match self.spare.take() {
             Some(s) => s,
-            // The first change since a sync: the spare copy is made now.
+            // After a change set that did not apply: a fresh copy of the published one.
             None => {
                 self.behind.clear();
                 Arc::new(Router::clone(&self.live.load()))
@@ -298,7 +333,7 @@ impl Mirror {
         let Some(router) = Arc::get_mut(&mut spare) else {
             // A reader still has it: the events wait.
             self.spare = Some(spare);
-            return Ok(());
+            return Ok(None);
         };
         let fresh = std::mem::take(&mut self.pending);
         let mut batch = std::mem::take(&mut self.behind);
@@ -310,14 +345,24 @@ impl Mirror {
         // The copy readers had becomes the spare, behind by just the fresh events.
         self.spare = Some(self.live.swap(spare));
         self.behind = fresh;
-        Ok(())
+        Ok(self.pending_since.take().map(|t| t.elapsed()))
     }
 
     /// Resyncs after an overrun or a failed notification.
-    fn resync(&mut self, report: &mut FollowReport) -> Result<(), MirrorError> {
+    fn resync_into(&mut self, report: &mut FollowReport) -> Result<(), MirrorError> {
         report.drift += self.sync()?.drift;
         report.resyncs += 1;
         Ok(())
+    }
+
+    /// Dumps everything again and puts it in place (a periodic resync, for those who trust
+    /// notifications less than the kernel's word on loss), counted in [`Mirror::totals`]
+    /// with the drift it mended.
+    pub fn resync(&mut self) -> Result<SyncReport, MirrorError> {
+        let report = self.sync()?;
+        self.total.resyncs += 1;
+        self.total.drift += report.drift;
+        Ok(report)
     }
 
     /// Everything followed since the mirror opened.
@@ -495,10 +540,13 @@ impl Mirror {
                 + family_drift::<Ipv6Addr>(o, n);
         }
         self.objects = Objects::of(&router, &left_out);
+        // The spare copy is made now rather than at the first notification, which would
+        // otherwise wait for it.
+        self.spare = Some(Arc::new(router.clone()));
         self.live.store(Arc::new(router));
-        self.spare = None;
         self.behind.clear();
         self.pending.clear();
+        self.pending_since = None;
         self.synced = true;
         Ok(report)
     }
