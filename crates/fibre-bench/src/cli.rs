@@ -118,8 +118,13 @@ impl BenchArgs {
     }
 }
 
-/// Runs `fibre bench` with `args` (program name first).
+/// Runs `fibre bench` with `args` (program name first); `fibre bench mirror ...` runs the
+/// mirror's benchmark.
 pub fn main(args: impl IntoIterator<Item = String>) -> ExitCode {
+    let args: Vec<String> = args.into_iter().collect();
+    if args.get(1).map(String::as_str) == Some("mirror") {
+        return mirror_main(args.into_iter().skip(1));
+    }
     let args = match BenchArgs::try_parse_from(args) {
         Ok(a) => a,
         Err(e) => {
@@ -151,6 +156,34 @@ pub fn main(args: impl IntoIterator<Item = String>) -> ExitCode {
         }
         Err(e) => {
             eprintln!("fibre bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn mirror_main(args: impl IntoIterator<Item = String>) -> ExitCode {
+    let args = match crate::mirror::MirrorBenchArgs::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match crate::mirror::run(&args) {
+        Ok(results) => {
+            println!("{}", crate::mirror::summary(&results));
+            for n in &results.notes {
+                println!("note: {n}");
+            }
+            println!("records: {}", args.out.join("mirror.json").display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("fibre bench mirror: {e}");
             ExitCode::FAILURE
         }
     }

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod engine;
 pub mod host;
 pub mod key;
+pub mod mirror;
 pub mod progress;
 pub mod report;
 pub mod scenario;

@@ -119,13 +119,19 @@ fn run(args: &MirrorArgs) -> Result<(), String> {
     let stats = Arc::new(ServeStats::default());
     if let Some(socket) = &socket {
         socket.serve(mirror.reader(), args.max_clients, Arc::clone(&stats));
-        eprintln!("fibre mirror: answering on {}", args.listen.as_deref().unwrap_or_default());
+        eprintln!(
+            "fibre mirror: answering on {}",
+            args.listen.as_deref().unwrap_or_default()
+        );
     }
     let mut last_status = (Instant::now(), FollowReport::default());
     let mut last_resync = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         mirror.follow(ROUND, ROUND).map_err(|e| e.to_string())?;
-        if args.resync_every.is_some_and(|every| last_resync.elapsed() >= every) {
+        if args
+            .resync_every
+            .is_some_and(|every| last_resync.elapsed() >= every)
+        {
             let r = mirror.resync().map_err(|e| e.to_string())?;
             if r.drift > 0 {
                 eprintln!("fibre mirror: resync mended {} entries of drift", r.drift);

@@ -75,8 +75,15 @@ fn decode(fam: Fam, dst: &str, gateway: &str) -> Option<(usize, usize, usize)> {
         }
         Fam::V6 => {
             // Route 0 is spelled 2001:db8:100::/64.
-            let p = dst.strip_prefix("2001:db8:100:")?.split([':', '/']).next()?;
-            let p = if p.is_empty() { 0 } else { usize::from_str_radix(p, 16).ok()? };
+            let p = dst
+                .strip_prefix("2001:db8:100:")?
+                .split([':', '/'])
+                .next()?;
+            let p = if p.is_empty() {
+                0
+            } else {
+                usize::from_str_radix(p, 16).ok()?
+            };
             let tail = gateway.strip_prefix("2001:db8:9::")?;
             let (leg, v) = tail.split_once(':')?;
             let leg = usize::from_str_radix(leg, 16).ok()?.checked_sub(1)?;
@@ -122,10 +129,15 @@ fn check_listing(fam: Fam, answer: &Value, seen: &mut Seen) -> Result<(), String
             return Err(format!("route {p} missing"));
         }
         if v % K != p || top - v >= K {
-            return Err(format!("route {p} has value {v}, newest is {top}: not one state"));
+            return Err(format!(
+                "route {p} has value {v}, newest is {top}: not one state"
+            ));
         }
         if *v < seen.values[p] {
-            return Err(format!("route {p} went back from {} to {v}", seen.values[p]));
+            return Err(format!(
+                "route {p} went back from {} to {v}",
+                seen.values[p]
+            ));
         }
     }
     seen.state = top;
@@ -146,7 +158,10 @@ fn check_get(fam: Fam, p: usize, answer: &Value, seen: &mut Seen) -> Result<(), 
         return Err(format!("route {p} answered with value {v}"));
     }
     if v < seen.values[p] {
-        return Err(format!("route {p} went back from {} to {v}", seen.values[p]));
+        return Err(format!(
+            "route {p} went back from {} to {v}",
+            seen.values[p]
+        ));
     }
     seen.values[p] = v;
     Ok(())
@@ -197,7 +212,10 @@ impl MirrorProcess {
             if let Some(s) = self.child.try_wait().expect("wait") {
                 break s;
             }
-            assert!(Instant::now() < deadline, "the mirror did not stop on SIGTERM");
+            assert!(
+                Instant::now() < deadline,
+                "the mirror did not stop on SIGTERM"
+            );
             std::thread::sleep(Duration::from_millis(20));
         };
         let log = self.stderr.take().expect("once").join().expect("stderr");
@@ -324,19 +342,26 @@ fn clients_see_whole_kernel_states_while_the_mirror_follows_churn() {
         .ip_batch_str(&[], &format!("{SETUP}{start}"))
         .expect("ip");
     assert!(setup.success, "setup: {}", setup.stderr);
-    assert!(ns
-        .ip_batch_str(&["-6"], "rule add pref 100 lookup 100\n")
-        .expect("ip")
-        .success);
+    assert!(
+        ns.ip_batch_str(&["-6"], "rule add pref 100 lookup 100\n")
+            .expect("ip")
+            .success
+    );
 
     let (socket, snapshot) = (temp_path("sock"), temp_path("snap"));
     let mut mirror = MirrorProcess::start(&ns, &socket, &snapshot);
     let deadline = Instant::now() + Duration::from_secs(30);
     while UnixStream::connect(&socket).is_err() {
-        assert!(Instant::now() < deadline, "the mirror's socket never opened");
+        assert!(
+            Instant::now() < deadline,
+            "the mirror's socket never opened"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let mode = std::fs::metadata(&socket).expect("socket").permissions().mode();
+    let mode = std::fs::metadata(&socket)
+        .expect("socket")
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600, "the socket's mode");
 
     // The churn: replaces in chunks while the clients run (bounded in steps and time).
@@ -375,7 +400,10 @@ fn clients_see_whole_kernel_states_while_the_mirror_follows_churn() {
             std::thread::spawn(move || client(&path, id))
         })
         .collect();
-    let results: Vec<_> = runs.into_iter().map(|r| r.join().expect("client")).collect();
+    let results: Vec<_> = runs
+        .into_iter()
+        .map(|r| r.join().expect("client"))
+        .collect();
     clients_done.store(true, Ordering::SeqCst);
     let steps = generator.join().expect("generator");
     let ip_out = ip.wait_with_output().expect("ip");
@@ -399,14 +427,20 @@ fn clients_see_whole_kernel_states_while_the_mirror_follows_churn() {
     );
     // The check is only as good as the churn the clients saw.
     assert!(steps - K >= 1000, "the churn was too short: {steps}");
-    assert!(states.iter().all(|s| *s >= 2 * CLIENTS), "too few states seen: {states:?}");
+    assert!(
+        states.iter().all(|s| *s >= 2 * CLIENTS),
+        "too few states seen: {states:?}"
+    );
 
     // Quiet: the mirror settles on the kernel's state.
     let mut c = Client::connect(&socket);
     let want = [kernel_listing(&ns, "-4"), kernel_listing(&ns, "-6")];
     let deadline = Instant::now() + Duration::from_secs(10);
     let got = loop {
-        let mut got = [c.ask("route show table 100"), c.ask("-6 route show table 100")];
+        let mut got = [
+            c.ask("route show table 100"),
+            c.ask("-6 route show table 100"),
+        ];
         got.iter_mut().for_each(normalise);
         if got == want || Instant::now() > deadline {
             break got;

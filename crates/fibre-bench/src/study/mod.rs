@@ -164,7 +164,7 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
         .notes
         .extend(disagreements.iter().map(|d| format!("DISAGREEMENT: {d}")));
     let meta = &mut results.meta;
-    meta.insert("machine".into(), machine());
+    meta.insert("machine".into(), crate::host::machine());
     meta.insert("pinned to cpu".into(), pinned);
     meta.insert("IPv4 table".into(), views.v4.origin.clone());
     meta.insert("IPv6 table".into(), views.v6.origin.clone());
@@ -511,22 +511,6 @@ fn pin(cpu: Option<usize>) -> String {
         Ok(()) => format!("{cpu} of {n}"),
         Err(e) => format!("not pinned ({e})"),
     }
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    format!("{cpu}, {} cores, Linux {kernel}", online_cpus())
 }
 
 /// The records as a map by key, for tests and callers that look values up.

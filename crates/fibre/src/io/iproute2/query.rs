@@ -59,7 +59,10 @@ impl<'r> Query<'r> {
     /// prints nothing), or on failure `{"error", "errno", "command", "message"}` as a `-j`
     /// batch prints it.
     pub fn answer(&self, line: &str) -> String {
-        let mut query = Query { json: true, ..*self };
+        let mut query = Query {
+            json: true,
+            ..*self
+        };
         let mut rest = line.trim_start();
         loop {
             let (word, tail) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));

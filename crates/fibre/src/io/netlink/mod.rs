@@ -266,7 +266,8 @@ impl Mirror {
                     heard = true;
                     report.events += messages.len();
                     let mut failure = None;
-                    self.pending_since.get_or_insert_with(std::time::Instant::now);
+                    self.pending_since
+                        .get_or_insert_with(std::time::Instant::now);
                     for n in &messages {
                         match events::decode(n, &mut self.objects) {
                             Ok(Some(e)) => self.pending.push(e),

@@ -1,0 +1,586 @@
+//! `fibre bench mirror`: the netlink mirror against the kernel it follows. The full view is
+//! installed in a namespace; then, in one run:
+//!
+//! - initial sync: a mirror's full dump into a router (seconds, heap), beside `ip -j route
+//!   show table all` (both families) dumping and printing the same table;
+//! - snapshots: the synced router saved and loaded;
+//! - the query socket of a `fibre mirror` process: `route get` requests/s with 1 and 8 clients;
+//! - event lag: while the kernel takes 10^4 changes/s, some added routes are probes, and a
+//!   client asks for each until the mirror's answer shows it: from the kernel's
+//!   acknowledgement of the change to that answer. Lost probes, and the routes the mirror
+//!   holds at the end against the kernel's, show any loss.
+//!
+//! Results are records in the study's form (`mirror.json`, `mirror.csv` in `--out`).
+pub mod client;
+pub mod kernel;
+
+use crate::engine::harness::{netns_available, BenchNamespace};
+use crate::report::{Record, Results};
+use crate::scenario::{load_table, synthetic_view, FullViews};
+use crate::stats::{quantile, Summary};
+use crate::study::SHARED_TABLE;
+use clap::Parser;
+use client::{Client, MirrorProcess};
+use fibre::io::netlink::Mirror;
+use kernel::KernelRoutes;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The netlink mirror beside the kernel: sync, snapshots, socket throughput, event lag.
+#[derive(Parser, Debug)]
+#[command(name = "fibre bench mirror", bin_name = "fibre bench mirror")]
+pub struct MirrorBenchArgs {
+    /// Full-view routes: a prefix list (plain or .gz) or an MRT RIB dump
+    /// [default: ../shared/data/full-table-2024.txt.gz when present, else synthetic]
+    #[arg(long, value_name = "FILE", conflicts_with = "synthetic")]
+    pub table: Option<PathBuf>,
+    /// Use the synthetic full view even when a real table is at hand
+    #[arg(long)]
+    pub synthetic: bool,
+    /// Routes per family at most (the table's first ones)
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Timed repetitions of the sync, the dump and the snapshots
+    #[arg(long, default_value = "3")]
+    pub runs: usize,
+    /// Kernel changes per second while the lag is measured
+    #[arg(long, default_value = "10000")]
+    pub rate: u32,
+    /// Seconds of changes while the lag is measured
+    #[arg(long, default_value = "5", value_name = "SECS")]
+    pub lag_secs: f64,
+    /// `route get` requests per client in the socket benchmark
+    #[arg(long, default_value = "20000", value_name = "N")]
+    pub requests: usize,
+    /// Clients at once in the socket benchmark, one run per count
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,8",
+        value_name = "N,..."
+    )]
+    pub clients: Vec<usize>,
+    /// The mirror's notification buffer in bytes (the kernel's default if not given)
+    #[arg(long, value_name = "BYTES")]
+    pub rcvbuf: Option<usize>,
+    /// The fibre program to run as `fibre mirror` [default: this one]
+    #[arg(long, value_name = "PATH")]
+    pub fibre: Option<PathBuf>,
+    /// Seed of the synthetic table and of the addresses asked for
+    #[arg(long, default_value = "1")]
+    pub seed: u64,
+    /// Output directory: mirror.json, mirror.csv
+    #[arg(long, default_value = "target/bench-report")]
+    pub out: PathBuf,
+}
+
+/// The gateways every installed route uses (the bench namespace's veth).
+const GATEWAY4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+const GATEWAY6: &str = "fd00:fb::2";
+/// Lag probes are host routes in the bench's reserved subnet (198.18.0.0/24), .3 to .252, at
+/// most WINDOW of them at once: each is deleted WINDOW additions after it was added.
+const PROBE_HOSTS: usize = 250;
+const WINDOW: usize = 200;
+
+pub fn run(args: &MirrorBenchArgs) -> Result<Results, String> {
+    netns_available().map_err(|e| format!("the mirror bench needs network namespaces: {e}"))?;
+    let fibre = match &args.fibre {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?,
+    };
+    let views = views(args)?;
+    let total = views.v4.prefixes.len() + views.v6.prefixes.len();
+    let mut results = Results::default();
+    results.meta.insert("host".into(), crate::host::machine());
+    results
+        .meta
+        .insert("IPv4 table".into(), views.v4.origin.clone());
+    results
+        .meta
+        .insert("IPv6 table".into(), views.v6.origin.clone());
+    let mut record = |engine: &str, scenario: &str, metric: &str, s: Summary, unit: &str| {
+        results.records.push(Record {
+            engine: engine.into(),
+            family: "all".into(),
+            scenario: scenario.into(),
+            size: total,
+            metric: metric.into(),
+            value: s.value,
+            unit: unit.into(),
+            runs: s.runs,
+            spread: s.spread,
+            note: None,
+        });
+    };
+
+    let ns = BenchNamespace::create()?;
+    say(&format!(
+        "installing {} IPv4 and {} IPv6 routes in {}",
+        views.v4.prefixes.len(),
+        views.v6.prefixes.len(),
+        ns.name
+    ));
+    let t = Instant::now();
+    install(&ns.name, &views)?;
+    record(
+        "ip",
+        "full-view",
+        "kernel_install",
+        Summary::once(t.elapsed().as_secs_f64()),
+        "s",
+    );
+
+    say("dumping with ip -j route show table all, and syncing a mirror");
+    let runs = args.runs.max(1);
+    let mut dumps = Vec::new();
+    let mut syncs = Vec::new();
+    let mut heap = 0;
+    let mut mirror = None;
+    for _ in 0..runs {
+        dumps.push(ip_dump(&ns.name)?);
+        drop(mirror.take());
+        let before = crate::alloc::live_bytes();
+        let t = Instant::now();
+        let (m, report) = Mirror::open(Some(&ns.name)).map_err(|e| format!("mirror sync: {e}"))?;
+        syncs.push(t.elapsed().as_secs_f64());
+        heap = crate::alloc::live_bytes().saturating_sub(before);
+        if report.routes[0] < views.v4.prefixes.len() || report.routes[1] < views.v6.prefixes.len()
+        {
+            return Err(format!(
+                "the mirror synced {:?} routes of {total}",
+                report.routes
+            ));
+        }
+        mirror = Some(m);
+    }
+    let mirror = mirror.expect("runs > 0");
+    record("ip", "full-view", "kernel_dump", Summary::of(&dumps), "s");
+    record(
+        "fibre-mirror",
+        "full-view",
+        "mirror_sync",
+        Summary::of(&syncs),
+        "s",
+    );
+    if crate::alloc::is_counting() {
+        record(
+            "fibre-mirror",
+            "full-view",
+            "mirror_memory",
+            Summary::once(heap as f64 / total as f64),
+            "bytes/route",
+        );
+    }
+
+    say("saving and loading snapshots");
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let snap = args.out.join("mirror.snap");
+    let router = mirror.router();
+    let (mut saves, mut loads) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let t = Instant::now();
+        fibre::io::snapshot::save(&router, &snap).map_err(|e| e.to_string())?;
+        saves.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let loaded = fibre::io::snapshot::load(&snap).map_err(|e| e.to_string())?;
+        loads.push(t.elapsed().as_secs_f64());
+        let count = |r: &fibre::Router| {
+            r.family::<Ipv4Addr>().route_count() + r.family::<Ipv6Addr>().route_count()
+        };
+        if count(&loaded) != count(&router) {
+            return Err("the snapshot loaded another table".into());
+        }
+    }
+    let size = std::fs::metadata(&snap).map(|m| m.len()).unwrap_or(0);
+    let _ = std::fs::remove_file(&snap);
+    record(
+        "fibre-mirror",
+        "full-view",
+        "snapshot_save",
+        Summary::of(&saves),
+        "s",
+    );
+    record(
+        "fibre-mirror",
+        "full-view",
+        "snapshot_load",
+        Summary::of(&loads),
+        "s",
+    );
+    record(
+        "fibre-mirror",
+        "full-view",
+        "snapshot_size",
+        Summary::once(size as f64 / total as f64),
+        "bytes/route",
+    );
+    drop((router, mirror));
+
+    say("starting fibre mirror and its socket");
+    let socket =
+        std::env::temp_dir().join(format!("fibre-bench-mirror-{}.sock", std::process::id()));
+    let extra: Vec<String> = args
+        .rcvbuf
+        .map(|b| vec!["--rcvbuf".to_string(), b.to_string()])
+        .unwrap_or_default();
+    let mut process =
+        MirrorProcess::start(&fibre, &ns.name, socket, &extra, Duration::from_secs(300))?;
+    let addresses = addresses(&views, args.seed);
+    for &clients in &args.clients {
+        say(&format!("route get over the socket, {clients} clients"));
+        let rate = socket_rate(&process.socket, &addresses, clients.max(1), args.requests)?;
+        record(
+            "fibre-mirror",
+            &format!("clients-{clients}"),
+            "socket_route_get",
+            Summary::once(rate),
+            "req/s",
+        );
+    }
+
+    say(&format!(
+        "event lag at {} changes/s for {} s",
+        args.rate, args.lag_secs
+    ));
+    let lag = event_lag(&ns.name, &process.socket, args.rate, args.lag_secs)?;
+    let log = process.stop();
+    let status = log
+        .lines()
+        .rev()
+        .find(|l| l.contains("overruns"))
+        .unwrap_or("");
+    // "..., 3 overruns, 1 resyncs (drift 12); ...": the number before a word.
+    let count_before = |word: &str| -> f64 {
+        let words: Vec<&str> = status.split_whitespace().collect();
+        words
+            .windows(2)
+            .find(|w| w[1].trim_end_matches([',', ';']) == word)
+            .and_then(|w| w[0].parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let us = |d: f64| d * 1e6;
+    record(
+        "fibre-mirror",
+        "churn",
+        "event_lag_median",
+        Summary::once(us(quantile(&lag.lags, 0.5))),
+        "µs",
+    );
+    record(
+        "fibre-mirror",
+        "churn",
+        "event_lag_p99",
+        Summary::once(us(quantile(&lag.lags, 0.99))),
+        "µs",
+    );
+    record(
+        "fibre-mirror",
+        "churn",
+        "event_lag_max",
+        Summary::once(us(quantile(&lag.lags, 1.0))),
+        "µs",
+    );
+    record(
+        "fibre-mirror",
+        "churn",
+        "events_lost",
+        Summary::once((lag.lost + lag.mismatched) as f64),
+        "routes",
+    );
+    record(
+        "fibre-mirror",
+        "churn",
+        "overruns",
+        Summary::once(count_before("overruns")),
+        "",
+    );
+    record(
+        "fibre-mirror",
+        "churn",
+        "resyncs",
+        Summary::once(count_before("resyncs")),
+        "",
+    );
+    results.notes.push(format!(
+        "event lag: {} changes made, {} probes, {} not seen within 1 s, {} probe routes differing from the kernel's at the end; the mirror's last status: {}",
+        lag.changes,
+        lag.lags.len() + lag.lost,
+        lag.lost,
+        lag.mismatched,
+        status.trim()
+    ));
+    results
+        .write_json(&args.out.join("mirror.json"))
+        .and_then(|()| results.write_csv(&args.out.join("mirror.csv")))
+        .map_err(|e| format!("{}: {e}", args.out.display()))?;
+    Ok(results)
+}
+
+fn say(what: &str) {
+    eprintln!("fibre bench mirror: {what}");
+}
+
+fn views(args: &MirrorBenchArgs) -> Result<FullViews, String> {
+    let shared = Path::new(SHARED_TABLE);
+    let mut views = match &args.table {
+        Some(p) => load_table(p)?,
+        None if !args.synthetic && shared.exists() => load_table(shared)?,
+        None => FullViews {
+            v4: synthetic_view::<Ipv4Addr>(901_899, args.seed),
+            v6: synthetic_view::<Ipv6Addr>(160_147, args.seed),
+        },
+    };
+    if let Some(n) = args.limit {
+        views.v4.prefixes.truncate(n);
+        views.v6.prefixes.truncate(n);
+    }
+    Ok(views)
+}
+
+/// Installs every route via the bench gateways with one `ip -batch`.
+fn install(netns: &str, views: &FullViews) -> Result<(), String> {
+    let mut ip = Command::new("ip")
+        .args(["-n", netns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("ip: {e}"))?;
+    let mut input = std::io::BufWriter::new(ip.stdin.take().expect("piped"));
+    for &(a, len) in &views.v4.prefixes {
+        let _ = writeln!(
+            input,
+            "route add {}/{len} via {GATEWAY4}",
+            Ipv4Addr::from(a)
+        );
+    }
+    for &(a, len) in &views.v6.prefixes {
+        let _ = writeln!(
+            input,
+            "route add {}/{len} via {GATEWAY6}",
+            Ipv6Addr::from(a)
+        );
+    }
+    drop(input);
+    let out = ip.wait_with_output().map_err(|e| format!("ip: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "installing the table: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// Seconds `ip -j route show table all` takes to dump and print both families.
+fn ip_dump(netns: &str) -> Result<f64, String> {
+    let t = Instant::now();
+    for family in ["-4", "-6"] {
+        let mut ip = Command::new("ip")
+            .args(["-n", netns, family, "-j", "route", "show", "table", "all"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("ip: {e}"))?;
+        let mut sink = Vec::new();
+        ip.stdout
+            .take()
+            .expect("piped")
+            .read_to_end(&mut sink)
+            .map_err(|e| format!("ip: {e}"))?;
+        if !ip.wait().map_err(|e| e.to_string())?.success() {
+            return Err("ip route show failed".into());
+        }
+    }
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// `route get` commands for addresses inside the table's prefixes, both families.
+fn addresses(views: &FullViews, seed: u64) -> Vec<String> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let (n4, n6) = (views.v4.prefixes.len(), views.v6.prefixes.len());
+    (0..10_000)
+        .map(|_| {
+            let i = rng.gen_range(0..n4 + n6);
+            if i < n4 {
+                let (a, len) = views.v4.prefixes[i];
+                let host = rng.gen::<u32>() & u32::MAX.checked_shr(len.into()).unwrap_or(0);
+                format!("route get {}", Ipv4Addr::from(a | host))
+            } else {
+                let (a, len) = views.v6.prefixes[i - n4];
+                let host = rng.gen::<u128>() & u128::MAX.checked_shr(len.into()).unwrap_or(0);
+                format!("route get {}", Ipv6Addr::from(a | host))
+            }
+        })
+        .collect()
+}
+
+/// Requests per second from `clients` clients asking `requests` each, one at a time.
+fn socket_rate(
+    socket: &Path,
+    commands: &[String],
+    clients: usize,
+    requests: usize,
+) -> Result<f64, String> {
+    let barrier = std::sync::Barrier::new(clients + 1);
+    let t = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..clients)
+            .map(|c| {
+                let barrier = &barrier;
+                s.spawn(move || -> Result<(), String> {
+                    let mut client = Client::connect(socket)?;
+                    barrier.wait();
+                    for i in 0..requests {
+                        let command = &commands[(c * 7919 + i) % commands.len()];
+                        let answer = client.ask(command)?;
+                        if !answer.starts_with("[{") {
+                            return Err(format!("{command}: {answer}"));
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        barrier.wait();
+        let t = Instant::now();
+        for r in runs {
+            r.join().map_err(|_| "a client panicked".to_string())??;
+        }
+        Ok::<_, String>(t.elapsed())
+    })?;
+    Ok((clients * requests) as f64 / t.as_secs_f64())
+}
+
+struct Lag {
+    changes: usize,
+    /// Seconds from the kernel's acknowledgement to an answer showing the route.
+    lags: Vec<f64>,
+    /// Probes not seen within a second.
+    lost: usize,
+    /// Probe routes the mirror and the kernel disagree on at the end.
+    mismatched: usize,
+}
+
+fn probe_host(k: usize) -> Ipv4Addr {
+    Ipv4Addr::new(198, 18, 0, (3 + k % PROBE_HOSTS) as u8)
+}
+
+/// Changes at `rate` per second for `secs`: host routes added and, WINDOW additions later,
+/// deleted; every 10th addition is a probe a client watches for on the socket.
+fn event_lag(netns: &str, socket: &Path, rate: u32, secs: f64) -> Result<Lag, String> {
+    let mut kernel = KernelRoutes::open(netns).map_err(|e| format!("netlink: {e}"))?;
+    let ticks = (f64::from(rate) * secs) as usize;
+    let period = Duration::from_secs_f64(1.0 / f64::from(rate.max(1)));
+    let (probes, heard) = mpsc::channel::<(Ipv4Addr, Instant)>();
+    let mut client = Client::connect(socket)?;
+    let prober = std::thread::spawn(move || -> Result<(Vec<f64>, usize), String> {
+        let (mut lags, mut lost) = (Vec::new(), 0);
+        for (dst, acked) in heard {
+            let want = format!("\"dst\":\"{dst}\"");
+            loop {
+                let answer = client.ask(&format!("route get {dst} fibmatch"))?;
+                if answer.contains(&want) {
+                    lags.push(acked.elapsed().as_secs_f64());
+                    break;
+                }
+                if acked.elapsed() > Duration::from_secs(1) {
+                    lost += 1;
+                    break;
+                }
+            }
+        }
+        Ok((lags, lost))
+    });
+    let start = Instant::now();
+    let mut changes = 0;
+    for tick in 0..ticks {
+        let due = start + period * tick as u32;
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        // Even ticks add route tick/2; odd ones delete the one added WINDOW additions before.
+        let k = tick / 2;
+        if tick % 2 == 0 {
+            kernel
+                .host_route(true, probe_host(k), GATEWAY4)
+                .map_err(|e| format!("adding {}: {e}", probe_host(k)))?;
+            if k % 10 == 0 {
+                let _ = probes.send((probe_host(k), Instant::now()));
+            }
+        } else if k >= WINDOW {
+            kernel
+                .host_route(false, probe_host(k - WINDOW), GATEWAY4)
+                .map_err(|e| format!("deleting {}: {e}", probe_host(k - WINDOW)))?;
+        } else {
+            continue;
+        }
+        changes += 1;
+    }
+    drop(probes);
+    let (lags, lost) = prober
+        .join()
+        .map_err(|_| "the prober panicked".to_string())??;
+    // At rest, the mirror holds exactly the kernel's probe routes.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut client = Client::connect(socket)?;
+    let mirror = dsts(client.ask("route show root 198.18.0.0/24 proto static")?)?;
+    let out = Command::new("ip")
+        .args([
+            "-n",
+            netns,
+            "-j",
+            "route",
+            "show",
+            "root",
+            "198.18.0.0/24",
+            "proto",
+            "static",
+        ])
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    let kernel = dsts(String::from_utf8_lossy(&out.stdout).trim())?;
+    let mismatched = mirror.symmetric_difference(&kernel).count();
+    Ok(Lag {
+        changes,
+        lags,
+        lost,
+        mismatched,
+    })
+}
+
+fn dsts(json: &str) -> Result<std::collections::BTreeSet<String>, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("a listing: {e}: {json}"))?;
+    Ok(v.as_array()
+        .ok_or_else(|| format!("not a listing: {json}"))?
+        .iter()
+        .filter_map(|r| r["dst"].as_str().map(String::from))
+        .collect())
+}
+
+/// The run's records as a table.
+pub fn summary(results: &Results) -> String {
+    let mut out =
+        String::from("| engine | scenario | metric | value | unit |\n|---|---|---|---|---|\n");
+    for r in &results.records {
+        out += &format!(
+            "| {} | {} | {} | {:.4} | {} |\n",
+            r.engine, r.scenario, r.metric, r.value, r.unit
+        );
+    }
+    let find = |m: &str| {
+        results
+            .records
+            .iter()
+            .find(|r| r.metric == m)
+            .map(|r| r.value)
+    };
+    if let (Some(sync), Some(dump)) = (find("mirror_sync"), find("kernel_dump")) {
+        out += &format!("\nmirror sync / ip dump: {:.2}×\n", sync / dump);
+    }
+    out
+}
