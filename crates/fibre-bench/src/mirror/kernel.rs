@@ -6,7 +6,7 @@ use netlink_packet_core::{
     NLM_F_REQUEST,
 };
 use netlink_packet_route::route::{
-    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
+    RouteAddress, RouteAttribute, RouteMessage, RouteProtocol, RouteScope, RouteType,
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket};
@@ -45,13 +45,19 @@ impl KernelRoutes {
         })
     }
 
-    /// Adds (or deletes) the host route `dst` via `gateway` in the main table, and waits for
-    /// the kernel's acknowledgement.
-    pub fn host_route(&mut self, add: bool, dst: Ipv4Addr, gateway: Ipv4Addr) -> io::Result<()> {
+    /// Adds (or deletes) the host route `dst` via `gateway` in `table`, and waits for the
+    /// kernel's acknowledgement.
+    pub fn host_route(
+        &mut self,
+        add: bool,
+        table: u8,
+        dst: Ipv4Addr,
+        gateway: Ipv4Addr,
+    ) -> io::Result<()> {
         let mut route = RouteMessage::default();
         route.header.address_family = AddressFamily::Inet;
         route.header.destination_prefix_length = 32;
-        route.header.table = RouteHeader::RT_TABLE_MAIN;
+        route.header.table = table;
         route.header.protocol = RouteProtocol::Static;
         route.header.scope = RouteScope::Universe;
         route.header.kind = RouteType::Unicast;

@@ -7,7 +7,7 @@
 //! - the query socket of a `fibre mirror` process: `route get` requests/s with 1 and 8 clients;
 //! - event lag: while the kernel takes 10^4 changes/s, some added routes are probes, and a
 //!   client asks for each until the mirror's answer shows it: from the kernel's
-//!   acknowledgement of the change to that answer. Lost probes, and the routes the mirror
+//!   acknowledgement of the change to that answer. Lost probes, and the churn table the mirror
 //!   holds at the end against the kernel's, show any loss.
 //!
 //! Results are records in the study's form (`mirror.json`, `mirror.csv` in `--out`).
@@ -83,9 +83,11 @@ pub struct MirrorBenchArgs {
 /// The gateways every installed route uses (the bench namespace's veth).
 const GATEWAY4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
 const GATEWAY6: &str = "fd00:fb::2";
-/// Lag probes are host routes in the bench's reserved subnet (198.18.0.0/24), .3 to .252, at
-/// most WINDOW of them at once: each is deleted WINDOW additions after it was added.
-const PROBE_HOSTS: usize = 250;
+/// The churn of the lag benchmark is host routes in a table of its own, which a rule puts
+/// before main (addresses from 100.64.0.0 on: one per addition, none reused).
+const CHURN_TABLE: u8 = 250;
+/// Each addition that is not a probe is deleted this many additions later; probes stay until
+/// the end, so that a slow prober cannot miss one.
 const WINDOW: usize = 200;
 
 pub fn run(args: &MirrorBenchArgs) -> Result<Results, String> {
@@ -308,8 +310,9 @@ pub fn run(args: &MirrorBenchArgs) -> Result<Results, String> {
         "",
     );
     results.notes.push(format!(
-        "event lag: {} changes made, {} probes, {} not seen within 1 s, {} probe routes differing from the kernel's at the end; the mirror's last status: {}",
+        "event lag: {} changes made ({:.0}/s), {} probes, {} not seen within 1 s, {} routes of the churn table differing from the kernel's at the end; the mirror's last status: {}",
         lag.changes,
+        lag.rate,
         lag.lags.len() + lag.lost,
         lag.lost,
         lag.mismatched,
@@ -457,6 +460,8 @@ fn socket_rate(
 
 struct Lag {
     changes: usize,
+    /// Changes per second, as made.
+    rate: f64,
     /// Seconds from the kernel's acknowledgement to an answer showing the route.
     lags: Vec<f64>,
     /// Probes not seen within a second.
@@ -465,13 +470,30 @@ struct Lag {
     mismatched: usize,
 }
 
-fn probe_host(k: usize) -> Ipv4Addr {
-    Ipv4Addr::new(198, 18, 0, (3 + k % PROBE_HOSTS) as u8)
+fn churn_host(k: usize) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(Ipv4Addr::new(100, 64, 0, 0)) + k as u32)
 }
 
-/// Changes at `rate` per second for `secs`: host routes added and, WINDOW additions later,
-/// deleted; every 10th addition is a probe a client watches for on the socket.
+/// Changes at `rate` per second for `secs` in the churn table: host routes added and, WINDOW
+/// additions later, deleted; every 10th addition is a probe, which a client watches for on the
+/// socket, and which stays.
 fn event_lag(netns: &str, socket: &Path, rate: u32, secs: f64) -> Result<Lag, String> {
+    let table = CHURN_TABLE.to_string();
+    for family in ["-4", "-6"] {
+        let rule = [
+            "-n", netns, family, "rule", "add", "pref", "100", "lookup", &table,
+        ];
+        let out = Command::new("ip")
+            .args(rule)
+            .output()
+            .map_err(|e| format!("ip: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "ip rule: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
     let mut kernel = KernelRoutes::open(netns).map_err(|e| format!("netlink: {e}"))?;
     let ticks = (f64::from(rate) * secs) as usize;
     let period = Duration::from_secs_f64(1.0 / f64::from(rate.max(1)));
@@ -497,6 +519,7 @@ fn event_lag(netns: &str, socket: &Path, rate: u32, secs: f64) -> Result<Lag, St
     });
     let start = Instant::now();
     let mut changes = 0;
+    let is_probe = |k: usize| k % 10 == 0;
     for tick in 0..ticks {
         let due = start + period * tick as u32;
         if let Some(wait) = due.checked_duration_since(Instant::now()) {
@@ -504,48 +527,45 @@ fn event_lag(netns: &str, socket: &Path, rate: u32, secs: f64) -> Result<Lag, St
         }
         // Even ticks add route tick/2; odd ones delete the one added WINDOW additions before.
         let k = tick / 2;
-        if tick % 2 == 0 {
-            kernel
-                .host_route(true, probe_host(k), GATEWAY4)
-                .map_err(|e| format!("adding {}: {e}", probe_host(k)))?;
-            if k % 10 == 0 {
-                let _ = probes.send((probe_host(k), Instant::now()));
-            }
-        } else if k >= WINDOW {
-            kernel
-                .host_route(false, probe_host(k - WINDOW), GATEWAY4)
-                .map_err(|e| format!("deleting {}: {e}", probe_host(k - WINDOW)))?;
+        let (add, host) = if tick % 2 == 0 {
+            (true, k)
+        } else if k >= WINDOW && !is_probe(k - WINDOW) {
+            (false, k - WINDOW)
         } else {
             continue;
+        };
+        kernel
+            .host_route(add, CHURN_TABLE, churn_host(host), GATEWAY4)
+            .map_err(|e| {
+                format!(
+                    "route {} {}: {e}",
+                    if add { "add" } else { "del" },
+                    churn_host(host)
+                )
+            })?;
+        if add && is_probe(k) {
+            let _ = probes.send((churn_host(k), Instant::now()));
         }
         changes += 1;
     }
+    let elapsed = start.elapsed().as_secs_f64();
     drop(probes);
     let (lags, lost) = prober
         .join()
         .map_err(|_| "the prober panicked".to_string())??;
-    // At rest, the mirror holds exactly the kernel's probe routes.
+    // At rest, the mirror holds exactly the kernel's churn table.
     std::thread::sleep(Duration::from_millis(500));
     let mut client = Client::connect(socket)?;
-    let mirror = dsts(client.ask("route show root 198.18.0.0/24 proto static")?)?;
+    let mirror = dsts(client.ask(&format!("route show table {table}"))?)?;
     let out = Command::new("ip")
-        .args([
-            "-n",
-            netns,
-            "-j",
-            "route",
-            "show",
-            "root",
-            "198.18.0.0/24",
-            "proto",
-            "static",
-        ])
+        .args(["-n", netns, "-j", "route", "show", "table", &table])
         .output()
         .map_err(|e| format!("ip: {e}"))?;
     let kernel = dsts(String::from_utf8_lossy(&out.stdout).trim())?;
     let mismatched = mirror.symmetric_difference(&kernel).count();
     Ok(Lag {
         changes,
+        rate: changes as f64 / elapsed,
         lags,
         lost,
         mismatched,
