@@ -14,7 +14,15 @@ fn the_mirror_benchmark_records_everything_and_loses_nothing() {
     }
     let out_dir = std::env::temp_dir().join(format!("fibre-bench-mirror-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_fibre"))
-        .args(["bench", "mirror", "--synthetic", "--limit", "3000", "--runs", "1"])
+        .args([
+            "bench",
+            "mirror",
+            "--synthetic",
+            "--limit",
+            "3000",
+            "--runs",
+            "1",
+        ])
         .args(["--lag-secs", "1", "--requests", "300", "--clients", "1,3"])
         .arg("--out")
         .arg(&out_dir)
@@ -38,7 +46,12 @@ fn the_mirror_benchmark_records_everything_and_loses_nothing() {
             .and_then(|r| r["value"].as_f64())
             .unwrap_or_else(|| panic!("no {metric} record for {scenario}"))
     };
-    for metric in ["kernel_dump", "mirror_sync", "snapshot_save", "snapshot_load"] {
+    for metric in [
+        "kernel_dump",
+        "mirror_sync",
+        "snapshot_save",
+        "snapshot_load",
+    ] {
         assert!(value(metric, "full-view") > 0.0, "{metric}");
     }
     for clients in ["clients-1", "clients-3"] {

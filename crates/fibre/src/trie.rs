@@ -66,6 +66,11 @@ impl<A: Address, V> PrefixTrie<A, V> {
             len: 0,
         }
     }
+    /// Room for `n` more prefixes without growing the node arena (a prefix takes at most two
+    /// nodes: its own and a glue node).
+    pub fn reserve(&mut self, n: usize) {
+        self.nodes.reserve(n.saturating_mul(2));
+    }
     /// Number of prefixes holding a value.
     pub fn len(&self) -> usize {
         self.len

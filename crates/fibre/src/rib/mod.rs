@@ -337,14 +337,25 @@ impl<A: KernelSemantics> Rib<A> {
     /// The list of (`dst`, `src`), made if missing.
     fn list_mut(&mut self, dst: Prefix<A>, src: Prefix<A>) -> &mut Vec<Route<A>> {
         let entry = self.trie.get_or_insert_with(dst, DstEntry::default);
-        if src.is_default() {
+        let list = if src.is_default() {
             &mut entry.routes
         } else {
             entry
                 .sources
                 .get_or_insert_with(Default::default)
                 .get_or_insert_with(src, Vec::new)
+        };
+        // Most destinations have one route: a new list is made for one, not the four a first
+        // push would make room for.
+        if list.capacity() == 0 {
+            list.reserve_exact(1);
         }
+        list
+    }
+
+    /// Room for `n` more destinations (a load that knows its size).
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.trie.reserve(n);
     }
 
     fn drop_if_empty(&mut self, dst: Prefix<A>, src: Prefix<A>) {

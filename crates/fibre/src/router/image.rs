@@ -203,6 +203,7 @@ fn fill<A: RouterFamily>(
         {
             return Err(format!("{name} table {id}: routes out of order"));
         }
+        st.table_mut(id).reserve(routes.len());
         for r in routes {
             let Some(group) = img.groups.get(r.hops as usize) else {
                 return Err(format!("{name} route {} has no next hops", r.dst));
@@ -267,6 +268,24 @@ fn fill<A: RouterFamily>(
     Ok(())
 }
 
+/// One family of a router being loaded: filled from its image and checked, then its FIBs
+/// built.
+fn load_family<A: RouterFamily>(
+    st: &mut FamilyState<A>,
+    img: FamilyImage<A>,
+    links: &Links,
+    mirrored: bool,
+) -> Result<(), String> {
+    fill(st, img, links, mirrored)?;
+    // Which routes the kernel derived is known from the addresses, as it always is (the
+    // tables already hold them, or what became of them).
+    if !mirrored {
+        st.derived = st.derived_routes(links);
+    }
+    st.follow_commit(links);
+    Ok(())
+}
+
 impl Router {
     /// The router as data, for a snapshot.
     pub(crate) fn image(&self) -> RouterImage {
@@ -288,19 +307,18 @@ impl Router {
             mirrored: img.mirrored,
             ..Router::default()
         };
-        fill(&mut r.v4, img.v4, &r.links, r.mirrored)?;
-        fill(&mut r.v6, img.v6, &r.links, r.mirrored)?;
+        // The families are independent: each is filled, and its FIBs built, on a thread of
+        // its own (a full table's load is mostly IPv4's, so IPv6's comes nearly free).
+        let (links, mirrored) = (&r.links, r.mirrored);
+        let (v4, v6) = std::thread::scope(|s| {
+            let v6 = s.spawn(|| load_family(&mut r.v6, img.v6, links, mirrored));
+            (load_family(&mut r.v4, img.v4, links, mirrored), v6.join())
+        });
+        v4?;
+        v6.map_err(|_| "loading IPv6 panicked".to_string())??;
         if let Some(id) = r.v4.objects.keys().find(|id| r.v6.objects.contains_key(id)) {
             return Err(format!("next-hop object {id} is in both families"));
         }
-        // Which routes the kernel derived is known from the addresses, as it always is (the
-        // tables already hold them, or what became of them).
-        if !r.mirrored {
-            r.v4.derived = r.v4.derived_routes(&r.links);
-            r.v6.derived = r.v6.derived_routes(&r.links);
-        }
-        r.v4.follow_commit(&r.links);
-        r.v6.follow_commit(&r.links);
         Ok(r)
     }
 }
