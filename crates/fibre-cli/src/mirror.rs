@@ -45,7 +45,7 @@ pub struct MirrorArgs {
     /// Log a status line every SECS seconds
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = seconds)]
     status_every: Duration,
-    /// The notification socket's receive buffer in bytes (the kernel default if not given)
+    /// The notification socket's receive buffer in bytes [default: 64 MiB]
     #[arg(long, value_name = "BYTES")]
     rcvbuf: Option<usize>,
     /// Clients served at once; more are refused with an error line

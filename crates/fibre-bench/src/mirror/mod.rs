@@ -66,7 +66,7 @@ pub struct MirrorBenchArgs {
         value_name = "N,..."
     )]
     pub clients: Vec<usize>,
-    /// The mirror's notification buffer in bytes (the kernel's default if not given)
+    /// The mirror's notification buffer in bytes [default: the mirror's, 64 MiB]
     #[arg(long, value_name = "BYTES")]
     pub rcvbuf: Option<usize>,
     /// The fibre program to run as `fibre mirror` [default: this one]

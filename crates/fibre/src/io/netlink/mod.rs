@@ -28,6 +28,7 @@ mod socket;
 
 use crate::addr::Family;
 use crate::nexthop::{NhObject, NhObjectKind};
+use crate::route::RouteSpec;
 use crate::router::{FamilyParts, Router, RouterFamily, RouterImage};
 use arc_swap::ArcSwap;
 use events::{Event, Objects};
@@ -186,7 +187,32 @@ fn family_drift<A: RouterFamily>(old: &Router, new: &Router) -> usize {
     addrs
         + difference(o.rules().iter(), n.rules().iter())
         + difference(o.objects().values(), n.objects().values())
-        + difference(old.routes::<A>(), new.routes::<A>())
+        + route_drift::<A>(old, new)
+}
+
+/// The routes of one family that differ between two routers. Both list them by (table,
+/// destination, source), so one pass over the two in step compares each key's routes: no
+/// table of a full view's size is hashed whole.
+fn route_drift<A: RouterFamily>(old: &Router, new: &Router) -> usize {
+    let key = |r: &RouteSpec<A>| (r.table, r.dst, r.src);
+    let (mut o, mut n) = (old.routes::<A>().peekable(), new.routes::<A>().peekable());
+    let mut drift = 0;
+    loop {
+        let k = match (o.peek().map(key), n.peek().map(key)) {
+            (None, None) => return drift,
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+        };
+        let group = |routes: &mut std::iter::Peekable<_>| {
+            let mut list = Vec::new();
+            while let Some(r) = routes.next_if(|r| key(r) == k) {
+                list.push(r);
+            }
+            list
+        };
+        let (a, b) = (group(&mut o), group(&mut n));
+        drift += difference(a.into_iter(), b.into_iter());
+    }
 }
 
 /// A router that follows a kernel.
@@ -213,6 +239,13 @@ fn decode_err(what: &str) -> impl Fn(String) -> MirrorError + '_ {
     move |e| MirrorError::Decode(format!("{what}: {e}"))
 }
 
+/// The notification buffer a mirror asks for, in bytes. It must hold what the kernel says
+/// while a resync dumps a full table (seconds): at 10^4 changes/s and about a kilobyte of
+/// kernel memory per notification, 64 MiB holds six seconds of them; a buffer that overruns
+/// during every resync would never catch up. The kernel only charges what is queued. Without
+/// CAP_NET_ADMIN the kernel caps it at `net.core.rmem_max`.
+pub const DEFAULT_RCVBUF: usize = 64 << 20;
+
 impl Mirror {
     /// Opens a socket in network namespace `netns` (the caller's for `None`), listens to the
     /// kernel's notifications, then syncs (listening first, so no change falls between).
@@ -220,14 +253,14 @@ impl Mirror {
         Mirror::open_with(netns, None)
     }
 
-    /// As [`Mirror::open`], with a receive buffer of `rcvbuf` bytes for notifications (small
-    /// ones overrun under churn: a test of resyncs).
+    /// As [`Mirror::open`], with a receive buffer of `rcvbuf` bytes for notifications
+    /// ([`DEFAULT_RCVBUF`] if `None`; small ones overrun under churn: a test of resyncs).
     pub fn open_with(
         netns: Option<&str>,
         rcvbuf: Option<usize>,
     ) -> Result<(Mirror, SyncReport), MirrorError> {
         let mut m = Mirror {
-            events: Events::open(netns, rcvbuf)?,
+            events: Events::open(netns, rcvbuf.unwrap_or(DEFAULT_RCVBUF))?,
             conn: Conn::open(netns)?,
             live: Arc::new(ArcSwap::from_pointee(Router::new())),
             spare: None,

@@ -70,8 +70,8 @@ pub(crate) enum Heard {
 }
 
 impl Events {
-    /// Subscribes in namespace `netns`, with a receive buffer of `rcvbuf` bytes if given.
-    pub(crate) fn open(netns: Option<&str>, rcvbuf: Option<usize>) -> io::Result<Events> {
+    /// Subscribes in namespace `netns`, with a receive buffer of `rcvbuf` bytes.
+    pub(crate) fn open(netns: Option<&str>, rcvbuf: usize) -> io::Result<Events> {
         let make = move || -> io::Result<Socket> {
             let mut s = Socket::new(NETLINK_ROUTE)?;
             s.bind_auto()?;
@@ -84,8 +84,8 @@ impl Events {
             None => make()?,
             Some(name) => in_netns(name, make)?,
         };
-        if let Some(bytes) = rcvbuf {
-            let v = bytes.min(i32::MAX as usize / 2) as libc::c_int;
+        {
+            let v = rcvbuf.min(i32::MAX as usize / 2) as libc::c_int;
             // SO_RCVBUFFORCE passes rmem_max, for a caller with CAP_NET_ADMIN; others get
             // SO_RCVBUF, capped by rmem_max.
             let set = |opt| {
