@@ -242,7 +242,9 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
     pub fn from_routes(
         routes: impl IntoIterator<Item = (Prefix<A>, u32)>,
     ) -> Result<Self, IdOutOfRange> {
+        let routes = routes.into_iter();
         let mut set = PrefixTrie::new();
+        set.reserve(routes.size_hint().0);
         for (p, id) in routes {
             check_ids(std::iter::once((p, id)))?;
             set.insert(p, id);
@@ -254,6 +256,19 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
             routes: set,
             staged: Vec::new(),
         })
+    }
+    /// A FIB with the same routes, staged ones included, and a reader cell of its own (a copy
+    /// whose changes this one's readers never see): the route set is copied whole and the
+    /// encoding built from it.
+    pub fn duplicate(&self) -> Self {
+        let routes = self.routes.clone();
+        let lpm = L::build(&routes).expect("the ids stored were checked when set");
+        Fib {
+            reader: lpm.reader(),
+            lpm,
+            routes,
+            staged: Vec::new(),
+        }
     }
     /// Stages `prefix -> id` (`None`: no entry); readers see it after [`Fib::publish`]. An id
     /// above [`MAX_ID`] is refused and nothing is staged.

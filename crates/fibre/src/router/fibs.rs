@@ -45,8 +45,7 @@ impl<A: KernelSemantics + FibFamily> Clone for TableFib<A> {
     fn clone(&self) -> Self {
         TableFib {
             tables: self.tables.clone(),
-            fib: Fib::from_routes(self.fib.routes())
-                .expect("router ids are slot indexes, far below MAX_ID"),
+            fib: self.fib.duplicate(),
             slots: self.slots.clone(),
             free: self.free.clone(),
             tos_or_source_routes: self.tos_or_source_routes,
