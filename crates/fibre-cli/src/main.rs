@@ -4,6 +4,7 @@
 //! fibre [-snapshot FILE] [-4|-6] [-j] [-force|-atomic] -batch FILE|-  [OBJECT COMMAND...]
 //! fibre [-snapshot FILE] [-4|-6] [-j] OBJECT COMMAND...  (one command, as `ip` runs it)
 //! fibre ... snapshot save FILE                       (after the batch: save the state)
+//! fibre [-batch SETUP] -mrt RIB -mrt-dev DEV ...      (a RIB dump's routes, after the batch)
 //! fibre bench [--full] [--table FILE] [--sizes N,...] ...   (the route-lookup study)
 //! fibre mirror [--netns NAME] [--listen unix:PATH] [--snapshot FILE] ...   (follow a kernel)
 //! ```
@@ -26,6 +27,7 @@ use std::process::ExitCode;
     override_usage = "fibre [-snapshot FILE] [-4|-6] [-j] [-force|-atomic] -batch FILE|- [OBJECT COMMAND ...]\n       \
                       fibre [-snapshot FILE] [-4|-6] [-j] OBJECT COMMAND ...\n       \
                       fibre [-snapshot FILE] [-batch FILE] snapshot save FILE\n       \
+                      fibre [-batch FILE] -mrt RIB -mrt-dev DEV [OBJECT COMMAND ...]\n       \
                       fibre bench [OPTIONS]    (the route-lookup study: fibre bench --help)\n       \
                       fibre mirror [OPTIONS]   (follow a kernel, answer on a socket: fibre mirror --help)",
     after_help = "ip's single-dash forms are understood: -batch, -force, -json, -atomic.\n\
@@ -33,7 +35,8 @@ use std::process::ExitCode;
                   fibre -force -batch examples/edge-router.batch\n  \
                   fibre -batch routes.txt route get 192.0.2.1\n  \
                   fibre -batch routes.txt snapshot save routes.snap\n  \
-                  fibre -snapshot routes.snap route get 192.0.2.1"
+                  fibre -snapshot routes.snap route get 192.0.2.1\n  \
+                  fibre -batch setup.batch -mrt bview.gz -mrt-dev eth0 snapshot save rib.snap"
 )]
 struct Cli {
     /// Every line is IPv4, as with `ip -4` (without -4/-6 each line's addresses decide)
@@ -57,6 +60,14 @@ struct Cli {
     /// Start from the router state saved in FILE (`snapshot save`) instead of an empty one
     #[arg(long = "snapshot", value_name = "FILE")]
     snapshot: Option<std::path::PathBuf>,
+    /// After the batch, install the routes of an MRT RIB dump (plain or gzip): each prefix
+    /// once, via its first entry's next hop, `proto bgp`, in one change set
+    #[arg(long = "mrt", value_name = "FILE", requires = "mrt_dev")]
+    mrt: Option<std::path::PathBuf>,
+    /// The device the dump's next hops are reached through (`onlink`); the batch or the
+    /// snapshot makes it
+    #[arg(long = "mrt-dev", value_name = "DEV", requires = "mrt")]
+    mrt_dev: Option<String>,
     /// One command to run after the batch, e.g. `route get 192.0.2.1`
     #[arg(trailing_var_arg = true, allow_hyphen_values = false)]
     command: Vec<String>,
@@ -74,11 +85,13 @@ fn ip_style_args() -> Vec<String> {
             "-json" => "--json".to_string(),
             "-atomic" => "--atomic".to_string(),
             "-snapshot" => "--snapshot".to_string(),
+            "-mrt" => "--mrt".to_string(),
+            "-mrt-dev" => "--mrt-dev".to_string(),
             s if !s.starts_with('-')
                 && out.len() > 1
                 && !matches!(
                     out.last().map(String::as_str),
-                    Some("--batch" | "--snapshot")
+                    Some("--batch" | "--snapshot" | "--mrt" | "--mrt-dev")
                 ) =>
             {
                 options = false;
@@ -154,7 +167,7 @@ fn main() -> ExitCode {
         command_line: false,
     };
     match cli.batch.as_deref() {
-        None if cli.command.is_empty() && save_to.is_none() => {
+        None if cli.command.is_empty() && save_to.is_none() && cli.mrt.is_none() => {
             eprintln!("fibre: nothing to do: give -batch FILE or a command (see --help)");
             return ExitCode::from(2);
         }
@@ -169,32 +182,50 @@ fn main() -> ExitCode {
         },
     }
     // The command after the options runs after the batch, in the same change set, named as
-    // the command line in its errors.
-    if !cli.command.is_empty() {
-        let line = format!("{}\n", cli.command.join(" "));
-        sources.push(Source {
-            name: "command-line".into(),
-            input: Box::new(std::io::Cursor::new(line)),
-            command_line: true,
-        });
-    }
+    // the command line in its errors; with -mrt, after the dump's routes.
+    let command = (!cli.command.is_empty()).then(|| Source {
+        name: "command-line".into(),
+        input: Box::new(std::io::Cursor::new(format!("{}\n", cli.command.join(" ")))),
+        command_line: true,
+    });
     let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
     let (mut out, mut err) = (stdout.lock(), stderr.lock());
-    let result = batch.run_sources(sources, &mut out, &mut err);
-    let rolled_back = match &result {
-        Ok(s) => s.rolled_back,
-        Err(_) => batch.mode == BatchMode::Atomic,
-    };
-    if rolled_back {
-        let _ = writeln!(err, "fibre: batch rolled back: no change was kept");
+    let mut later = None;
+    match cli.mrt {
+        None => sources.extend(command),
+        Some(_) => later = command,
     }
-    let summary = match result {
+    let mut summary = match run_part(&mut batch, sources, &mut out, &mut err) {
         Ok(s) => s,
-        Err(e) => {
-            let _ = writeln!(err, "fibre: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
+    if let (Some(path), Some(dev)) = (&cli.mrt, &cli.mrt_dev) {
+        if !summary.success() && batch.mode != BatchMode::Force {
+            let _ = writeln!(err, "fibre: the batch failed: the MRT dump was not loaded");
+            return ExitCode::from(1);
+        }
+        match load_mrt(&mut batch.router, path, dev, batch.family) {
+            Ok(left_out) if left_out > 0 => {
+                let _ = writeln!(
+                    err,
+                    "fibre: {}: {left_out} prefixes without a next hop of their family left out",
+                    path.display()
+                );
+            }
+            Ok(_) => {}
+            Err(e) => {
+                let _ = writeln!(err, "fibre: {e}");
+                return ExitCode::from(2);
+            }
+        }
+        if let Some(command) = later {
+            match run_part(&mut batch, vec![command], &mut out, &mut err) {
+                Ok(s) => summary.failed.extend(s.failed),
+                Err(code) => return code,
+            }
+        }
+    }
+    let rolled_back = summary.rolled_back;
     let _ = out.flush();
     if let Some(path) = save_to {
         if rolled_back || !summary.success() && batch.mode == BatchMode::StopOnError {
@@ -211,4 +242,64 @@ fn main() -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// Runs one part of the work (the batch, or the command after an MRT load): what failed goes
+/// to standard error as ip prints it; an I/O error ends the run.
+fn run_part(
+    batch: &mut Batch,
+    sources: Vec<Source>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<fibre::io::iproute2::BatchOutput, ExitCode> {
+    let result = batch.run_sources(sources, out, err);
+    let rolled_back = match &result {
+        Ok(s) => s.rolled_back,
+        Err(_) => batch.mode == BatchMode::Atomic,
+    };
+    if rolled_back {
+        let _ = writeln!(err, "fibre: batch rolled back: no change was kept");
+    }
+    result.map_err(|e| {
+        let _ = writeln!(err, "fibre: {e}");
+        ExitCode::from(2)
+    })
+}
+
+/// Installs the routes of the MRT RIB dump at `path` via device `dev`, in one change set (all
+/// or none); with `-4`/`-6`, only that family's. Returns how many prefixes were left out for
+/// want of a next hop.
+fn load_mrt(
+    router: &mut Router,
+    path: &std::path::Path,
+    dev: &str,
+    family: Option<Family>,
+) -> Result<usize, String> {
+    let dev = router
+        .links()
+        .by_name(dev)
+        .ok_or_else(|| format!("-mrt-dev {dev}: Cannot find device \"{dev}\""))?
+        .index;
+    let name = path.display();
+    let file = std::fs::File::open(path)
+        .map_err(|e| format!("cannot read MRT file \"{name}\": {e}"))?;
+    let mut reader = BufReader::new(file);
+    let gzip = reader
+        .fill_buf()
+        .map_err(|e| format!("cannot read MRT file \"{name}\": {e}"))?
+        .starts_with(&[0x1f, 0x8b]);
+    let input: Box<dyn std::io::Read> = if gzip {
+        Box::new(flate2::read::MultiGzDecoder::new(reader))
+    } else {
+        Box::new(reader)
+    };
+    let mut routes = fibre::io::mrt::rib_routes(input).map_err(|e| format!("{name}: {e}"))?;
+    routes.retain(|r| family.is_none_or(|f| Family::of(&r.addr) == f));
+    let load = fibre::io::mrt::route_changes(&routes, dev);
+    router.apply(&load.changes).map_err(|(i, e)| {
+        let r = &load.routes[i];
+        let via = r.next_hop.map(|h| format!(" via {h}")).unwrap_or_default();
+        format!("{name}: route {}/{}{via}: {e}", r.addr, r.len)
+    })?;
+    Ok(load.left_out)
 }

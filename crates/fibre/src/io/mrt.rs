@@ -1,20 +1,46 @@
-//! MRT routing dumps (RFC 6396), read with `bgpkit-parser`: the prefixes a RIB dump holds.
+//! MRT routing dumps (RFC 6396), read with `bgpkit-parser`: the prefixes a RIB dump holds,
+//! and the routes a router takes from it.
 //!
 //! TABLE_DUMP (v1, such as RIPE RIS bviews of 2000) and TABLE_DUMP_V2 RIB dumps list each
 //! prefix once per peer; BGP4MP update files announce and withdraw. [`rib_prefixes`] keeps
 //! every announced prefix once, in first-seen order, which is what a benchmark table or an
-//! analyst's prefix list needs.
+//! analyst's prefix list needs; [`rib_routes`] keeps each prefix's first entry with its next
+//! hop, and [`route_changes`] turns those into the changes that install them.
+use crate::addr::{Address, Family};
+use crate::link::IfIndex;
+use crate::nexthop::NextHop;
+use crate::prefix::Prefix;
+use crate::route::{Protocol, RouteSpec};
+use crate::router::{Change, FamilyChange};
+use crate::rib::InsertMode;
+use crate::with_family;
 use bgpkit_parser::models::ElemType;
 use bgpkit_parser::BgpkitParser;
 use std::collections::HashSet;
 use std::io::Read;
 use std::net::IpAddr;
 
-/// Distinct announced prefixes of an (uncompressed) MRT stream, host bits masked.
+/// `RTPROT_BGP`: what a BGP daemon installs its routes as (`proto bgp`).
+pub const PROTO_BGP: Protocol = 186;
+
+/// A prefix of a RIB dump, with the next hop of its first entry (the entry of the dump's
+/// first peer that has it), if that entry names one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RibRoute {
+    /// The prefix's address, host bits masked.
+    pub addr: IpAddr,
+    /// Its length.
+    pub len: u8,
+    /// The BGP next hop (for IPv6, the global one of MP_REACH_NLRI).
+    pub next_hop: Option<IpAddr>,
+}
+
+/// Each announced prefix of an (uncompressed) MRT stream once, in first-seen order, with the
+/// next hop its first entry names.
 ///
 /// A record that cannot be parsed ends the read with an error naming the record's position;
 /// nothing is returned half-read.
-pub fn rib_prefixes<R: Read>(input: R) -> Result<Vec<(IpAddr, u8)>, String> {
+pub fn rib_routes<R: Read>(input: R) -> Result<Vec<RibRoute>, String> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for (n, elem) in BgpkitParser::from_reader(input)
@@ -28,10 +54,71 @@ pub fn rib_prefixes<R: Read>(input: R) -> Result<Vec<(IpAddr, u8)>, String> {
         let net = elem.prefix.prefix.trunc();
         let key = (net.addr(), net.prefix_len());
         if seen.insert(key) {
-            out.push(key);
+            out.push(RibRoute {
+                addr: key.0,
+                len: key.1,
+                next_hop: elem.next_hop,
+            });
         }
     }
     Ok(out)
+}
+
+/// Distinct announced prefixes of an (uncompressed) MRT stream, host bits masked, in
+/// first-seen order.
+pub fn rib_prefixes<R: Read>(input: R) -> Result<Vec<(IpAddr, u8)>, String> {
+    Ok(rib_routes(input)?
+        .into_iter()
+        .map(|r| (r.addr, r.len))
+        .collect())
+}
+
+/// What a RIB dump changes in a router: see [`route_changes`].
+#[derive(Debug, Default)]
+pub struct MrtChanges {
+    /// The changes, one per route installed, to apply as one change set.
+    pub changes: Vec<Change>,
+    /// The route each change installs, in the same order (to name one that fails).
+    pub routes: Vec<RibRoute>,
+    /// Routes left out: no next hop, one of the other family, or a prefix too long.
+    pub left_out: usize,
+}
+
+/// The changes that install `routes` in table main as a BGP daemon would: `proto bgp`, each
+/// via its next hop on `dev` with `onlink` (a dump's next hops are its peers' addresses, not
+/// on the router's own subnets), metric as `ip` gives (0 for IPv4, 1024 for IPv6). A route
+/// without a next hop, with one of the other family, or with a prefix longer than its family
+/// allows is left out, and counted.
+pub fn route_changes(routes: &[RibRoute], dev: IfIndex) -> MrtChanges {
+    let mut out = MrtChanges {
+        changes: Vec::with_capacity(routes.len()),
+        routes: Vec::with_capacity(routes.len()),
+        left_out: 0,
+    };
+    for r in routes {
+        let family = Family::of(&r.addr);
+        let Some(gateway) = r.next_hop.filter(|g| Family::of(g) == family) else {
+            out.left_out += 1;
+            continue;
+        };
+        with_family!(family, A => {
+            let (Some(addr), Some(gateway)) = (A::from_ip(r.addr), A::from_ip(gateway)) else {
+                unreachable!("the families were checked");
+            };
+            let Some(dst) = Prefix::from_bits(addr.to_bits(), r.len) else {
+                out.left_out += 1;
+                continue;
+            };
+            let mut hop = NextHop::via(gateway, dev);
+            hop.onlink = true;
+            let mut route = RouteSpec::new(dst, vec![hop]);
+            route.protocol = PROTO_BGP;
+            route.metric = if family == Family::Inet6 { 1024 } else { 0 };
+            out.changes.push(FamilyChange::Route(route, InsertMode::Add).into());
+            out.routes.push(*r);
+        });
+    }
+    out
 }
 
 #[cfg(test)]
