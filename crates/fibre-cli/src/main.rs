@@ -61,7 +61,7 @@ struct Cli {
     #[arg(long = "snapshot", value_name = "FILE")]
     snapshot: Option<std::path::PathBuf>,
     /// After the batch, install the routes of an MRT RIB dump (plain or gzip): each prefix
-    /// once, via its first entry's next hop, `proto bgp`, in one change set
+    /// once, via its first next hop, `proto bgp`, in one change set
     #[arg(long = "mrt", value_name = "FILE", requires = "mrt_dev")]
     mrt: Option<std::path::PathBuf>,
     /// The device the dump's next hops are reached through (`onlink`); the batch or the
@@ -281,8 +281,8 @@ fn load_mrt(
         .ok_or_else(|| format!("-mrt-dev {dev}: Cannot find device \"{dev}\""))?
         .index;
     let name = path.display();
-    let file = std::fs::File::open(path)
-        .map_err(|e| format!("cannot read MRT file \"{name}\": {e}"))?;
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read MRT file \"{name}\": {e}"))?;
     let mut reader = BufReader::new(file);
     let gzip = reader
         .fill_buf()

@@ -10,39 +10,40 @@ use crate::addr::{Address, Family};
 use crate::link::IfIndex;
 use crate::nexthop::NextHop;
 use crate::prefix::Prefix;
+use crate::rib::InsertMode;
 use crate::route::{Protocol, RouteSpec};
 use crate::router::{Change, FamilyChange};
-use crate::rib::InsertMode;
 use crate::with_family;
 use bgpkit_parser::models::ElemType;
 use bgpkit_parser::BgpkitParser;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io::Read;
 use std::net::IpAddr;
 
 /// `RTPROT_BGP`: what a BGP daemon installs its routes as (`proto bgp`).
 pub const PROTO_BGP: Protocol = 186;
 
-/// A prefix of a RIB dump, with the next hop of its first entry (the entry of the dump's
-/// first peer that has it), if that entry names one.
+/// A prefix of a RIB dump, with the next hop of its first entry that names one of the
+/// prefix's family (peers come in the dump's order; a daemon's own routes, listed first by
+/// BIRD, have none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RibRoute {
     /// The prefix's address, host bits masked.
     pub addr: IpAddr,
     /// Its length.
     pub len: u8,
-    /// The BGP next hop (for IPv6, the global one of MP_REACH_NLRI).
+    /// The BGP next hop, of the prefix's family (for IPv6, the global one of MP_REACH_NLRI).
     pub next_hop: Option<IpAddr>,
 }
 
 /// Each announced prefix of an (uncompressed) MRT stream once, in first-seen order, with the
-/// next hop its first entry names.
+/// next hop of its first entry that names one of its family.
 ///
 /// A record that cannot be parsed ends the read with an error naming the record's position;
 /// nothing is returned half-read.
 pub fn rib_routes<R: Read>(input: R) -> Result<Vec<RibRoute>, String> {
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
+    let mut seen: HashMap<(IpAddr, u8), usize> = HashMap::new();
+    let mut out: Vec<RibRoute> = Vec::new();
     for (n, elem) in BgpkitParser::from_reader(input)
         .into_fallible_elem_iter()
         .enumerate()
@@ -52,13 +53,21 @@ pub fn rib_routes<R: Read>(input: R) -> Result<Vec<RibRoute>, String> {
             continue;
         }
         let net = elem.prefix.prefix.trunc();
-        let key = (net.addr(), net.prefix_len());
-        if seen.insert(key) {
-            out.push(RibRoute {
-                addr: key.0,
-                len: key.1,
-                next_hop: elem.next_hop,
-            });
+        let (addr, len) = (net.addr(), net.prefix_len());
+        let next_hop = elem.next_hop.filter(|h| h.is_ipv4() == addr.is_ipv4());
+        match seen.get(&(addr, len)) {
+            Some(&i) => {
+                let first = &mut out[i];
+                first.next_hop = first.next_hop.or(next_hop);
+            }
+            None => {
+                seen.insert((addr, len), out.len());
+                out.push(RibRoute {
+                    addr,
+                    len,
+                    next_hop,
+                });
+            }
         }
     }
     Ok(out)
