@@ -118,7 +118,9 @@ fn run(args: &MirrorArgs) -> Result<(), String> {
     }
     let stats = Arc::new(ServeStats::default());
     if let Some(socket) = &socket {
-        socket.serve(mirror.reader(), args.max_clients, Arc::clone(&stats));
+        socket
+            .serve(mirror.reader(), args.max_clients, Arc::clone(&stats))
+            .map_err(|e| format!("cannot serve the socket: {e}"))?;
         eprintln!(
             "fibre mirror: answering on {}",
             args.listen.as_deref().unwrap_or_default()

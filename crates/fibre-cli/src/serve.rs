@@ -73,8 +73,13 @@ impl Socket {
 
     /// Accepts clients on a thread of its own, each served on its own thread, at most
     /// `max_clients` at once (the next ones get an error line and are closed).
-    pub fn serve(&self, reader: MirrorReader, max_clients: usize, stats: Arc<ServeStats>) {
-        let listener = self.listener.try_clone().expect("clone a listening socket");
+    pub fn serve(
+        &self,
+        reader: MirrorReader,
+        max_clients: usize,
+        stats: Arc<ServeStats>,
+    ) -> io::Result<()> {
+        let listener = self.listener.try_clone()?;
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
@@ -93,6 +98,7 @@ impl Socket {
                 });
             }
         });
+        Ok(())
     }
 }
 
