@@ -125,16 +125,9 @@ pub fn main(args: impl IntoIterator<Item = String>) -> ExitCode {
     if args.get(1).map(String::as_str) == Some("mirror") {
         return mirror_main(args.into_iter().skip(1));
     }
-    let args = match BenchArgs::try_parse_from(args) {
+    let args = match parse::<BenchArgs>(args) {
         Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
+        Err(code) => return code,
     };
     let cfg = match args.config() {
         Ok(c) => c,
@@ -162,16 +155,9 @@ pub fn main(args: impl IntoIterator<Item = String>) -> ExitCode {
 }
 
 fn mirror_main(args: impl IntoIterator<Item = String>) -> ExitCode {
-    let args = match crate::mirror::MirrorBenchArgs::try_parse_from(args) {
+    let args = match parse::<crate::mirror::MirrorBenchArgs>(args) {
         Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
+        Err(code) => return code,
     };
     match crate::mirror::run(&args) {
         Ok(results) => {
@@ -187,4 +173,16 @@ fn mirror_main(args: impl IntoIterator<Item = String>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Options parsed, or how the command ends: `--help` printed (success) or a usage error (2).
+fn parse<T: Parser>(args: impl IntoIterator<Item = String>) -> Result<T, ExitCode> {
+    T::try_parse_from(args).map_err(|e| {
+        let _ = e.print();
+        if e.use_stderr() {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        }
+    })
 }

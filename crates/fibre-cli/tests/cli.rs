@@ -1,30 +1,10 @@
 //! The `fibre` command as a user runs it: options spelled as ip spells them, exit statuses,
 //! error messages on standard error, JSON lines on standard output.
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+#[path = "support/run.rs"]
+mod run;
+use run::{fibre, text};
 
 const SETUP: &str = "link add veth0 type veth peer name veth1\nlink set veth0 up\nlink set veth1 up\naddr add 192.0.2.1/24 dev veth0\n";
-
-fn fibre(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fibre"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run fibre");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write");
-    child.wait_with_output().expect("wait")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 #[test]
 fn stops_at_the_first_error_like_ip() {

@@ -20,6 +20,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Listings compared as multisets (dump order is not part of the contract), as the library's
+/// mirror tests compare them.
+#[path = "../../fibre/tests/support/listings.rs"]
+#[allow(dead_code)]
+mod listings;
+use listings::normalise;
+
 /// Routes per family that churn.
 const K: usize = 16;
 const CLIENTS: usize = 8;
@@ -310,18 +317,6 @@ fn kernel_listing(ns: &Netns, fam: &str) -> Value {
     let mut v: Value = serde_json::from_str(&text).expect("ip -j");
     normalise(&mut v);
     v
-}
-
-/// Arrays as multisets: dump order is not part of the contract.
-fn normalise(v: &mut Value) {
-    match v {
-        Value::Array(items) => {
-            items.iter_mut().for_each(normalise);
-            items.sort_by_key(|i| i.to_string());
-        }
-        Value::Object(m) => m.iter_mut().for_each(|(_, x)| normalise(x)),
-        _ => {}
-    }
 }
 
 fn temp_path(what: &str) -> PathBuf {

@@ -13,10 +13,13 @@
 use fibre::io::mrt::{rib_routes, RibRoute};
 use kernel_oracle::{skip_or_fail, Netns};
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+
+#[path = "support/run.rs"]
+mod run;
+use run::{fibre, text};
 
 const SETUP: &str = "link add eth0 type veth peer name eth1\nlink set eth0 up\nlink set eth1 up\n";
 
@@ -50,24 +53,6 @@ fn routes_of(path: &Path) -> Vec<RibRoute> {
     } else {
         rib_routes(&bytes[..]).expect("parse")
     }
-}
-
-fn fibre(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fibre"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run fibre");
-    let mut input = child.stdin.take().expect("stdin");
-    input.write_all(stdin.as_bytes()).expect("write");
-    drop(input);
-    child.wait_with_output().expect("wait")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn normalised(json: &str) -> Value {
