@@ -195,7 +195,7 @@ fn main() -> ExitCode {
         None => sources.extend(command),
         Some(_) => later = command,
     }
-    let mut summary = match run_part(&mut batch, sources, &mut out, &mut err) {
+    let mut summary = match run_part(&mut batch, sources, "batch", &mut out, &mut err) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -205,21 +205,31 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
         match load_mrt(&mut batch.router, path, dev, batch.family) {
-            Ok(left_out) if left_out > 0 => {
-                let _ = writeln!(
-                    err,
-                    "fibre: {}: {left_out} prefixes without a next hop of their family left out",
-                    path.display()
-                );
+            Ok(done) => {
+                let name = path.display();
+                if done.left_out > 0 {
+                    let n = done.left_out;
+                    let _ = writeln!(
+                        err,
+                        "fibre: {name}: {n} prefixes without a next hop of their family left out"
+                    );
+                }
+                if done.already_routed > 0 {
+                    let n = done.already_routed;
+                    let _ = writeln!(
+                        err,
+                        "fibre: {name}: {n} prefixes the router already routes left alone"
+                    );
+                }
             }
-            Ok(_) => {}
             Err(e) => {
                 let _ = writeln!(err, "fibre: {e}");
                 return ExitCode::from(2);
             }
         }
         if let Some(command) = later {
-            match run_part(&mut batch, vec![command], &mut out, &mut err) {
+            // Its own change set: with -atomic, a failure rolls back the command alone.
+            match run_part(&mut batch, vec![command], "command", &mut out, &mut err) {
                 Ok(s) => summary.failed.extend(s.failed),
                 Err(code) => return code,
             }
@@ -249,6 +259,7 @@ fn main() -> ExitCode {
 fn run_part(
     batch: &mut Batch,
     sources: Vec<Source>,
+    what: &str,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<fibre::io::iproute2::BatchOutput, ExitCode> {
@@ -258,7 +269,7 @@ fn run_part(
         Err(_) => batch.mode == BatchMode::Atomic,
     };
     if rolled_back {
-        let _ = writeln!(err, "fibre: batch rolled back: no change was kept");
+        let _ = writeln!(err, "fibre: {what} rolled back: no change of it was kept");
     }
     result.map_err(|e| {
         let _ = writeln!(err, "fibre: {e}");
@@ -267,14 +278,13 @@ fn run_part(
 }
 
 /// Installs the routes of the MRT RIB dump at `path` via device `dev`, in one change set (all
-/// or none); with `-4`/`-6`, only that family's. Returns how many prefixes were left out for
-/// want of a next hop.
+/// or none); with `-4`/`-6`, only that family's.
 fn load_mrt(
     router: &mut Router,
     path: &std::path::Path,
     dev: &str,
     family: Option<Family>,
-) -> Result<usize, String> {
+) -> Result<fibre::io::mrt::Installed, String> {
     let dev = router
         .links()
         .by_name(dev)
@@ -295,11 +305,5 @@ fn load_mrt(
     };
     let mut routes = fibre::io::mrt::rib_routes(input).map_err(|e| format!("{name}: {e}"))?;
     routes.retain(|r| family.is_none_or(|f| Family::of(&r.addr) == f));
-    let load = fibre::io::mrt::route_changes(&routes, dev);
-    router.apply(&load.changes).map_err(|(i, e)| {
-        let r = &load.routes[i];
-        let via = r.next_hop.map(|h| format!(" via {h}")).unwrap_or_default();
-        format!("{name}: route {}/{}{via}: {e}", r.addr, r.len)
-    })?;
-    Ok(load.left_out)
+    fibre::io::mrt::install(router, &routes, dev).map_err(|e| format!("{name}: {e}"))
 }

@@ -63,14 +63,16 @@ fn octal(s: &str) -> Result<u32, String> {
 fn seconds(s: &str) -> Result<Duration, String> {
     s.parse::<f64>()
         .ok()
-        .filter(|x| x.is_finite() && *x > 0.0)
-        .map(Duration::from_secs_f64)
+        .filter(|x| *x > 0.0)
+        .and_then(|x| Duration::try_from_secs_f64(x).ok())
         .ok_or_else(|| format!("\"{s}\" is not a positive number of seconds"))
 }
 
 /// How long one round of following lasts: the stop flag and the timers are looked at between
 /// rounds, while notifications are applied as they come within one.
 const ROUND: Duration = Duration::from_millis(100);
+/// The longest wait between tries after failures.
+const RETRY_MAX: Duration = Duration::from_secs(60);
 
 pub fn main(args: impl Iterator<Item = String>) -> ExitCode {
     let args = MirrorArgs::parse_from(args);
@@ -128,18 +130,46 @@ fn run(args: &MirrorArgs) -> Result<(), String> {
     }
     let mut last_status = (Instant::now(), FollowReport::default());
     let mut last_resync = Instant::now();
+    // After a failure (a dump that failed, or three that did not fit together under heavy
+    // churn) readers keep the last state and the mirror tries again, waiting longer each time.
+    let mut retry: Option<(Instant, Duration)> = None;
     while !stop.load(Ordering::SeqCst) {
-        mirror.follow(ROUND, ROUND).map_err(|e| e.to_string())?;
-        if args
-            .resync_every
-            .is_some_and(|every| last_resync.elapsed() >= every)
-        {
-            let r = mirror.resync().map_err(|e| e.to_string())?;
-            if r.drift > 0 {
-                eprintln!("fibre mirror: resync mended {} entries of drift", r.drift);
+        let due = match retry {
+            Some((at, _)) if at > Instant::now() => {
+                std::thread::sleep(ROUND);
+                continue;
             }
-            last_resync = Instant::now();
-        }
+            Some(_) => true,
+            None => args
+                .resync_every
+                .is_some_and(|every| last_resync.elapsed() >= every),
+        };
+        let result = if due {
+            let started = Instant::now();
+            mirror.resync().map(|r| {
+                last_resync = Instant::now();
+                if r.drift > 0 || retry.is_some() {
+                    eprintln!(
+                        "fibre mirror: resynced in {:.2} s, mending {} entries of drift",
+                        started.elapsed().as_secs_f64(),
+                        r.drift
+                    );
+                }
+            })
+        } else {
+            mirror.follow(ROUND, ROUND).map(|_| ())
+        };
+        retry = match result {
+            Ok(()) => None,
+            Err(e) => {
+                let wait = retry.map_or(Duration::from_secs(1), |(_, w)| (w * 2).min(RETRY_MAX));
+                eprintln!(
+                    "fibre mirror: {e}; readers keep the last state; resync in {} s",
+                    wait.as_secs()
+                );
+                Some((Instant::now() + wait, wait))
+            }
+        };
         if last_status.0.elapsed() >= args.status_every {
             status(&mirror, &last_status.1, &stats);
             last_status = (Instant::now(), mirror.totals().clone());
@@ -165,7 +195,7 @@ fn status(mirror: &Mirror, before: &FollowReport, stats: &ServeStats) {
     let t = mirror.totals();
     // The lag of this interval: its published change sets only.
     let published = t.published - before.published;
-    let lag_mean = (t.lag_total - before.lag_total) / published.max(1) as u32;
+    let lag_mean = (t.lag_total - before.lag_total).div_f64(published.max(1) as f64);
     eprintln!(
         "fibre mirror: {} IPv4 and {} IPv6 routes; {} events (+{}), {} overruns, {} resyncs (drift {}); lag mean {} µs, max {} µs overall; {} clients, {} answers",
         router.family::<Ipv4Addr>().route_count(),

@@ -1,5 +1,6 @@
 //! `fibre mirror` as a user runs it: following a namespace while the kernel churns, eight
-//! clients ask 10^4 commands each on its socket. Every answer must be one whole JSON line, and
+//! clients ask 10^4 commands each (more if the churn has not yet made 2,000 changes per
+//! family) on its socket. Every answer must be one whole JSON line, and
 //! a state the kernel was in: the churn replaces K ECMP routes per family in turn, step j
 //! writing value j into both legs' gateways, so a listing is a kernel state exactly when its
 //! values are one window of K consecutive steps (each route's latest), and a torn or lost
@@ -16,7 +17,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,6 +36,9 @@ const COMMANDS: usize = 10_000;
 const MAX_STEPS: usize = 60_000;
 /// Steps per family per chunk, a chunk per 10 ms: at most about 5,000 changes/s in all.
 const CHUNK: usize = 25;
+/// Steps per family the clients see at least: they go on past COMMANDS until the churn has
+/// made this many, so that a fast machine does not end the check before the churn has begun.
+const MIN_STEPS: usize = 2_000;
 
 const SETUP: &str = "\
 link add va type veth peer name vb
@@ -256,7 +260,7 @@ impl Client {
 
 /// One client's run: a mix of listings, route gets, static listings and refused writes.
 /// Returns the distinct states it saw per family.
-fn client(path: &Path, id: usize) -> Result<[usize; 2], String> {
+fn client(path: &Path, id: usize, made: &AtomicUsize) -> Result<[usize; 2], String> {
     let mut c = Client::connect(path);
     let mut seen = [Seen::default(), Seen::default()];
     let mut states = [std::collections::BTreeSet::new(), Default::default()];
@@ -264,7 +268,12 @@ fn client(path: &Path, id: usize) -> Result<[usize; 2], String> {
         .into_iter()
         .map(|cmd| (cmd, c.ask(cmd)))
         .collect();
-    for n in 0..COMMANDS {
+    let began = Instant::now();
+    for n in 0.. {
+        let churned = made.load(Ordering::SeqCst) >= K + MIN_STEPS;
+        if n >= COMMANDS && (churned || began.elapsed() > Duration::from_secs(120)) {
+            break;
+        }
         let p = (n * 7 + id) % K;
         let (what, result) = match n % 8 {
             0 => {
@@ -370,9 +379,12 @@ fn clients_see_whole_kernel_states_while_the_mirror_follows_churn() {
         .expect("ip -batch -");
     let mut ip_in = ip.stdin.take().expect("stdin");
     let done = Arc::clone(&clients_done);
+    let made = Arc::new(AtomicUsize::new(K));
+    let made_by_churn = Arc::clone(&made);
     let generator = std::thread::spawn(move || {
         let began = Instant::now();
         let mut next = K;
+        made_by_churn.store(next, Ordering::SeqCst);
         while !done.load(Ordering::SeqCst)
             && next + CHUNK <= MAX_STEPS
             && began.elapsed() < Duration::from_secs(120)
@@ -383,6 +395,7 @@ fn clients_see_whole_kernel_states_while_the_mirror_follows_churn() {
                 .collect();
             ip_in.write_all(chunk.as_bytes()).expect("feed ip");
             next += CHUNK;
+            made_by_churn.store(next, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(10));
         }
         next
@@ -392,7 +405,8 @@ fn clients_see_whole_kernel_states_while_the_mirror_follows_churn() {
     let runs: Vec<_> = (0..CLIENTS)
         .map(|id| {
             let path = socket.clone();
-            std::thread::spawn(move || client(&path, id))
+            let made = Arc::clone(&made);
+            std::thread::spawn(move || client(&path, id, &made))
         })
         .collect();
     let results: Vec<_> = runs
@@ -421,7 +435,7 @@ fn clients_see_whole_kernel_states_while_the_mirror_follows_churn() {
         states[1]
     );
     // The check is only as good as the churn the clients saw.
-    assert!(steps - K >= 1000, "the churn was too short: {steps}");
+    assert!(steps - K >= MIN_STEPS, "the churn was too short: {steps}");
     assert!(
         states.iter().all(|s| *s >= 2 * CLIENTS),
         "too few states seen: {states:?}"

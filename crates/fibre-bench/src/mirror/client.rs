@@ -94,8 +94,11 @@ impl MirrorProcess {
 
     /// Stops the mirror (SIGTERM) and returns what it logged.
     pub fn stop(&mut self) -> String {
-        // SAFETY: a signal to our own child; no memory is touched.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        // A child already reaped is not signalled: its pid may be another process's by now.
+        if matches!(self.child.try_wait(), Ok(None)) {
+            // SAFETY: a signal to our own child, not yet reaped; no memory is touched.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        }
         let _ = self.child.wait();
         self.log
             .take()

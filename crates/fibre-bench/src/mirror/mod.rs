@@ -89,6 +89,9 @@ const CHURN_TABLE: u8 = 250;
 /// Each addition that is not a probe is deleted this many additions later; probes stay until
 /// the end, so that a slow prober cannot miss one.
 const WINDOW: usize = 200;
+/// A probe not seen this long after the kernel's acknowledgement is counted lost (a lag that
+/// long would be a failure of its own).
+const PROBE_PATIENCE: Duration = Duration::from_secs(5);
 
 pub fn run(args: &MirrorBenchArgs) -> Result<Results, String> {
     netns_available().map_err(|e| format!("the mirror bench needs network namespaces: {e}"))?;
@@ -341,7 +344,7 @@ pub fn run(args: &MirrorBenchArgs) -> Result<Results, String> {
         "",
     );
     results.notes.push(format!(
-        "event lag: {} changes made ({:.0}/s), {} probes, {} not seen within 1 s, {} routes of the churn table differing from the kernel's at the end; the mirror's last status: {}",
+        "event lag: {} changes made ({:.0}/s), {} probes, {} not seen within 5 s, {} routes of the churn table differing from the kernel's at the end; the mirror's last status: {}",
         lag.changes,
         lag.rate,
         lag.lags.len() + lag.lost,
@@ -460,13 +463,18 @@ fn socket_rate(
     clients: usize,
     requests: usize,
 ) -> Result<f64, String> {
+    // Every client connects before any starts: a failure ends the run before the clock.
+    let connected = (0..clients)
+        .map(|_| Client::connect(socket))
+        .collect::<Result<Vec<_>, _>>()?;
     let barrier = std::sync::Barrier::new(clients + 1);
     let t = std::thread::scope(|s| {
-        let runs: Vec<_> = (0..clients)
-            .map(|c| {
+        let runs: Vec<_> = connected
+            .into_iter()
+            .enumerate()
+            .map(|(c, mut client)| {
                 let barrier = &barrier;
                 s.spawn(move || -> Result<(), String> {
-                    let mut client = Client::connect(socket)?;
                     barrier.wait();
                     for i in 0..requests {
                         let command = &commands[(c * 7919 + i) % commands.len()];
@@ -495,7 +503,7 @@ struct Lag {
     rate: f64,
     /// Seconds from the kernel's acknowledgement to an answer showing the route.
     lags: Vec<f64>,
-    /// Probes not seen within a second.
+    /// Probes not seen within PROBE_PATIENCE.
     lost: usize,
     /// Probe routes the mirror and the kernel disagree on at the end.
     mismatched: usize,
@@ -525,7 +533,7 @@ fn event_lag(netns: &str, socket: &Path, rate: u32, secs: f64) -> Result<Lag, St
                     lags.push(acked.elapsed().as_secs_f64());
                     break;
                 }
-                if acked.elapsed() > Duration::from_secs(1) {
+                if acked.elapsed() > PROBE_PATIENCE {
                     lost += 1;
                     break;
                 }
@@ -569,16 +577,22 @@ fn event_lag(netns: &str, socket: &Path, rate: u32, secs: f64) -> Result<Lag, St
     let (lags, lost) = prober
         .join()
         .map_err(|_| "the prober panicked".to_string())??;
-    // At rest, the mirror holds exactly the kernel's churn table.
-    std::thread::sleep(Duration::from_millis(500));
-    let mut client = Client::connect(socket)?;
-    let mirror = dsts(client.ask(&format!("route show table {table}"))?)?;
+    // At rest, the mirror comes to hold exactly the kernel's churn table (10 s at most).
     let out = Command::new("ip")
         .args(["-n", netns, "-j", "route", "show", "table", &table])
         .output()
         .map_err(|e| format!("ip: {e}"))?;
     let kernel = dsts(String::from_utf8_lossy(&out.stdout).trim())?;
-    let mismatched = mirror.symmetric_difference(&kernel).count();
+    let mut client = Client::connect(socket)?;
+    let settle = Instant::now() + Duration::from_secs(10);
+    let mismatched = loop {
+        let mirror = dsts(client.ask(&format!("route show table {table}"))?)?;
+        let differ = mirror.symmetric_difference(&kernel).count();
+        if differ == 0 || Instant::now() > settle {
+            break differ;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     Ok(Lag {
         changes,
         rate: changes as f64 / elapsed,

@@ -11,8 +11,8 @@ use crate::link::IfIndex;
 use crate::nexthop::NextHop;
 use crate::prefix::Prefix;
 use crate::rib::InsertMode;
-use crate::route::{Protocol, RouteSpec};
-use crate::router::{Change, FamilyChange};
+use crate::route::{Protocol, RouteSpec, TABLE_MAIN};
+use crate::router::{Change, FamilyChange, Router};
 use crate::with_family;
 use bgpkit_parser::models::ElemType;
 use bgpkit_parser::BgpkitParser;
@@ -122,12 +122,69 @@ pub fn route_changes(routes: &[RibRoute], dev: IfIndex) -> MrtChanges {
             hop.onlink = true;
             let mut route = RouteSpec::new(dst, vec![hop]);
             route.protocol = PROTO_BGP;
-            route.metric = if family == Family::Inet6 { 1024 } else { 0 };
+            route.metric = metric_of(family);
             out.changes.push(FamilyChange::Route(route, InsertMode::Add).into());
             out.routes.push(*r);
         });
     }
     out
+}
+
+/// What [`install`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Installed {
+    /// Routes installed.
+    pub routes: usize,
+    /// Routes left out for want of a next hop of their family (see [`route_changes`]).
+    pub left_out: usize,
+    /// Prefixes table main already routed at the metric the dump's route would have: left
+    /// alone, as `ip route add` would refuse them (a default route or a connected subnet of
+    /// the router's own).
+    pub already_routed: usize,
+}
+
+/// The metric `ip route add` gives a route of `family`.
+fn metric_of(family: Family) -> u32 {
+    if family == Family::Inet6 {
+        1024
+    } else {
+        0
+    }
+}
+
+/// Installs `routes` via `dev` as one change set, all or none (see [`route_changes`]), leaving
+/// alone the prefixes the router already routes; an error names the route the router refused.
+pub fn install(
+    router: &mut Router,
+    routes: &[RibRoute],
+    dev: IfIndex,
+) -> Result<Installed, String> {
+    let routed = |r: &RibRoute| {
+        with_family!(Family::of(&r.addr), A => {
+            let (Some(addr), metric) = (A::from_ip(r.addr), metric_of(A::FAMILY)) else {
+                return false;
+            };
+            Prefix::from_bits(addr.to_bits(), r.len).is_some_and(|dst| {
+                router.family::<A>().table(TABLE_MAIN).is_some_and(|t| {
+                    t.get(&dst, &Prefix::any())
+                        .iter()
+                        .any(|x| x.metric == metric && x.tos == 0)
+                })
+            })
+        })
+    };
+    let fresh: Vec<RibRoute> = routes.iter().filter(|r| !routed(r)).copied().collect();
+    let load = route_changes(&fresh, dev);
+    router.apply(&load.changes).map_err(|(i, e)| {
+        let r = &load.routes[i];
+        let via = r.next_hop.map(|h| format!(" via {h}")).unwrap_or_default();
+        format!("route {}/{}{via}: {e}", r.addr, r.len)
+    })?;
+    Ok(Installed {
+        routes: load.changes.len(),
+        left_out: load.left_out,
+        already_routed: routes.len() - fresh.len(),
+    })
 }
 
 #[cfg(test)]

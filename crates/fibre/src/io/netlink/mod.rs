@@ -138,16 +138,25 @@ impl FollowReport {
 
     /// The mean time events waited to be visible to readers.
     pub fn lag_mean(&self) -> std::time::Duration {
-        self.lag_total / self.published.max(1) as u32
+        self.lag_total.div_f64(self.published.max(1) as f64)
     }
 
-    fn published_after(&mut self, lag: Option<std::time::Duration>) {
-        if let Some(lag) = lag {
+    fn count(&mut self, published: Option<Published>) {
+        if let Some(p) = published {
+            self.applied += p.events;
             self.published += 1;
-            self.lag_total += lag;
-            self.lag_max = self.lag_max.max(lag);
+            self.lag_total += p.lag;
+            self.lag_max = self.lag_max.max(p.lag);
         }
     }
+}
+
+/// A change set made visible to readers.
+struct Published {
+    /// Its events.
+    events: usize,
+    /// How long the oldest of them waited, from being read to being visible.
+    lag: std::time::Duration,
 }
 
 /// A reader of a mirror's router, for any thread: [`MirrorReader::load`] never blocks, and
@@ -308,17 +317,13 @@ impl Mirror {
                             Err(e) => failure = Some(format!("message {}: {e}", n.kind)),
                         }
                     }
-                    let fresh = self.pending.len();
                     match failure.map_or_else(|| self.publish(), Err) {
                         Err(e) => {
                             report.failed += 1;
                             report.last_failure = Some(e);
                             self.resync_into(&mut report)?;
                         }
-                        Ok(lag) => {
-                            report.applied += fresh;
-                            report.published_after(lag);
-                        }
+                        Ok(published) => report.count(published),
                     }
                 }
                 Heard::Overrun => {
@@ -333,7 +338,7 @@ impl Mirror {
                             report.last_failure = Some(e);
                             self.resync_into(&mut report)?;
                         }
-                        Ok(lag) => report.published_after(lag),
+                        Ok(published) => report.count(published),
                     }
                     if self.pending.is_empty() && (heard || left.is_zero()) {
                         break;
@@ -349,12 +354,12 @@ impl Mirror {
     }
 
     /// Publishes the pending events if the spare copy is free: applies what it is behind and
-    /// the pending events to it, as one change set, and swaps it in; says how long the oldest
-    /// of them waited, if they were published. An error says which event did not apply.
-    fn publish(&mut self) -> Result<Option<std::time::Duration>, String> {
+    /// the pending events to it, as one change set, and swaps it in; says what it published,
+    /// if anything. An error says which event did not apply.
+    fn publish(&mut self) -> Result<Option<Published>, String> {
         if self.pending.is_empty() {
             self.pending_since = None;
-            self.catch_up()?;
+            self.catch_up();
             return Ok(None);
         }
         let mut spare = match self.spare.take() {
@@ -379,28 +384,34 @@ impl Mirror {
         }
         // The copy readers had becomes the spare, behind by just the fresh events.
         self.spare = Some(self.live.swap(spare));
+        let published = Published {
+            events: fresh.len(),
+            lag: self
+                .pending_since
+                .take()
+                .map_or_else(Default::default, |t| t.elapsed()),
+        };
         self.behind = fresh;
-        let lag = self.pending_since.take().map(|t| t.elapsed());
-        self.catch_up()?;
-        Ok(lag)
+        self.catch_up();
+        Ok(Some(published))
     }
 
     /// Brings the spare copy up to date if no reader holds it any more, so that the next
     /// change set applies only its own events (a change after a quiet spell is published in
-    /// half the time). A copy still read is brought up to date by the next publish.
-    fn catch_up(&mut self) -> Result<(), String> {
+    /// half the time). A copy still read is brought up to date by the next publish. Events
+    /// that applied to one copy apply to the other; if they did not, the copy is dropped and
+    /// the next publish makes a fresh one from the published router.
+    fn catch_up(&mut self) {
         if self.behind.is_empty() {
-            return Ok(());
+            return;
         }
         let Some(router) = self.spare.as_mut().and_then(Arc::get_mut) else {
-            return Ok(());
+            return;
         };
         let behind = std::mem::take(&mut self.behind);
-        if let Err(e) = events::apply_all(router, &behind) {
+        if events::apply_all(router, &behind).is_err() {
             self.spare = None;
-            return Err(e);
         }
-        Ok(())
     }
 
     /// Resyncs after an overrun or a failed notification.
@@ -456,6 +467,7 @@ impl Mirror {
     fn sync_once(&mut self) -> Result<SyncReport, MirrorError> {
         // What is queued happened before the dump starts: the dump holds it.
         self.events.drain()?;
+        self.spare = None;
         let mut report = SyncReport::default();
         let mut left_out = Vec::new();
         let links = self
@@ -595,10 +607,12 @@ impl Mirror {
                 + family_drift::<Ipv6Addr>(o, n);
         }
         self.objects = Objects::of(&router, &left_out);
-        // The spare copy is made now rather than at the first notification, which would
-        // otherwise wait for it.
-        self.spare = Some(Arc::new(router.clone()));
-        self.live.store(Arc::new(router));
+        // Published first; the spare copy is made now rather than at the first notification,
+        // which would otherwise wait for it (the old spare went at the start: no more than
+        // three routers are alive at once).
+        let router = Arc::new(router);
+        self.live.store(Arc::clone(&router));
+        self.spare = Some(Arc::new(Router::clone(&router)));
         self.behind.clear();
         self.pending.clear();
         self.pending_since = None;
