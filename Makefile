@@ -61,9 +61,11 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --lib
 
-## What a fresh machine needs: iproute2 (ip, ip netns) for the kernel tests.
+## What a fresh machine needs: iproute2 (ip, ip netns) for the kernel tests; net-snmp's snmpd
+## and tools, which the SNMP tests start and query on their own socket and port.
 deps:
 	@command -v ip >/dev/null 2>&1 || { echo "make deps: installing iproute2 (apt-get)"; apt-get update -qq && apt-get install -y -qq iproute2; }
+	@{ command -v snmpd && command -v snmpbulkwalk; } >/dev/null 2>&1 || { echo "make deps: installing snmpd and snmp (apt-get)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq snmpd snmp; }
 	@rustup component list --installed 2>/dev/null | grep -q '^clippy' || { echo "make deps: adding rustup components clippy, rustfmt"; rustup component add clippy rustfmt; }
 
 ## Fuzz the parsers for a minute each (needs cargo-fuzz and a nightly toolchain).
