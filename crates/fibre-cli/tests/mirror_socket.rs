@@ -10,13 +10,13 @@
 //!
 //! Needs root and `ip netns`; skips with a message elsewhere, fails when FIBRE_KERNEL_TESTS=required.
 use fibre::io::iproute2::Query;
+use fibre_bench::mirror::client::{Client, MirrorProcess};
 use kernel_oracle::{skip_or_fail, Netns};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -178,95 +178,21 @@ fn check_get(fam: Fam, p: usize, answer: &Value, seen: &mut Seen) -> Result<(), 
     Ok(())
 }
 
-/// The mirror process, killed if the test fails before it stops it.
-struct MirrorProcess {
-    child: Child,
-    stderr: Option<std::thread::JoinHandle<String>>,
-}
-
-impl Drop for MirrorProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl MirrorProcess {
-    fn start(ns: &Netns, socket: &Path, snapshot: &Path) -> MirrorProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fibre"))
-            .args(["mirror", "--netns", ns.name(), "--status-every", "1"])
-            .arg("--listen")
-            .arg(format!("unix:{}", socket.display()))
-            .arg("--snapshot")
-            .arg(snapshot)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run fibre mirror");
-        let mut err = child.stderr.take().expect("stderr");
-        let stderr = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = err.read_to_string(&mut text);
-            text
-        });
-        MirrorProcess {
-            child,
-            stderr: Some(stderr),
-        }
-    }
-
-    /// Sends SIGTERM and waits (10 s at most) for the exit: its status and what it logged.
-    fn stop(&mut self) -> (std::process::ExitStatus, String) {
-        // SAFETY: kill sends a signal to our own child; no memory is touched.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(s) = self.child.try_wait().expect("wait") {
-                break s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the mirror did not stop on SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let log = self.stderr.take().expect("once").join().expect("stderr");
-        (status, log)
-    }
-}
-
-/// A client: one command, one answer line.
-struct Client {
-    out: UnixStream,
-    input: BufReader<UnixStream>,
-}
-
-impl Client {
-    fn connect(path: &Path) -> Client {
-        let out = UnixStream::connect(path).expect("connect");
-        Client {
-            input: BufReader::new(out.try_clone().expect("clone")),
-            out,
-        }
-    }
-
-    fn ask(&mut self, command: &str) -> Value {
-        writeln!(self.out, "{command}").expect("send");
-        let mut line = String::new();
-        self.input.read_line(&mut line).expect("answer");
-        assert!(line.ends_with('\n'), "{command}: cut answer {line:?}");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{command}: {e}: {line}"))
-    }
+/// One command, one answer line, read as JSON.
+fn ask(c: &mut Client, command: &str) -> Value {
+    let line = c.ask(command).unwrap_or_else(|e| panic!("{command}: {e}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{command}: {e}: {line}"))
 }
 
 /// One client's run: a mix of listings, route gets, static listings and refused writes.
 /// Returns the distinct states it saw per family.
 fn client(path: &Path, id: usize, made: &AtomicUsize) -> Result<[usize; 2], String> {
-    let mut c = Client::connect(path);
+    let mut c = Client::connect(path)?;
     let mut seen = [Seen::default(), Seen::default()];
     let mut states = [std::collections::BTreeSet::new(), Default::default()];
     let statics: Vec<(&str, Value)> = ["rule show", "-6 rule show", "link show", "addr show"]
         .into_iter()
-        .map(|cmd| (cmd, c.ask(cmd)))
+        .map(|cmd| (cmd, ask(&mut c, cmd)))
         .collect();
     let began = Instant::now();
     for n in 0.. {
@@ -277,37 +203,37 @@ fn client(path: &Path, id: usize, made: &AtomicUsize) -> Result<[usize; 2], Stri
         let p = (n * 7 + id) % K;
         let (what, result) = match n % 8 {
             0 => {
-                let a = c.ask("route show table 100");
+                let a = ask(&mut c, "route show table 100");
                 let r = check_listing(Fam::V4, &a, &mut seen[0]);
                 states[0].insert(seen[0].state);
                 ("IPv4 listing", r.map_err(|e| format!("{e}: {a}")))
             }
             1 => {
-                let a = c.ask("-6 route show table 100");
+                let a = ask(&mut c, "-6 route show table 100");
                 let r = check_listing(Fam::V6, &a, &mut seen[1]);
                 states[1].insert(seen[1].state);
                 ("IPv6 listing", r.map_err(|e| format!("{e}: {a}")))
             }
             2 | 3 | 7 if n % 800 != 7 => {
-                let a = c.ask(&format!("route get 10.0.{p}.1"));
+                let a = ask(&mut c, &format!("route get 10.0.{p}.1"));
                 let r = check_get(Fam::V4, p, &a, &mut seen[0]);
                 ("IPv4 route get", r.map_err(|e| format!("{e}: {a}")))
             }
             4 | 5 => {
-                let a = c.ask(&format!("route get 2001:db8:100:{p:x}::1"));
+                let a = ask(&mut c, &format!("route get 2001:db8:100:{p:x}::1"));
                 let r = check_get(Fam::V6, p, &a, &mut seen[1]);
                 ("IPv6 route get", r.map_err(|e| format!("{e}: {a}")))
             }
             6 => {
                 let (cmd, expected) = &statics[(n / 8) % statics.len()];
-                let a = c.ask(cmd);
+                let a = ask(&mut c, cmd);
                 let r = (a == *expected)
                     .then_some(())
                     .ok_or_else(|| format!("{a} after {expected}"));
                 ("static listing", r)
             }
             _ => {
-                let a = c.ask("route add 192.0.2.0/24 dev va");
+                let a = ask(&mut c, "route add 192.0.2.0/24 dev va");
                 let r = (a["errno"] == 95 && a["error"] == "EOPNOTSUPP")
                     .then_some(())
                     .ok_or_else(|| format!("a write was not refused: {a}"));
@@ -353,15 +279,23 @@ fn clients_see_whole_kernel_states_while_the_mirror_follows_churn() {
     );
 
     let (socket, snapshot) = (temp_path("sock"), temp_path("snap"));
-    let mut mirror = MirrorProcess::start(&ns, &socket, &snapshot);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while UnixStream::connect(&socket).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the mirror's socket never opened"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let extra: Vec<String> = [
+        "--status-every",
+        "1",
+        "--snapshot",
+        snapshot.to_str().expect("path"),
+    ]
+    .map(String::from)
+    .to_vec();
+    let fibre = Path::new(env!("CARGO_BIN_EXE_fibre"));
+    let mut mirror = MirrorProcess::start(
+        fibre,
+        ns.name(),
+        socket.clone(),
+        &extra,
+        Duration::from_secs(30),
+    )
+    .expect("fibre mirror answers");
     let mode = std::fs::metadata(&socket)
         .expect("socket")
         .permissions()
@@ -442,13 +376,13 @@ fn clients_see_whole_kernel_states_while_the_mirror_follows_churn() {
     );
 
     // Quiet: the mirror settles on the kernel's state.
-    let mut c = Client::connect(&socket);
+    let mut c = Client::connect(&socket).expect("connect");
     let want = [kernel_listing(&ns, "-4"), kernel_listing(&ns, "-6")];
     let deadline = Instant::now() + Duration::from_secs(10);
     let got = loop {
         let mut got = [
-            c.ask("route show table 100"),
-            c.ask("-6 route show table 100"),
+            ask(&mut c, "route show table 100"),
+            ask(&mut c, "-6 route show table 100"),
         ];
         got.iter_mut().for_each(normalise);
         if got == want || Instant::now() > deadline {
@@ -460,7 +394,10 @@ fn clients_see_whole_kernel_states_while_the_mirror_follows_churn() {
 
     let (status, log) = mirror.stop();
     eprintln!("{log}");
-    assert!(status.success(), "the mirror's exit: {status:?}\n{log}");
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the mirror's exit on SIGTERM: {status:?}\n{log}"
+    );
     assert!(!socket.exists(), "the socket was left behind");
     assert!(log.contains("IPv4 and") && log.trim_end().ends_with("fibre mirror: stopped"));
     // The snapshot written on exit answers as the mirror did.

@@ -20,26 +20,17 @@ use serde_json::Value;
 
 #[path = "support/listings.rs"]
 mod listings;
-use std::time::{Duration, Instant};
+#[path = "support/veths.rs"]
+mod veths;
 
-const SETUP: &str = "\
-link set lo up
-link add va type veth peer name vb
-link add wa type veth peer name wb
-link add xa type veth peer name xb
-link set va up
-link set vb up
-link set wa up
-link set wb up
-link set xa up
-link set xb up
-addr add 192.0.2.1/24 dev va
-addr add 198.51.100.1/24 dev wa
-addr add 203.0.113.1/24 dev xa
-addr add 2001:db8:1::1/64 dev va nodad
-addr add 2001:db8:2::1/64 dev wa nodad
-addr add 2001:db8:3::1/64 dev xa nodad
-";
+/// The shared devices, and what this test adds to them.
+fn setup() -> String {
+    format!(
+        "{}link set xb up\naddr add 2001:db8:3::1/64 dev xa nodad\n",
+        veths::THREE_VETHS
+    )
+}
+use std::time::{Duration, Instant};
 
 /// Changes that succeed, at least (failed lines do not count).
 const CHANGES: usize = 100_000;
@@ -452,10 +443,7 @@ fn compare(ns: &Netns, router: &Router, rng: &mut SmallRng, at: &str) -> usize {
 
 /// Applies chunks while the mirror follows; compares at each quiescent point.
 fn churn(tag: &str, rcvbuf: Option<usize>, seed: u64) -> (usize, usize, FollowReport) {
-    let ns = Netns::create(tag).expect("namespace");
-    let setup = ns.ip_batch_str(&[], SETUP).expect("ip -batch");
-    assert!(setup.success, "{}", setup.stderr);
-    std::thread::sleep(Duration::from_millis(1500));
+    let ns = veths::namespace(tag, &setup());
     let (mut mirror, _) = Mirror::open_with(Some(ns.name()), rcvbuf).expect("mirror syncs");
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut probe_rng = SmallRng::seed_from_u64(seed + 1);

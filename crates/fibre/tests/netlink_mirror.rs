@@ -7,29 +7,18 @@
 use fibre::io::iproute2::{Batch, BatchMode};
 use fibre::io::netlink::Mirror;
 use fibre::Router;
-use kernel_oracle::{skip_or_fail, Netns};
+use kernel_oracle::skip_or_fail;
 use serde_json::Value;
 
 #[path = "support/listings.rs"]
 mod listings;
+#[path = "support/veths.rs"]
+mod veths;
 
-const SETUP: &str = "\
-link set lo up
-link add va type veth peer name vb
-link add wa type veth peer name wb
-link add xa type veth peer name xb
-link set va up
-link set vb up
-link set wa up
-link set wb up
-link set xa up
-addr add 192.0.2.1/24 dev va
-addr add 198.51.100.1/24 dev wa
-addr add 198.51.100.9/24 dev wa
-addr add 203.0.113.1/24 dev xa
-addr add 2001:db8:1::1/64 dev va nodad
-addr add 2001:db8:2::1/64 dev wa nodad
-";
+/// The shared devices, and what this test adds to them.
+fn setup() -> String {
+    format!("{}addr add 198.51.100.9/24 dev wa\n", veths::THREE_VETHS)
+}
 
 const CONFIG: &str = "\
 nexthop add id 1 via 192.0.2.2 dev va
@@ -76,10 +65,7 @@ fn a_synced_mirror_prints_and_answers_as_the_kernel() {
     if skip_or_fail("a_synced_mirror_prints_and_answers_as_the_kernel") {
         return;
     }
-    let ns = Netns::create("mirror").expect("namespace");
-    let setup = ns.ip_batch_str(&[], SETUP).expect("ip -batch");
-    assert!(setup.success, "{}", setup.stderr);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let ns = veths::namespace("mirror", &setup());
     // `rule add -6` is not ip's: the IPv6 rule goes alone.
     let (v6rule, config): (Vec<&str>, Vec<&str>) = CONFIG.lines().partition(|l| l.contains(" -6 "));
     let k = ns.ip_batch_str(&[], &config.join("\n")).expect("ip -batch");
@@ -184,10 +170,7 @@ fn a_sync_leaves_out_and_counts_what_is_not_modelled() {
     if skip_or_fail("a_sync_leaves_out_and_counts_what_is_not_modelled") {
         return;
     }
-    let ns = Netns::create("mirror-odd").expect("namespace");
-    let setup = ns.ip_batch_str(&[], SETUP).expect("ip -batch");
-    assert!(setup.success, "{}", setup.stderr);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let ns = veths::namespace("mirror-odd", &setup());
     let odd = "\
 nexthop add id 1 via 192.0.2.2 dev va
 nexthop add id 2 group 1 type resilient buckets 8
@@ -223,10 +206,7 @@ fn a_following_mirror_overruns_resyncs_and_ends_equal() {
     if skip_or_fail("a_following_mirror_overruns_resyncs_and_ends_equal") {
         return;
     }
-    let ns = Netns::create("mirror-churn").expect("namespace");
-    let setup = ns.ip_batch_str(&[], SETUP).expect("ip -batch");
-    assert!(setup.success, "{}", setup.stderr);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let ns = veths::namespace("mirror-churn", &setup());
     let (mut mirror, _) = Mirror::open_with(Some(ns.name()), Some(4096)).expect("mirror syncs");
     // 3,000 changes of every kind, bounded, in one batch the mirror does not read during.
     let mut churn = String::from(

@@ -7,23 +7,8 @@ use fibre::Router;
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-
-const SETUP: &str = "\
-link set lo up
-link add va type veth peer name vb
-link add wa type veth peer name wb
-link add xa type veth peer name xb
-link set va up
-link set vb up
-link set wa up
-link set wb up
-link set xa up
-addr add 192.0.2.1/24 dev va
-addr add 198.51.100.1/24 dev wa
-addr add 203.0.113.1/24 dev xa
-addr add 2001:db8:1::1/64 dev va nodad
-addr add 2001:db8:2::1/64 dev wa nodad
-";
+#[path = "support/veths.rs"]
+mod veths;
 
 /// Random lines of every kind the router keeps (many refused, which is fine): routes of both
 /// families with types, metrics, tables, TOS, multipath and `nhid`, rules, addresses,
@@ -146,7 +131,7 @@ fn describe(router: Router, seed: u64) -> String {
 fn built(seed: u64) -> Router {
     let mut b = Batch::new(Router::new());
     b.mode = BatchMode::Force;
-    assert!(b.run_text(SETUP).success());
+    assert!(b.run_text(veths::THREE_VETHS).success());
     b.run_text(&lines(seed, 400));
     b.router
 }

@@ -2,7 +2,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// One connection: a command out, one JSON line back.
@@ -55,7 +55,7 @@ impl MirrorProcess {
         wait: Duration,
     ) -> Result<MirrorProcess, String> {
         let mut child = Command::new(fibre)
-            .args(["mirror", "--netns", netns, "--status-every", "3600"])
+            .args(["mirror", "--netns", netns])
             .arg("--listen")
             .arg(format!("unix:{}", socket.display()))
             .args(extra)
@@ -78,7 +78,7 @@ impl MirrorProcess {
             if let Ok(Some(status)) = process.child.try_wait() {
                 return Err(format!(
                     "fibre mirror exited ({status}): {}",
-                    process.stop()
+                    process.stop().1
                 ));
             }
             if Instant::now() > deadline {
@@ -92,18 +92,36 @@ impl MirrorProcess {
         }
     }
 
-    /// Stops the mirror (SIGTERM) and returns what it logged.
-    pub fn stop(&mut self) -> String {
+    /// Stops the mirror: SIGTERM, then SIGKILL if it has not exited within 10 s. Returns how
+    /// it exited on SIGTERM (`None`: it had to be killed, or had gone before), and what it
+    /// logged.
+    pub fn stop(&mut self) -> (Option<ExitStatus>, String) {
+        let mut status = None;
         // A child already reaped is not signalled: its pid may be another process's by now.
         if matches!(self.child.try_wait(), Ok(None)) {
             // SAFETY: a signal to our own child, not yet reaped; no memory is touched.
             unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            status = loop {
+                match self.child.try_wait() {
+                    Ok(Some(s)) => break Some(s),
+                    Ok(None) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(20))
+                    }
+                    _ => break None,
+                }
+            };
+        }
+        if status.is_none() {
+            let _ = self.child.kill();
         }
         let _ = self.child.wait();
-        self.log
+        let log = self
+            .log
             .take()
             .map(|h| h.join().unwrap_or_default())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        (status, log)
     }
 }
 

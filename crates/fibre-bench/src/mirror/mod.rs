@@ -248,10 +248,10 @@ pub fn run(args: &MirrorBenchArgs) -> Result<Results, String> {
     say("starting fibre mirror and its socket");
     let socket =
         std::env::temp_dir().join(format!("fibre-bench-mirror-{}.sock", std::process::id()));
-    let extra: Vec<String> = args
-        .rcvbuf
-        .map(|b| vec!["--rcvbuf".to_string(), b.to_string()])
-        .unwrap_or_default();
+    let mut extra = vec!["--status-every".to_string(), "3600".to_string()];
+    if let Some(bytes) = args.rcvbuf {
+        extra.extend(["--rcvbuf".to_string(), bytes.to_string()]);
+    }
     let mut process =
         MirrorProcess::start(&fibre, &ns.name, socket, &extra, Duration::from_secs(300))?;
     let addresses = addresses(&views, args.seed);
@@ -272,7 +272,7 @@ pub fn run(args: &MirrorBenchArgs) -> Result<Results, String> {
         args.rate, args.lag_secs
     ));
     let lag = event_lag(&ns.name, &process.socket, args.rate, args.lag_secs)?;
-    let log = process.stop();
+    let (_, log) = process.stop();
     let status = log
         .lines()
         .rev()
