@@ -17,6 +17,7 @@ pub mod mirror;
 pub mod progress;
 pub mod report;
 pub mod scenario;
+pub mod snmp;
 pub mod stats;
 pub mod study;
 pub mod updates;

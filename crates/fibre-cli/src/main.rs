@@ -5,11 +5,13 @@
 //! fibre [-snapshot FILE] [-4|-6] [-j] OBJECT COMMAND...  (one command, as `ip` runs it)
 //! fibre ... snapshot save FILE                       (after the batch: save the state)
 //! fibre [-batch SETUP] -mrt RIB -mrt-dev DEV ...      (a RIB dump's routes, after the batch)
+//! fibre ... -agentx PATH                             (then serve IP-FORWARD-MIB over AgentX)
 //! fibre bench [--full] [--table FILE] [--sizes N,...] ...   (the route-lookup study)
 //! fibre mirror [--netns NAME] [--listen unix:PATH] [--snapshot FILE] ...   (follow a kernel)
 //! ```
 //! Options are spelled as ip spells them (`-batch`, `-force`, `-json`/`-j`, `-4`, `-6`); the
 //! same file can be given to `ip -batch` in a network namespace and to fibre.
+mod agentx;
 mod mirror;
 mod serve;
 
@@ -28,6 +30,7 @@ use std::process::ExitCode;
                       fibre [-snapshot FILE] [-4|-6] [-j] OBJECT COMMAND ...\n       \
                       fibre [-snapshot FILE] [-batch FILE] snapshot save FILE\n       \
                       fibre [-batch FILE] -mrt RIB -mrt-dev DEV [OBJECT COMMAND ...]\n       \
+                      fibre [-snapshot FILE] [-batch FILE] [-mrt ...] -agentx PATH   (serve SNMP)\n       \
                       fibre bench [OPTIONS]    (the route-lookup study: fibre bench --help)\n       \
                       fibre mirror [OPTIONS]   (follow a kernel, answer on a socket: fibre mirror --help)",
     after_help = "ip's single-dash forms are understood: -batch, -force, -json, -atomic.\n\
@@ -36,7 +39,8 @@ use std::process::ExitCode;
                   fibre -batch routes.txt route get 192.0.2.1\n  \
                   fibre -batch routes.txt snapshot save routes.snap\n  \
                   fibre -snapshot routes.snap route get 192.0.2.1\n  \
-                  fibre -batch setup.batch -mrt bview.gz -mrt-dev eth0 snapshot save rib.snap"
+                  fibre -batch setup.batch -mrt bview.gz -mrt-dev eth0 snapshot save rib.snap\n  \
+                  fibre -snapshot rib.snap -agentx /var/agentx/master"
 )]
 struct Cli {
     /// Every line is IPv4, as with `ip -4` (without -4/-6 each line's addresses decide)
@@ -68,6 +72,8 @@ struct Cli {
     /// snapshot makes it
     #[arg(long = "mrt-dev", value_name = "DEV", requires = "mrt")]
     mrt_dev: Option<String>,
+    #[command(flatten)]
+    agentx: agentx::AgentxArgs,
     /// One command to run after the batch, e.g. `route get 192.0.2.1`
     #[arg(trailing_var_arg = true, allow_hyphen_values = false)]
     command: Vec<String>,
@@ -87,11 +93,22 @@ fn ip_style_args() -> Vec<String> {
             "-snapshot" => "--snapshot".to_string(),
             "-mrt" => "--mrt".to_string(),
             "-mrt-dev" => "--mrt-dev".to_string(),
+            "-agentx" => "--agentx".to_string(),
+            "-agentx-tables" => "--agentx-tables".to_string(),
+            "-agentx-priority" => "--agentx-priority".to_string(),
             s if !s.starts_with('-')
                 && out.len() > 1
                 && !matches!(
                     out.last().map(String::as_str),
-                    Some("--batch" | "--snapshot" | "--mrt" | "--mrt-dev")
+                    Some(
+                        "--batch"
+                            | "--snapshot"
+                            | "--mrt"
+                            | "--mrt-dev"
+                            | "--agentx"
+                            | "--agentx-tables"
+                            | "--agentx-priority"
+                    )
                 ) =>
             {
                 options = false;
@@ -167,7 +184,11 @@ fn main() -> ExitCode {
         command_line: false,
     };
     match cli.batch.as_deref() {
-        None if cli.command.is_empty() && save_to.is_none() && cli.mrt.is_none() => {
+        None if cli.command.is_empty()
+            && save_to.is_none()
+            && cli.mrt.is_none()
+            && cli.agentx.socket.is_none() =>
+        {
             eprintln!("fibre: nothing to do: give -batch FILE or a command (see --help)");
             return ExitCode::from(2);
         }
@@ -243,6 +264,17 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
         if let Err(e) = fibre::io::snapshot::save(&batch.router, &path) {
+            let _ = writeln!(err, "fibre: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    if cli.agentx.socket.is_some() {
+        if !summary.success() && batch.mode != BatchMode::Force {
+            let _ = writeln!(err, "fibre: the batch failed: not serving over AgentX");
+            return ExitCode::from(1);
+        }
+        let router = std::mem::replace(&mut batch.router, Router::new());
+        if let Err(e) = agentx::serve_until_signal(&cli.agentx, router) {
             let _ = writeln!(err, "fibre: {e}");
             return ExitCode::from(2);
         }

@@ -1,5 +1,6 @@
 //! `fibre mirror`: follows a kernel's routing state and answers read-only commands on a Unix
 //! socket (see `serve`), logging one status line per interval, until SIGINT or SIGTERM.
+use crate::agentx::{AgentxArgs, Subagent};
 use crate::serve::{ServeStats, Socket};
 use clap::Parser;
 use fibre::io::netlink::{FollowReport, Mirror};
@@ -51,6 +52,8 @@ pub struct MirrorArgs {
     /// Clients served at once; more are refused with an error line
     #[arg(long, value_name = "N", default_value = "64")]
     max_clients: usize,
+    #[command(flatten)]
+    agentx: AgentxArgs,
 }
 
 fn octal(s: &str) -> Result<u32, String> {
@@ -128,6 +131,13 @@ fn run(args: &MirrorArgs) -> Result<(), String> {
             args.listen.as_deref().unwrap_or_default()
         );
     }
+    let reader = mirror.reader();
+    let agent = Subagent::start(
+        &args.agentx,
+        move || reader.load(),
+        Arc::clone(&stop),
+        "fibre mirror",
+    );
     let mut last_status = (Instant::now(), FollowReport::default());
     let mut last_resync = Instant::now();
     // After a failure (a dump that failed, or three that did not fit together under heavy
@@ -171,11 +181,14 @@ fn run(args: &MirrorArgs) -> Result<(), String> {
             }
         };
         if last_status.0.elapsed() >= args.status_every {
-            status(&mirror, &last_status.1, &stats);
+            status(&mirror, &last_status.1, &stats, agent.as_ref());
             last_status = (Instant::now(), mirror.totals().clone());
         }
     }
-    status(&mirror, &last_status.1, &stats);
+    status(&mirror, &last_status.1, &stats, agent.as_ref());
+    if let Some(agent) = agent {
+        agent.join();
+    }
     save(args, &mirror.router())?;
     drop(socket);
     eprintln!("fibre mirror: stopped");
@@ -190,7 +203,7 @@ fn save(args: &MirrorArgs, router: &Router) -> Result<(), String> {
 }
 
 /// One status line: routes per family, notifications, overruns, resyncs, lag, clients.
-fn status(mirror: &Mirror, before: &FollowReport, stats: &ServeStats) {
+fn status(mirror: &Mirror, before: &FollowReport, stats: &ServeStats, agent: Option<&Subagent>) {
     let router = mirror.router();
     let t = mirror.totals();
     // The lag of this interval: its published change sets only.
@@ -210,4 +223,7 @@ fn status(mirror: &Mirror, before: &FollowReport, stats: &ServeStats) {
         stats.clients.load(Ordering::Relaxed),
         stats.answers.load(Ordering::Relaxed),
     );
+    if let Some(agent) = agent {
+        eprintln!("fibre mirror: {}", agent.status());
+    }
 }

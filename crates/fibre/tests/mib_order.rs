@@ -4,7 +4,8 @@
 //! past the table) must be the first listed OID past it, and GET must find exactly the listed
 //! ones. Routers are random: both families, several tables, ECMP, reject types, TOS, metrics,
 //! IPv6 source routes.
-use fibre::io::agentx::mib::{get, get_next, MibValue, Tables, INET_CIDR_ROUTE_ENTRY};
+use fibre::io::agentx::inet_cidr::{get, get_next, INET_CIDR_ROUTE_ENTRY};
+use fibre::io::agentx::mib::{MibValue, Tables};
 use fibre::io::iproute2::{Batch, BatchMode};
 use fibre::{RouteSpec, Router};
 use proptest::prelude::*;
@@ -33,13 +34,14 @@ fn model_rows(r: &RouteSpec<impl fibre::Address>) -> Vec<(Vec<u32>, u32, i32, i3
     head.push(bytes(dst).len() as u32);
     head.extend(bytes(dst));
     head.push(r.dst.len().into());
-    let mut policy = vec![r.table, r.tos.into(), r.metric];
-    if !r.src.is_default() {
-        policy.push(r.src.len().into());
-        policy.extend(bytes(r.src.addr().into()));
-    }
-    head.push(policy.len() as u32);
-    head.extend(policy);
+    let policy = |dev: u32| {
+        let mut p = vec![r.table, r.tos.into(), r.metric, dev];
+        if !r.src.is_default() {
+            p.push(r.src.len().into());
+            p.extend(bytes(r.src.addr().into()));
+        }
+        [vec![p.len() as u32], p].concat()
+    };
     let kind = |gateway: bool| match r.kind {
         fibre::RouteType::Unicast if gateway => 4,
         fibre::RouteType::Unicast | fibre::RouteType::Local => 3,
@@ -49,14 +51,18 @@ fn model_rows(r: &RouteSpec<impl fibre::Address>) -> Vec<(Vec<u32>, u32, i32, i3
     };
     let metric = i32::try_from(r.metric).unwrap_or(i32::MAX);
     if r.hops.is_empty() {
+        // IPv6 reject routes are on lo (index 1), as the kernel shows them.
+        let dev = if dst.is_ipv6() { 1 } else { 0 };
         let mut index = head.clone();
+        index.extend(policy(dev));
         index.extend([0, 0]);
-        return vec![(index, 0, kind(false), metric)];
+        return vec![(index, dev, kind(false), metric)];
     }
     r.hops
         .iter()
         .map(|h| {
             let mut index = head.clone();
+            index.extend(policy(h.dev.unwrap_or(0)));
             match h.gateway {
                 Some(g) => {
                     let g: IpAddr = g.into();

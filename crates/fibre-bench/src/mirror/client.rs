@@ -125,6 +125,23 @@ impl MirrorProcess {
     }
 }
 
+impl MirrorProcess {
+    /// Kills the mirror at once (SIGKILL: no clean-up, as a crash); what it had logged.
+    pub fn kill(&mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.log
+            .take()
+            .map(|h| h.join().unwrap_or_default())
+            .unwrap_or_default()
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for MirrorProcess {
     fn drop(&mut self) {
         if self.log.is_some() {

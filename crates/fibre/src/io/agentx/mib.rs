@@ -1,34 +1,45 @@
-//! IP-FORWARD-MIB's `inetCidrRouteTable` (RFC 4292) read from a router: one row per next hop
-//! of each route, IPv4 before IPv6, and GET/GETNEXT answered by seeking in the tables' tries,
-//! never by listing the table (docs/snmp.md).
-//!
-//! A row's index is DestType, Dest (length-prefixed), PfxLen, Policy (a length-prefixed OID),
-//! NextHopType, NextHop (length-prefixed). Routes of several tables, TOS values or metrics may
-//! share a destination and a next hop; the policy keeps their rows apart: `{table, tos,
-//! metric}`, followed for an IPv6 source-specific route by its source prefix's length and
-//! bytes. A route without a gateway has next hop unknown(0) with an empty address, as the RFC
-//! asks.
-use crate::addr::Family;
-use crate::nexthop::NextHop;
+//! The subtree fibre serves, ipForward (1.3.6.1.2.1.4.24 of IP-FORWARD-MIB, RFC 4292), as
+//! one ordered space of OIDs: ipCidrRouteNumber (.3.0), ipCidrRouteTable (.4.1), and
+//! inetCidrRouteNumber (.6.0), inetCidrRouteTable (.7.1). GET and GETNEXT read one router
+//! snapshot; the tables are sought in their tries ([`inet_cidr`](super::inet_cidr),
+//! [`ip_cidr`](super::ip_cidr)), and only the two row counts need a pass over the routes,
+//! made once per snapshot and kept ([`Mib`]).
+use super::{inet_cidr, ip_cidr};
 use crate::prefix::Prefix;
 use crate::rib::Rib;
-use crate::route::{Route, RouteType, TableId, TABLE_MAIN};
+use crate::route::{Route, TableId, TABLE_MAIN};
 use crate::router::{Router, RouterFamily};
-use std::cmp::Ordering;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::{Arc, Weak};
 
-/// `inetCidrRouteEntry`: 1.3.6.1.2.1.4.24.7.1.
-pub const INET_CIDR_ROUTE_ENTRY: [u32; 10] = [1, 3, 6, 1, 2, 1, 4, 24, 7, 1];
-/// The readable columns of `inetCidrRouteEntry`: IfIndex (7) to Status (17).
-pub const COLUMNS: std::ops::RangeInclusive<u32> = 7..=17;
+/// ipForward: 1.3.6.1.2.1.4.24, the subtree registered with the master agent.
+pub const IP_FORWARD: [u32; 8] = [1, 3, 6, 1, 2, 1, 4, 24];
+/// ipCidrRouteNumber.0 (Gauge32): the rows of ipCidrRouteTable.
+pub const IP_CIDR_ROUTE_NUMBER: [u32; 10] = [1, 3, 6, 1, 2, 1, 4, 24, 3, 0];
+/// inetCidrRouteNumber.0 (Gauge32): the rows of inetCidrRouteTable.
+pub const INET_CIDR_ROUTE_NUMBER: [u32; 10] = [1, 3, 6, 1, 2, 1, 4, 24, 6, 0];
 
-/// A value of the table, typed as SNMP types it.
+/// A value, typed as SNMP types it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MibValue {
     /// `INTEGER` / `Integer32`.
     Integer(i32),
     /// `Gauge32` / `Unsigned32`.
     Gauge32(u32),
+    /// `IpAddress`.
+    IpAddress([u8; 4]),
+    /// `OBJECT IDENTIFIER`.
+    Oid(Vec<u32>),
+}
+
+/// What a GET finds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// The value at the OID.
+    Value(MibValue),
+    /// The OID names a known object (a scalar or a table column) but no instance of it.
+    NoSuchInstance,
+    /// The OID names nothing fibre serves.
+    NoSuchObject,
 }
 
 /// Which routing tables the MIB shows.
@@ -41,148 +52,21 @@ pub enum Tables {
 }
 
 impl Tables {
-    fn shows(self, id: TableId) -> bool {
+    pub(super) fn shows(self, id: TableId) -> bool {
         self == Tables::All || id == TABLE_MAIN
     }
 }
 
-/// One row: a next hop of a route, with its index (the OID suffix after the column).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Row {
-    /// DestType, Dest, PfxLen, Policy, NextHopType, NextHop, as sub-identifiers.
-    pub index: Vec<u32>,
-    /// inetCidrRouteIfIndex (0: none).
-    pub if_index: u32,
-    /// inetCidrRouteType: other(1), reject(2), local(3), remote(4), blackhole(5).
-    pub kind: i32,
-    /// inetCidrRouteProto (IANAipRouteProtocol).
-    pub proto: i32,
-    /// inetCidrRouteMetric1: the route's metric.
-    pub metric: i32,
-}
-
-impl Row {
-    /// The value of column `column` (7 to 17).
-    pub fn value(&self, column: u32) -> Option<MibValue> {
-        Some(match column {
-            7 => MibValue::Integer(self.if_index as i32),
-            8 => MibValue::Integer(self.kind),
-            9 => MibValue::Integer(self.proto),
-            // Age: how long ago the route was updated is not kept.
-            10 => MibValue::Gauge32(0),
-            // NextHopAS: unknown.
-            11 => MibValue::Gauge32(0),
-            12 => MibValue::Integer(self.metric),
-            // Metric2-5: unused.
-            13..=16 => MibValue::Integer(-1),
-            // Status: active.
-            17 => MibValue::Integer(1),
-            _ => return None,
-        })
-    }
-}
-
-/// The address as sub-identifiers, one per byte.
-fn octets(a: IpAddr) -> Vec<u32> {
-    match a {
-        IpAddr::V4(v) => v.octets().iter().map(|b| u32::from(*b)).collect(),
-        IpAddr::V6(v) => v.octets().iter().map(|b| u32::from(*b)).collect(),
-    }
-}
-
-/// InetAddressType of a family: ipv4(1), ipv6(2).
-fn address_type(family: Family) -> u32 {
-    match family {
-        Family::Inet => 1,
-        Family::Inet6 => 2,
-    }
-}
-
-/// IANAipRouteProtocol of a kernel protocol (`rtm_protocol`).
-pub fn proto_of(protocol: u8) -> i32 {
-    match protocol {
-        // redirect
-        1 => 4,
-        // kernel, boot
-        2 | 3 => 2,
-        // static
-        4 => 3,
-        // rip
-        189 => 8,
-        // isis
-        187 => 9,
-        // ospf
-        188 => 13,
-        // bgp
-        186 => 14,
-        _ => 1,
-    }
-}
-
-/// inetCidrRouteType of a route through `hop`.
-fn kind_of(kind: RouteType, gateway: bool) -> i32 {
-    match kind {
-        RouteType::Unicast if gateway => 4,
-        RouteType::Unicast | RouteType::Local => 3,
-        RouteType::Unreachable | RouteType::Prohibit => 2,
-        RouteType::Blackhole => 5,
-        _ => 1,
-    }
-}
-
-/// The rows of one route, in index order.
-fn rows_of<A: RouterFamily>(route: &Route<A>, hops: &[NextHop<A>]) -> Vec<Row> {
-    let family = A::FAMILY;
-    let mut head = vec![address_type(family)];
-    let dest = octets(route.dst.addr().into());
-    head.push(dest.len() as u32);
-    head.extend(dest);
-    head.push(u32::from(route.dst.len()));
-    let mut policy = vec![route.table, u32::from(route.tos), route.metric];
-    if !route.src.is_default() {
-        policy.push(u32::from(route.src.len()));
-        policy.extend(octets(route.src.addr().into()));
-    }
-    head.push(policy.len() as u32);
-    head.extend(policy);
-    let row = |hop: Option<&NextHop<A>>| {
-        let mut index = head.clone();
-        match hop.and_then(|h| h.gateway) {
-            Some(g) => {
-                let g = octets(g.into());
-                index.push(address_type(family));
-                index.push(g.len() as u32);
-                index.extend(g);
-            }
-            None => index.extend([0, 0]),
-        }
-        Row {
-            index,
-            if_index: hop.and_then(|h| h.dev).unwrap_or(0),
-            kind: kind_of(route.kind, hop.is_some_and(|h| h.gateway.is_some())),
-            proto: proto_of(route.protocol),
-            metric: i32::try_from(route.metric).unwrap_or(i32::MAX),
-        }
-    };
-    let mut rows: Vec<Row> = if hops.is_empty() {
-        vec![row(None)]
-    } else {
-        hops.iter().map(|h| row(Some(h))).collect()
-    };
-    rows.sort_by(|a, b| a.index.cmp(&b.index));
-    rows
-}
-
-/// Every row of one family whose (destination, prefix length) is `start` or later, in index
-/// order: the shown tables' tries are sought at `start` and merged destination by
-/// destination, each destination's rows sorted.
-fn rows_from<'r, A: RouterFamily>(
+/// The routes of one destination across the shown tables, destination by destination from
+/// `start` on: each shown table's trie is sought at `start` and the tables are merged.
+pub(super) fn routes_by_dest<'r, A: RouterFamily>(
     router: &'r Router,
     tables: Tables,
     start: Prefix<A>,
-) -> impl Iterator<Item = Row> + 'r {
-    let st = router.family::<A>();
-    let mut heads: Vec<std::iter::Peekable<Box<dyn Iterator<Item = &'r Route<A>> + 'r>>> = st
+) -> impl Iterator<Item = Vec<&'r Route<A>>> + 'r {
+    type Routes<'r, A> = std::iter::Peekable<Box<dyn Iterator<Item = &'r Route<A>> + 'r>>;
+    let mut heads: Vec<Routes<'r, A>> = router
+        .family::<A>()
         .tables()
         .filter(move |t| tables.shows(t.id))
         .map(|t: &'r Rib<A>| {
@@ -190,163 +74,154 @@ fn rows_from<'r, A: RouterFamily>(
             it.peekable()
         })
         .collect();
-    let nhs = st.nexthops();
     std::iter::from_fn(move || {
         let dst = heads
             .iter_mut()
             .filter_map(|h| h.peek().map(|r| r.dst))
             .min()?;
-        let mut rows = Vec::new();
+        let mut routes = Vec::new();
         for h in heads.iter_mut() {
             while let Some(r) = h.next_if(|r| r.dst == dst) {
-                rows.extend(rows_of(r, nhs.get(r.hops)));
+                routes.push(r);
             }
         }
-        rows.sort_by(|a, b| a.index.cmp(&b.index));
-        Some(rows)
+        Some(routes)
     })
-    .flatten()
 }
 
-/// Where to seek for rows of family `A` after `after` (an index, perhaps cut short or out of
-/// range): a (destination, length) no later than that of the first row past it. `None`: every
-/// row of the family is past it. Rows before the first row past `after` are skipped by the
-/// caller, so the seek only has to be early enough.
-fn seek_point<A: RouterFamily>(after: &[u32]) -> Option<Prefix<A>> {
-    let family = address_type(A::FAMILY);
+/// The two tables' row counts, for one snapshot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Rows of ipCidrRouteTable (IPv4).
+    pub ip_cidr: u32,
+    /// Rows of inetCidrRouteTable (both families).
+    pub inet_cidr: u32,
+}
+
+/// Counts the rows of both tables: one pass over the shown routes.
+pub fn counts(router: &Router, tables: Tables) -> Counts {
+    let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    Counts {
+        ip_cidr: clamp(ip_cidr::count(router, tables)),
+        inet_cidr: clamp(inet_cidr::count(router, tables)),
+    }
+}
+
+/// The subtree as served: which tables it shows, and the row counts of the last snapshot
+/// asked about (counting is the one pass over the routes; a walk asks once per snapshot).
+#[derive(Debug)]
+pub struct Mib {
+    tables: Tables,
+    counted: Option<(Weak<Router>, Counts)>,
+}
+
+impl Mib {
+    /// A subtree showing `tables`.
+    pub fn new(tables: Tables) -> Self {
+        Mib {
+            tables,
+            counted: None,
+        }
+    }
+
+    /// The tables shown.
+    pub fn tables(&self) -> Tables {
+        self.tables
+    }
+
+    fn counts(&mut self, router: &Arc<Router>) -> Counts {
+        if let Some((seen, counts)) = &self.counted {
+            if seen.upgrade().is_some_and(|r| Arc::ptr_eq(&r, router)) {
+                return *counts;
+            }
+        }
+        let counts = counts(router, self.tables);
+        self.counted = Some((Arc::downgrade(router), counts));
+        counts
+    }
+
+    /// GET: the value at `oid`.
+    pub fn get(&mut self, router: &Arc<Router>, oid: &[u32]) -> Found {
+        let found = if oid == IP_CIDR_ROUTE_NUMBER {
+            Some(MibValue::Gauge32(self.counts(router).ip_cidr))
+        } else if oid == INET_CIDR_ROUTE_NUMBER {
+            Some(MibValue::Gauge32(self.counts(router).inet_cidr))
+        } else if oid.starts_with(&ip_cidr::IP_CIDR_ROUTE_ENTRY) {
+            ip_cidr::get(router, self.tables, oid)
+        } else if oid.starts_with(&inet_cidr::INET_CIDR_ROUTE_ENTRY) {
+            inet_cidr::get(router, self.tables, oid)
+        } else {
+            None
+        };
+        match found {
+            Some(v) => Found::Value(v),
+            None if self.names_object(oid) => Found::NoSuchInstance,
+            None => Found::NoSuchObject,
+        }
+    }
+
+    /// Whether `oid` lies under one of the objects served (a scalar, or a column of a table).
+    fn names_object(&self, oid: &[u32]) -> bool {
+        let under = |base: &[u32], range: std::ops::RangeInclusive<u32>| {
+            oid.strip_prefix(base)
+                .and_then(|rest| rest.first())
+                .is_some_and(|c| range.contains(c))
+        };
+        oid.starts_with(&IP_CIDR_ROUTE_NUMBER[..9])
+            || oid.starts_with(&INET_CIDR_ROUTE_NUMBER[..9])
+            || under(&ip_cidr::IP_CIDR_ROUTE_ENTRY, ip_cidr::COLUMNS)
+            || under(&inet_cidr::INET_CIDR_ROUTE_ENTRY, inet_cidr::COLUMNS)
+    }
+
+    /// GETNEXT: the first OID served past `oid`, with its value; `None` past the last.
+    pub fn get_next(&mut self, router: &Arc<Router>, oid: &[u32]) -> Option<(Vec<u32>, MibValue)> {
+        if oid < &IP_CIDR_ROUTE_NUMBER[..] {
+            let n = self.counts(router).ip_cidr;
+            return Some((IP_CIDR_ROUTE_NUMBER.to_vec(), MibValue::Gauge32(n)));
+        }
+        if let Some(next) = ip_cidr::get_next(router, self.tables, oid) {
+            return Some(next);
+        }
+        if oid < &INET_CIDR_ROUTE_NUMBER[..] {
+            let n = self.counts(router).inet_cidr;
+            return Some((INET_CIDR_ROUTE_NUMBER.to_vec(), MibValue::Gauge32(n)));
+        }
+        inet_cidr::get_next(router, self.tables, oid)
+    }
+}
+
+/// Where to seek in a family's tries for rows past an index whose destination is `dest` (the
+/// address as sub-identifiers, perhaps cut short or out of range) followed by a prefix length
+/// of at least `len`: a (destination, length) no later than the first such row, and no
+/// earlier than needed, so that a walk never rescans rows it has passed. A destination's own
+/// rows are at least as long as the address's shortest prefix (10.1.2.0 is at least a /23).
+pub(super) fn seek<A: RouterFamily>(dest: &[u32], len: u32) -> Prefix<A> {
     let width = usize::from(A::WIDTH / 8);
-    match after.first().map(|t| t.cmp(&family)) {
-        None | Some(Ordering::Less) => return None,
-        Some(Ordering::Greater) => unreachable!("the caller checks the family"),
-        Some(Ordering::Equal) => {}
-    }
-    match after.get(1).map(|l| (*l as usize).cmp(&width)) {
-        None | Some(Ordering::Less) => return None,
-        Some(Ordering::Greater) => unreachable!("the caller checks the length"),
-        Some(Ordering::Equal) => {}
-    }
-    let mut bytes = vec![0u8; width];
-    let mut len = after.get(2 + width).copied().unwrap_or(0);
-    for (i, b) in bytes.iter_mut().enumerate() {
-        match after.get(2 + i) {
+    let mut bytes = [0u8; 16];
+    let mut len = if dest.len() < width { 0 } else { len };
+    for (i, b) in bytes[..width].iter_mut().enumerate() {
+        match dest.get(i) {
             None => break,
             Some(&v) if v > 255 => {
                 // Past every address with these first bytes: seek at the last of them.
-                for rest in &mut bytes[i..] {
-                    *rest = 255;
-                }
+                bytes[i..width].fill(255);
                 len = u32::from(A::WIDTH);
                 break;
             }
             Some(&v) => *b = v as u8,
         }
     }
+    let shortest = match bytes[..width].iter().rposition(|b| *b != 0) {
+        None => 0,
+        Some(i) => (i as u32 + 1) * 8 - bytes[i].trailing_zeros(),
+    };
+    let len = len.min(u32::from(A::WIDTH)).max(shortest) as u8;
     let ip = if width == 4 {
-        IpAddr::V4(Ipv4Addr::from(
-            <[u8; 4]>::try_from(&bytes[..]).expect("4 bytes"),
-        ))
+        let b: [u8; 4] = bytes[..4].try_into().expect("4 bytes");
+        std::net::IpAddr::from(b)
     } else {
-        IpAddr::V6(Ipv6Addr::from(
-            <[u8; 16]>::try_from(&bytes[..]).expect("16 bytes"),
-        ))
+        std::net::IpAddr::from(bytes)
     };
     let addr = A::from_ip(ip).expect("the family's width");
-    let len = len.min(u32::from(A::WIDTH)) as u8;
-    Prefix::from_bits(addr.to_bits(), len)
-}
-
-/// The first row of family `A` whose index is past `after` (`None`: from the family's start).
-fn next_in<A: RouterFamily>(router: &Router, tables: Tables, after: Option<&[u32]>) -> Option<Row> {
-    let family = address_type(A::FAMILY);
-    let width = u32::from(A::WIDTH / 8);
-    let start = match after {
-        None => None,
-        Some(a) if a.first().is_some_and(|t| *t > family) => return None,
-        Some(a) if a.first() == Some(&family) && a.get(1).is_some_and(|l| *l > width) => {
-            return None
-        }
-        Some(a) => seek_point::<A>(a),
-    };
-    let start = start.unwrap_or_else(|| Prefix::new(A::unspecified(), 0));
-    rows_from::<A>(router, tables, start).find(|r| after.is_none_or(|a| r.index.as_slice() > a))
-}
-
-/// The first row past index `after` (`None`: the table's first row), IPv4 then IPv6.
-pub fn next_row(router: &Router, tables: Tables, after: Option<&[u32]>) -> Option<Row> {
-    next_in::<Ipv4Addr>(router, tables, after)
-        .or_else(|| next_in::<Ipv6Addr>(router, tables, after))
-}
-
-/// The row whose index is `index`, if there is one.
-pub fn row(router: &Router, tables: Tables, index: &[u32]) -> Option<Row> {
-    // The row at `index` is the first one not before it: the next after anything just short
-    // of it. Seeking from `index` itself and comparing finds it without a predecessor.
-    let at = |row: Row| (row.index == index).then_some(row);
-    let family = |f: Family| index.first() == Some(&address_type(f));
-    if family(Family::Inet) {
-        let start = seek_point::<Ipv4Addr>(index)?;
-        rows_from::<Ipv4Addr>(router, tables, start)
-            .find(|r| r.index.as_slice() >= index)
-            .and_then(at)
-    } else if family(Family::Inet6) {
-        let start = seek_point::<Ipv6Addr>(index)?;
-        rows_from::<Ipv6Addr>(router, tables, start)
-            .find(|r| r.index.as_slice() >= index)
-            .and_then(at)
-    } else {
-        None
-    }
-}
-
-/// GET: the value at `oid`, if the table has it.
-pub fn get(router: &Router, tables: Tables, oid: &[u32]) -> Option<MibValue> {
-    let rest = oid.strip_prefix(&INET_CIDR_ROUTE_ENTRY[..])?;
-    let (&column, index) = rest.split_first()?;
-    if !COLUMNS.contains(&column) {
-        return None;
-    }
-    let family_ok = matches!(index.first(), Some(1) | Some(2));
-    let width_ok = match index.first() {
-        Some(1) => index.get(1) == Some(&4),
-        Some(2) => index.get(1) == Some(&16),
-        _ => false,
-    };
-    if !family_ok || !width_ok {
-        return None;
-    }
-    row(router, tables, index)?.value(column)
-}
-
-/// GETNEXT: the first OID of the table past `oid`, with its value; `None` past the table's
-/// last.
-pub fn get_next(router: &Router, tables: Tables, oid: &[u32]) -> Option<(Vec<u32>, MibValue)> {
-    let entry = &INET_CIDR_ROUTE_ENTRY[..];
-    // The first column to look in, and the index to look past in it.
-    let (first, mut after): (u32, Option<&[u32]>) = match oid.strip_prefix(entry) {
-        Some([]) => (*COLUMNS.start(), None),
-        Some([column, index @ ..]) => {
-            if *column < *COLUMNS.start() {
-                (*COLUMNS.start(), None)
-            } else if *column > *COLUMNS.end() {
-                return None;
-            } else {
-                (*column, Some(index))
-            }
-        }
-        None if oid < entry => (*COLUMNS.start(), None),
-        None => return None,
-    };
-    for column in first..=*COLUMNS.end() {
-        // An index of length 0 (the column's own OID) comes before every row.
-        let past = after.filter(|a| !a.is_empty());
-        if let Some(row) = next_row(router, tables, past) {
-            let mut oid = entry.to_vec();
-            oid.push(column);
-            oid.extend(&row.index);
-            let value = row.value(column).expect("a readable column");
-            return Some((oid, value));
-        }
-        after = None;
-    }
-    None
+    Prefix::new(addr, len)
 }

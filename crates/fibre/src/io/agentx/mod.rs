@@ -1,5 +1,17 @@
-//! SNMP over AgentX (RFC 2741): the route tables of IP-FORWARD-MIB (RFC 4292) served from a
-//! router to a master agent such as net-snmp's snmpd. Work in progress (issue 13): [`mib`]
-//! reads the table and answers GET and GETNEXT by seeking; the AgentX session comes next.
-//! docs/snmp.md has the mapping and what net-snmp's own implementation does.
+//! SNMP over AgentX (RFC 2741): IP-FORWARD-MIB's route tables (RFC 4292) served from a router
+//! to a master agent such as net-snmp's snmpd.
+//!
+//! - [`mib`]: the subtree served (ipForward, 1.3.6.1.2.1.4.24) as one ordered space of OIDs;
+//!   [`inet_cidr`] and [`ip_cidr`] read the two route tables from the router's tries, GETNEXT
+//!   by seeking, never by listing.
+//! - [`pdu`]: the AgentX PDUs a subagent receives and sends, decoded and encoded.
+//! - [`session`]: the subagent's session with the master: open, register, answer, ping,
+//!   reconnect, close.
+//!
+//! docs/snmp.md has the mapping of route types and protocols, what net-snmp's own
+//! implementation shows, and why the PDUs are not the `agentx` crate's.
+pub mod inet_cidr;
+pub mod ip_cidr;
 pub mod mib;
+pub mod pdu;
+pub mod session;

@@ -1,0 +1,3 @@
+//! SNMP: fibre's AgentX subagent beside net-snmp's own IP-FORWARD-MIB, on one kernel table.
+//! [`agent`] runs snmpd and the net-snmp tools in a namespace.
+pub mod agent;

@@ -1,0 +1,466 @@
+//! The subagent's session with a master agent over its Unix socket (RFC 2741): open, register
+//! ipForward, answer Get/GetNext/GetBulk from one router snapshot per PDU, refuse SETs, ping
+//! when idle, and on any loss (the master restarts, closes, stops answering, or sends what
+//! cannot be parsed) connect again with back-off; close on stop.
+use super::mib::{Found, Mib, Tables, IP_FORWARD};
+use super::pdu::{self, close, error, kind, Header, Pdu, Request, SearchRange, Value, VarBind};
+use crate::router::Router;
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How the subagent connects and what it serves.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The master's AgentX socket (net-snmp: `agentXSocket`, by default
+    /// /var/agentx/master).
+    pub socket: PathBuf,
+    /// Which routing tables the MIB shows.
+    pub tables: Tables,
+    /// The registration's priority: lower wins where registrations overlap (127 is the
+    /// RFC's default).
+    pub priority: u8,
+    /// How long the master should wait for an answer, in seconds (0: the master's default).
+    pub timeout: u8,
+    /// After this long without traffic, ping the master; without its answer within the same
+    /// time, connect again.
+    pub ping_every: Duration,
+    /// The longest wait between connection attempts (the back-off doubles from 100 ms).
+    pub retry_max: Duration,
+}
+
+impl Config {
+    /// The defaults for a socket path: table main, priority 127, the master's timeout, a ping
+    /// after 15 s idle, retries up to every 10 s.
+    pub fn new(socket: impl Into<PathBuf>) -> Self {
+        Config {
+            socket: socket.into(),
+            tables: Tables::Main,
+            priority: 127,
+            timeout: 0,
+            ping_every: Duration::from_secs(15),
+            retry_max: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Counters, readable while the subagent runs.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Sessions opened and registered.
+    pub sessions: AtomicU64,
+    /// Get, GetNext and GetBulk PDUs answered.
+    pub requests: AtomicU64,
+    /// Varbinds answered.
+    pub varbinds: AtomicU64,
+    /// PDUs that could not be parsed.
+    pub malformed: AtomicU64,
+}
+
+/// Why a session ended.
+#[derive(Debug)]
+enum Ended {
+    /// The stop flag was raised: closed cleanly.
+    Stopped,
+    /// The session was lost; the reason is logged and a new one made.
+    Lost(String),
+}
+
+/// Most varbinds one GetBulk answer carries: bounds the work and memory of one PDU whatever
+/// its max-repetitions; the master asks again from where the answer ends.
+const BULK_MAX_VARBINDS: usize = 10_000;
+/// How long a read waits before the stop flag and the ping timer are looked at.
+const POLL: Duration = Duration::from_millis(100);
+/// How long the master gets to answer Open and Register.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Serves `source`'s router (read once per PDU) to the master at `config.socket` until `stop`
+/// is raised, connecting again after every loss with back-off. `log` gets one line per
+/// session event (connected, lost, retrying).
+pub fn serve(
+    config: &Config,
+    source: &dyn Fn() -> Arc<Router>,
+    stop: &AtomicBool,
+    stats: &Stats,
+    log: &mut dyn FnMut(&str),
+) {
+    let mut mib = Mib::new(config.tables);
+    let mut backoff = Duration::from_millis(100);
+    while !stop.load(Ordering::Relaxed) {
+        let mut s = Session {
+            config,
+            source,
+            stop,
+            stats,
+            mib: &mut mib,
+            buf: Vec::new(),
+            session_id: 0,
+            packet_id: 0,
+        };
+        match s.run(&mut || backoff = Duration::from_millis(100), log) {
+            Ended::Stopped => break,
+            Ended::Lost(why) => {
+                log(&format!(
+                    "agentx: {why}; connecting again in {} ms",
+                    backoff.as_millis()
+                ));
+            }
+        }
+        let until = Instant::now() + backoff;
+        while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+            std::thread::sleep(POLL.min(until.saturating_duration_since(Instant::now())));
+        }
+        backoff = (backoff * 2).min(config.retry_max);
+    }
+}
+
+struct Session<'a> {
+    config: &'a Config,
+    source: &'a dyn Fn() -> Arc<Router>,
+    stop: &'a AtomicBool,
+    stats: &'a Stats,
+    mib: &'a mut Mib,
+    buf: Vec<u8>,
+    session_id: u32,
+    packet_id: u32,
+}
+
+/// What reading brought.
+enum Incoming {
+    Pdu(Pdu),
+    /// A PDU whose header was read but whose payload could not be parsed.
+    Malformed(Header, pdu::DecodeError),
+    /// Nothing within [`POLL`].
+    Idle,
+}
+
+impl Session<'_> {
+    fn run(&mut self, registered: &mut dyn FnMut(), log: &mut dyn FnMut(&str)) -> Ended {
+        let socket = self.config.socket.display().to_string();
+        let mut stream = match UnixStream::connect(&self.config.socket) {
+            Ok(s) => s,
+            Err(e) => return Ended::Lost(format!("cannot connect to {socket}: {e}")),
+        };
+        if let Err(e) = stream.set_read_timeout(Some(POLL)) {
+            return Ended::Lost(format!("{socket}: {e}"));
+        }
+        if let Err(why) = self.open(&mut stream) {
+            return Ended::Lost(format!("{socket}: {why}"));
+        }
+        self.stats.sessions.fetch_add(1, Ordering::Relaxed);
+        registered();
+        log(&format!(
+            "agentx: session {} open on {socket}, serving {}",
+            self.session_id,
+            IP_FORWARD.map(|s| s.to_string()).join(".")
+        ));
+        match self.answer(&mut stream) {
+            Ok(()) => {
+                // Stopping: say so, and give the master a moment to take it.
+                self.packet_id += 1;
+                let _ = stream.write_all(&pdu::close(
+                    self.session_id,
+                    self.packet_id,
+                    close::SHUTDOWN,
+                ));
+                let _ = self.await_response(&mut stream, self.packet_id, Duration::from_secs(1));
+                Ended::Stopped
+            }
+            Err(why) => Ended::Lost(format!("{socket}: {why}")),
+        }
+    }
+
+    /// Open, then register ipForward.
+    fn open(&mut self, stream: &mut UnixStream) -> Result<(), String> {
+        self.packet_id = 1;
+        let descr = concat!("fibre ", env!("CARGO_PKG_VERSION"), ": IP-FORWARD-MIB");
+        stream
+            .write_all(&pdu::open(1, self.config.timeout, &[], descr))
+            .map_err(|e| format!("sending Open: {e}"))?;
+        let (header, err) = self.await_response(stream, 1, SETUP_TIMEOUT)?;
+        if err != error::NONE {
+            return Err(format!("the master refused Open (error {err})"));
+        }
+        self.session_id = header.session_id;
+        self.packet_id = 2;
+        stream
+            .write_all(&pdu::register(
+                self.session_id,
+                2,
+                self.config.priority,
+                &IP_FORWARD,
+            ))
+            .map_err(|e| format!("sending Register: {e}"))?;
+        match self.await_response(stream, 2, SETUP_TIMEOUT)? {
+            (_, error::NONE) => Ok(()),
+            (_, error::DUPLICATE_REGISTRATION) => Err(format!(
+                "the master refused Register: another session serves ipForward at priority {} \
+                 (give another priority)",
+                self.config.priority
+            )),
+            (_, e) => Err(format!("the master refused Register (error {e})")),
+        }
+    }
+
+    /// Reads until the response to `packet_id`, answering requests that come first.
+    fn await_response(
+        &mut self,
+        stream: &mut UnixStream,
+        packet_id: u32,
+        within: Duration,
+    ) -> Result<(Header, u16), String> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            match self.read(stream)? {
+                Incoming::Pdu(Pdu {
+                    header,
+                    request: Request::Response { error, .. },
+                    ..
+                }) if header.packet_id == packet_id => return Ok((header, error)),
+                Incoming::Pdu(p) => {
+                    if let Some(ended) = self.handle(stream, p)? {
+                        return Err(ended);
+                    }
+                }
+                Incoming::Malformed(h, e) => self.malformed(stream, &h, &e)?,
+                Incoming::Idle => {}
+            }
+        }
+        Err(format!(
+            "no response from the master within {} s",
+            within.as_secs_f32()
+        ))
+    }
+
+    /// Answers the master until stopped (`Ok`) or the session is lost (`Err`).
+    fn answer(&mut self, stream: &mut UnixStream) -> Result<(), String> {
+        let mut last_traffic = Instant::now();
+        while !self.stop.load(Ordering::Relaxed) {
+            match self.read(stream)? {
+                Incoming::Pdu(p) => {
+                    last_traffic = Instant::now();
+                    if let Some(ended) = self.handle(stream, p)? {
+                        return Err(ended);
+                    }
+                }
+                Incoming::Malformed(h, e) => {
+                    last_traffic = Instant::now();
+                    self.malformed(stream, &h, &e)?;
+                }
+                Incoming::Idle if last_traffic.elapsed() >= self.config.ping_every => {
+                    self.packet_id += 1;
+                    stream
+                        .write_all(&pdu::ping(self.session_id, self.packet_id))
+                        .map_err(|e| format!("sending Ping: {e}"))?;
+                    match self.await_response(stream, self.packet_id, self.config.ping_every)? {
+                        (_, error::NONE) => {}
+                        (_, e) => return Err(format!("the master answered Ping with error {e}")),
+                    }
+                    last_traffic = Instant::now();
+                }
+                Incoming::Idle => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one PDU, or nothing within [`POLL`]. A header that cannot be parsed loses the
+    /// framing: the session is closed (parseError) and lost.
+    fn read(&mut self, stream: &mut UnixStream) -> Result<Incoming, String> {
+        loop {
+            if self.buf.len() >= pdu::HEADER_LEN {
+                let h: [u8; pdu::HEADER_LEN] = self.buf[..pdu::HEADER_LEN].try_into().expect("20");
+                let header = match Header::decode(&h) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        self.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                        let _ =
+                            stream.write_all(&pdu::close(self.session_id, 0, close::PARSE_ERROR));
+                        return Err(e.to_string());
+                    }
+                };
+                let end = pdu::HEADER_LEN + header.payload_len as usize;
+                if self.buf.len() >= end {
+                    let decoded = pdu::decode(header, &self.buf[pdu::HEADER_LEN..end]);
+                    self.buf.drain(..end);
+                    return Ok(match decoded {
+                        Ok(p) => Incoming::Pdu(p),
+                        Err(e) => Incoming::Malformed(header, e),
+                    });
+                }
+            }
+            let mut chunk = [0u8; 64 * 1024];
+            match stream.read(&mut chunk) {
+                Ok(0) => return Err("the master closed the connection".into()),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    return Ok(Incoming::Idle)
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("reading: {e}")),
+            }
+        }
+    }
+
+    /// A PDU whose payload could not be parsed: answered parseError (a response is not).
+    fn malformed(
+        &mut self,
+        stream: &mut UnixStream,
+        header: &Header,
+        _why: &pdu::DecodeError,
+    ) -> Result<(), String> {
+        self.stats.malformed.fetch_add(1, Ordering::Relaxed);
+        if header.kind == kind::RESPONSE {
+            return Ok(());
+        }
+        self.send(stream, &pdu::response(header, error::PARSE_ERROR, 0, &[]))
+    }
+
+    fn send(&mut self, stream: &mut UnixStream, bytes: &[u8]) -> Result<(), String> {
+        stream.write_all(bytes).map_err(|e| format!("writing: {e}"))
+    }
+
+    /// Answers one PDU. `Ok(Some(reason))`: the master ended the session.
+    fn handle(&mut self, stream: &mut UnixStream, p: Pdu) -> Result<Option<String>, String> {
+        let h = p.header;
+        let reply = match p.request {
+            Request::Get(_) | Request::GetNext(_) | Request::GetBulk { .. }
+                if p.context.is_some() =>
+            {
+                pdu::response(&h, error::UNSUPPORTED_CONTEXT, 0, &[])
+            }
+            Request::Get(ranges) => {
+                let router = (self.source)();
+                let vbs: Vec<VarBind> = ranges.iter().map(|r| self.get(&router, r)).collect();
+                self.answered(&vbs);
+                pdu::response(&h, error::NONE, 0, &vbs)
+            }
+            Request::GetNext(ranges) => {
+                let router = (self.source)();
+                let vbs: Vec<VarBind> = ranges
+                    .iter()
+                    .map(|r| self.next(&router, &r.start, r.include, &r.end))
+                    .collect();
+                self.answered(&vbs);
+                pdu::response(&h, error::NONE, 0, &vbs)
+            }
+            Request::GetBulk {
+                non_repeaters,
+                max_repetitions,
+                ranges,
+            } => {
+                let router = (self.source)();
+                let vbs = self.bulk(&router, non_repeaters, max_repetitions, &ranges);
+                self.answered(&vbs);
+                pdu::response(&h, error::NONE, 0, &vbs)
+            }
+            // Read-only: the first varbind is not writable; the master then sends CleanupSet.
+            Request::TestSet(n) => pdu::response(&h, error::NOT_WRITABLE, u16::from(n > 0), &[]),
+            // Never reached after a refused TestSet; answered all the same: commitFailed (14),
+            // undoFailed (15).
+            Request::CommitSet => pdu::response(&h, 14, 0, &[]),
+            Request::UndoSet => pdu::response(&h, 15, 0, &[]),
+            // No response (RFC 2741 §7.2.4.4).
+            Request::CleanupSet => return Ok(None),
+            Request::Close(reason) => {
+                return Ok(Some(format!(
+                    "the master closed the session (reason {reason})"
+                )))
+            }
+            Request::Response { error, .. } if error == error::NOT_OPEN => {
+                return Err("the master no longer knows the session".into())
+            }
+            // A late answer to a ping already given up on.
+            Request::Response { .. } => return Ok(None),
+            Request::Other(_) => pdu::response(&h, error::PROCESSING_ERROR, 0, &[]),
+        };
+        self.send(stream, &reply)?;
+        Ok(None)
+    }
+
+    fn answered(&self, vbs: &[VarBind]) {
+        self.stats.requests.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .varbinds
+            .fetch_add(vbs.len() as u64, Ordering::Relaxed);
+    }
+
+    fn get(&mut self, router: &Arc<Router>, range: &SearchRange) -> VarBind {
+        let value = match self.mib.get(router, &range.start) {
+            Found::Value(v) => v.into(),
+            Found::NoSuchInstance => Value::NoSuchInstance,
+            Found::NoSuchObject => Value::NoSuchObject,
+        };
+        VarBind {
+            name: range.start.clone(),
+            value,
+        }
+    }
+
+    /// The first OID from `start` (itself if `include`) up to `end` (exclusive; empty: none).
+    fn next(&mut self, router: &Arc<Router>, start: &[u32], include: bool, end: &[u32]) -> VarBind {
+        let before_end = |oid: &[u32]| end.is_empty() || oid < end;
+        if include {
+            if let Found::Value(v) = self.mib.get(router, start) {
+                if before_end(start) {
+                    return VarBind {
+                        name: start.to_vec(),
+                        value: v.into(),
+                    };
+                }
+            }
+        }
+        match self.mib.get_next(router, start) {
+            Some((name, v)) if before_end(&name) => VarBind {
+                name,
+                value: v.into(),
+            },
+            _ => VarBind {
+                name: start.to_vec(),
+                value: Value::EndOfMibView,
+            },
+        }
+    }
+
+    /// GetBulk (RFC 2741 §7.2.3.3): the non-repeaters once, then rounds of the others, each
+    /// from where it last ended, until max-repetitions, every repeater's end of view, or
+    /// [`BULK_MAX_VARBINDS`].
+    fn bulk(
+        &mut self,
+        router: &Arc<Router>,
+        non_repeaters: u16,
+        max_repetitions: u16,
+        ranges: &[SearchRange],
+    ) -> Vec<VarBind> {
+        let split = usize::from(non_repeaters).min(ranges.len());
+        let (once, repeated) = ranges.split_at(split);
+        let mut vbs: Vec<VarBind> = once
+            .iter()
+            .map(|r| self.next(router, &r.start, r.include, &r.end))
+            .collect();
+        let mut at: Vec<(Vec<u32>, bool)> = repeated
+            .iter()
+            .map(|r| (r.start.clone(), r.include))
+            .collect();
+        for _ in 0..max_repetitions {
+            if repeated.is_empty() || vbs.len() + repeated.len() > BULK_MAX_VARBINDS {
+                break;
+            }
+            let mut all_ended = true;
+            for (r, (start, include)) in repeated.iter().zip(at.iter_mut()) {
+                let vb = self.next(router, start, *include, &r.end);
+                all_ended &= vb.value == Value::EndOfMibView;
+                *start = vb.name.clone();
+                *include = false;
+                vbs.push(vb);
+            }
+            if all_ended {
+                break;
+            }
+        }
+        vbs
+    }
+}
