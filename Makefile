@@ -70,7 +70,7 @@ deps:
 
 ## Fuzz the parsers for a minute each (needs cargo-fuzz and a nightly toolchain).
 fuzz:
-	cd fuzz && for t in prefix batch_line fib_api; do mkdir -p corpus/$$t && $(CARGO) +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=60 || exit 1; done
+	cd fuzz && for t in prefix batch_line fib_api agentx_pdu; do mkdir -p corpus/$$t && $(CARGO) +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=60 || exit 1; done
 
 clean:
 	$(CARGO) clean

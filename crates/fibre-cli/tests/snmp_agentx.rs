@@ -466,7 +466,9 @@ fn the_subagent_answers_as_net_snmp_does_over_the_same_kernel_table() {
         .iter()
         .filter(|(k, c)| k.0 == 2 && reject(c))
         .count();
-    let want = (0..ROUTES).filter(|i| i.is_multiple_of(3) && i % 10 < 3).count();
+    let want = (0..ROUTES)
+        .filter(|i| i.is_multiple_of(3) && i % 10 < 3)
+        .count();
     assert_eq!(rejects, want, "IPv6 reject routes shown");
     for (key, cols) in &own6 {
         let mut want = cols.clone();

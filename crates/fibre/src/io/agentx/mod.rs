@@ -5,11 +5,13 @@
 //!   [`inet_cidr`] and [`ip_cidr`] read the two route tables from the router's tries, GETNEXT
 //!   by seeking, never by listing.
 //! - [`pdu`]: the AgentX PDUs a subagent receives and sends, decoded and encoded.
+//! - [`answer`]: what one PDU is answered, apart from the socket.
 //! - [`session`]: the subagent's session with the master: open, register, answer, ping,
 //!   reconnect, close.
 //!
 //! docs/snmp.md has the mapping of route types and protocols, what net-snmp's own
 //! implementation shows, and why the PDUs are not the `agentx` crate's.
+pub mod answer;
 pub mod inet_cidr;
 pub mod ip_cidr;
 pub mod mib;

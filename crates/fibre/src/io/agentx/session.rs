@@ -2,8 +2,9 @@
 //! ipForward, answer Get/GetNext/GetBulk from one router snapshot per PDU, refuse SETs, ping
 //! when idle, and on any loss (the master restarts, closes, stops answering, or sends what
 //! cannot be parsed) connect again with back-off; close on stop.
-use super::mib::{Found, Mib, Tables, IP_FORWARD};
-use super::pdu::{self, close, error, kind, Header, Pdu, Request, SearchRange, Value, VarBind};
+use super::answer::{answer, Answer};
+use super::mib::{Mib, Tables, IP_FORWARD};
+use super::pdu::{self, close, error, kind, Header, Pdu, Request};
 use crate::router::Router;
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -69,9 +70,6 @@ enum Ended {
     Lost(String),
 }
 
-/// Most varbinds one GetBulk answer carries: bounds the work and memory of one PDU whatever
-/// its max-repetitions; the master asks again from where the answer ends.
-const BULK_MAX_VARBINDS: usize = 10_000;
 /// How long a read waits before the stop flag and the ping timer are looked at.
 const POLL: Duration = Duration::from_millis(100);
 /// How long the master gets to answer Open and Register.
@@ -325,142 +323,20 @@ impl Session<'_> {
 
     /// Answers one PDU. `Ok(Some(reason))`: the master ended the session.
     fn handle(&mut self, stream: &mut UnixStream, p: Pdu) -> Result<Option<String>, String> {
-        let h = p.header;
-        let reply = match p.request {
-            Request::Get(_) | Request::GetNext(_) | Request::GetBulk { .. }
-                if p.context.is_some() =>
-            {
-                pdu::response(&h, error::UNSUPPORTED_CONTEXT, 0, &[])
-            }
-            Request::Get(ranges) => {
-                let router = (self.source)();
-                let vbs: Vec<VarBind> = ranges.iter().map(|r| self.get(&router, r)).collect();
-                self.answered(&vbs);
-                pdu::response(&h, error::NONE, 0, &vbs)
-            }
-            Request::GetNext(ranges) => {
-                let router = (self.source)();
-                let vbs: Vec<VarBind> = ranges
-                    .iter()
-                    .map(|r| self.next(&router, &r.start, r.include, &r.end))
-                    .collect();
-                self.answered(&vbs);
-                pdu::response(&h, error::NONE, 0, &vbs)
-            }
-            Request::GetBulk {
-                non_repeaters,
-                max_repetitions,
-                ranges,
-            } => {
-                let router = (self.source)();
-                let vbs = self.bulk(&router, non_repeaters, max_repetitions, &ranges);
-                self.answered(&vbs);
-                pdu::response(&h, error::NONE, 0, &vbs)
-            }
-            // Read-only: the first varbind is not writable; the master then sends CleanupSet.
-            Request::TestSet(n) => pdu::response(&h, error::NOT_WRITABLE, u16::from(n > 0), &[]),
-            // Never reached after a refused TestSet; answered all the same: commitFailed (14),
-            // undoFailed (15).
-            Request::CommitSet => pdu::response(&h, 14, 0, &[]),
-            Request::UndoSet => pdu::response(&h, 15, 0, &[]),
-            // No response (RFC 2741 §7.2.4.4).
-            Request::CleanupSet => return Ok(None),
-            Request::Close(reason) => {
-                return Ok(Some(format!(
-                    "the master closed the session (reason {reason})"
-                )))
-            }
-            Request::Response { error, .. } if error == error::NOT_OPEN => {
-                return Err("the master no longer knows the session".into())
-            }
-            // A late answer to a ping already given up on.
-            Request::Response { .. } => return Ok(None),
-            Request::Other(_) => pdu::response(&h, error::PROCESSING_ERROR, 0, &[]),
-        };
-        self.send(stream, &reply)?;
-        Ok(None)
-    }
-
-    fn answered(&self, vbs: &[VarBind]) {
-        self.stats.requests.fetch_add(1, Ordering::Relaxed);
-        self.stats
-            .varbinds
-            .fetch_add(vbs.len() as u64, Ordering::Relaxed);
-    }
-
-    fn get(&mut self, router: &Arc<Router>, range: &SearchRange) -> VarBind {
-        let value = match self.mib.get(router, &range.start) {
-            Found::Value(v) => v.into(),
-            Found::NoSuchInstance => Value::NoSuchInstance,
-            Found::NoSuchObject => Value::NoSuchObject,
-        };
-        VarBind {
-            name: range.start.clone(),
-            value,
-        }
-    }
-
-    /// The first OID from `start` (itself if `include`) up to `end` (exclusive; empty: none).
-    fn next(&mut self, router: &Arc<Router>, start: &[u32], include: bool, end: &[u32]) -> VarBind {
-        let before_end = |oid: &[u32]| end.is_empty() || oid < end;
-        if include {
-            if let Found::Value(v) = self.mib.get(router, start) {
-                if before_end(start) {
-                    return VarBind {
-                        name: start.to_vec(),
-                        value: v.into(),
-                    };
+        match answer(self.mib, self.source, &p) {
+            Answer::Reply(bytes, varbinds) => {
+                if let Some(n) = varbinds {
+                    self.stats.requests.fetch_add(1, Ordering::Relaxed);
+                    self.stats.varbinds.fetch_add(n as u64, Ordering::Relaxed);
                 }
+                self.send(stream, &bytes)?;
+                Ok(None)
             }
+            Answer::Nothing => Ok(None),
+            Answer::Closed(reason) => Ok(Some(format!(
+                "the master closed the session (reason {reason})"
+            ))),
+            Answer::NotOpen => Err("the master no longer knows the session".into()),
         }
-        match self.mib.get_next(router, start) {
-            Some((name, v)) if before_end(&name) => VarBind {
-                name,
-                value: v.into(),
-            },
-            _ => VarBind {
-                name: start.to_vec(),
-                value: Value::EndOfMibView,
-            },
-        }
-    }
-
-    /// GetBulk (RFC 2741 §7.2.3.3): the non-repeaters once, then rounds of the others, each
-    /// from where it last ended, until max-repetitions, every repeater's end of view, or
-    /// [`BULK_MAX_VARBINDS`].
-    fn bulk(
-        &mut self,
-        router: &Arc<Router>,
-        non_repeaters: u16,
-        max_repetitions: u16,
-        ranges: &[SearchRange],
-    ) -> Vec<VarBind> {
-        let split = usize::from(non_repeaters).min(ranges.len());
-        let (once, repeated) = ranges.split_at(split);
-        let mut vbs: Vec<VarBind> = once
-            .iter()
-            .map(|r| self.next(router, &r.start, r.include, &r.end))
-            .collect();
-        let mut at: Vec<(Vec<u32>, bool)> = repeated
-            .iter()
-            .map(|r| (r.start.clone(), r.include))
-            .collect();
-        for _ in 0..max_repetitions {
-            if repeated.is_empty() || vbs.len() + repeated.len() > BULK_MAX_VARBINDS {
-                break;
-            }
-            let mut all_ended = true;
-            for (r, (start, include)) in repeated.iter().zip(at.iter_mut()) {
-                let vb = self.next(router, start, *include, &r.end);
-                all_ended &= vb.value == Value::EndOfMibView;
-                *start = vb.name.clone();
-                *include = false;
-                vbs.push(vb);
-            }
-            if all_ended {
-                break;
-            }
-        }
-        vbs
     }
 }
