@@ -95,6 +95,7 @@ pub fn serve(
             stats,
             mib: &mut mib,
             buf: Vec::new(),
+            chunk: vec![0; 64 * 1024].into_boxed_slice(),
             session_id: 0,
             packet_id: 0,
         };
@@ -122,6 +123,7 @@ struct Session<'a> {
     stats: &'a Stats,
     mib: &'a mut Mib,
     buf: Vec<u8>,
+    chunk: Box<[u8]>,
     session_id: u32,
     packet_id: u32,
 }
@@ -290,10 +292,11 @@ impl Session<'_> {
                     });
                 }
             }
-            let mut chunk = [0u8; 64 * 1024];
-            match stream.read(&mut chunk) {
+            // One read per PDU: into a buffer kept for the session (zeroing a fresh one cost
+            // more than answering).
+            match stream.read(&mut self.chunk) {
                 Ok(0) => return Err("the master closed the connection".into()),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => self.buf.extend_from_slice(&self.chunk[..n]),
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     return Ok(Incoming::Idle)
                 }
