@@ -1,9 +1,8 @@
 //! The subtree fibre serves, ipForward (1.3.6.1.2.1.4.24 of IP-FORWARD-MIB, RFC 4292), as
 //! one ordered space of OIDs: ipCidrRouteNumber (.3.0), ipCidrRouteTable (.4.1), and
 //! inetCidrRouteNumber (.6.0), inetCidrRouteTable (.7.1). GET and GETNEXT read one router
-//! snapshot; the tables are sought in their tries ([`inet_cidr`](super::inet_cidr),
-//! [`ip_cidr`](super::ip_cidr)), and only the two row counts need a pass over the routes,
-//! made once per snapshot and kept ([`Mib`]).
+//! snapshot; the tables are sought in their tries ([`inet_cidr`], [`ip_cidr`]), and only the
+//! two row counts need a pass over the routes, made once per snapshot and kept ([`Mib`]).
 use super::{inet_cidr, ip_cidr};
 use crate::prefix::Prefix;
 use crate::rib::Rib;
