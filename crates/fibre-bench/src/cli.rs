@@ -125,6 +125,9 @@ pub fn main(args: impl IntoIterator<Item = String>) -> ExitCode {
     if args.get(1).map(String::as_str) == Some("mirror") {
         return mirror_main(args.into_iter().skip(1));
     }
+    if args.get(1).map(String::as_str) == Some("snmp") {
+        return snmp_main(args.into_iter().skip(1));
+    }
     let args = match parse::<BenchArgs>(args) {
         Ok(a) => a,
         Err(code) => return code,
@@ -170,6 +173,27 @@ fn mirror_main(args: impl IntoIterator<Item = String>) -> ExitCode {
         }
         Err(e) => {
             eprintln!("fibre bench mirror: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn snmp_main(args: impl IntoIterator<Item = String>) -> ExitCode {
+    let args = match parse::<crate::snmp::bench::SnmpBenchArgs>(args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    match crate::snmp::bench::run(&args) {
+        Ok(results) => {
+            println!("{}", crate::snmp::bench::summary(&results));
+            for n in &results.notes {
+                println!("note: {n}");
+            }
+            println!("records: {}", args.out.join("snmp.json").display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("fibre bench snmp: {e}");
             ExitCode::FAILURE
         }
     }

@@ -131,7 +131,7 @@ fn main() -> ExitCode {
         Some("mirror") => return mirror::main(std::env::args().skip(1)),
         // `fibre help` (ip's spelling) is `fibre --help`.
         Some("help") if std::env::args().len() == 2 => {
-            let _ = <Cli as clap::CommandFactory>::command().print_help();
+            let _ = <Cli as clap::CommandFactory>::command().print_long_help();
             return ExitCode::SUCCESS;
         }
         _ => {}
