@@ -3,9 +3,10 @@
 //! (a row's, one between rows, one cut short, one with sub-identifiers out of range, before and
 //! past the table) must be the first listed OID past it, and GET must find exactly the listed
 //! ones. Routers are random: both families, several tables, ECMP, reject types, TOS, metrics,
-//! IPv6 source routes.
+//! IPv6 source routes. Then the whole subtree (the two counts, ipCidrRouteTable and
+//! inetCidrRouteTable) walked by GETNEXT from its start must be the model's, in order.
 use fibre::io::agentx::inet_cidr::{get, get_next, INET_CIDR_ROUTE_ENTRY};
-use fibre::io::agentx::mib::{MibValue, Tables};
+use fibre::io::agentx::mib::{Mib, MibValue, Tables, INET_CIDR_ROUTE_NUMBER, IP_CIDR_ROUTE_NUMBER};
 use fibre::io::iproute2::{Batch, BatchMode};
 use fibre::{RouteSpec, Router};
 use proptest::prelude::*;
@@ -144,7 +145,13 @@ fn route_line(i: usize, kind: u8, v6: bool, table: u8, metric: u8, legs: u8) -> 
             .map(|k| format!(" nexthop via {} dev va", via(k + i)))
             .collect()
     };
-    format!("route append {head}{dst} table {table} metric {metric}{hops}\n")
+    // Some IPv4 routes select on TOS (ipCidrRouteTable's index has it).
+    let tos = if !v6 && kind % 7 == 3 {
+        " tos 0x10"
+    } else {
+        ""
+    };
+    format!("route append {head}{dst} table {table} metric {metric}{tos}{hops}\n")
 }
 
 fn router_of(lines: &[(u8, bool, u8, u8, u8)]) -> Router {
@@ -222,6 +229,115 @@ proptest! {
             if oid.get(10) != Some(&9) {
                 prop_assert_eq!(got, exact, "GET {:?}", oid);
             }
+        }
+    }
+}
+
+const IP_CIDR_ROUTE_ENTRY: [u32; 10] = [1, 3, 6, 1, 2, 1, 4, 24, 4, 1];
+
+/// ipCidrRouteTable's (OID, value) pairs, sorted: one row per (dest, mask, tos, next hop); of
+/// routes giving the same index, the one with the lowest metric, then table main, then the
+/// lowest table. Proto (column 7) is left out.
+fn ip_cidr_model(router: &Router, tables: Tables) -> Vec<(Vec<u32>, MibValue)> {
+    let shown = |t: u32| tables == Tables::All || t == 254;
+    // (index, the kernel's preference, ifIndex, Type, Metric1)
+    type IpCidrRow = (Vec<u32>, (u32, bool, u32), u32, i32, i32);
+    let mut rows: Vec<IpCidrRow> = Vec::new();
+    for r in router.routes::<Ipv4Addr>().filter(|r| shown(r.table)) {
+        let mask = u32::MAX
+            .checked_shl(32 - u32::from(r.dst.len()))
+            .unwrap_or(0);
+        let mut head = bytes(IpAddr::V4(r.dst.addr()));
+        head.extend(bytes(IpAddr::V4(Ipv4Addr::from(mask))));
+        head.push(r.tos.into());
+        let kind = |gw: bool| match r.kind {
+            fibre::RouteType::Unicast if gw => 4,
+            fibre::RouteType::Unicast | fibre::RouteType::Local => 3,
+            fibre::RouteType::Unreachable
+            | fibre::RouteType::Prohibit
+            | fibre::RouteType::Blackhole => 2,
+            _ => 1,
+        };
+        let pref = (r.metric, r.table != 254, r.table);
+        let metric = i32::try_from(r.metric).unwrap_or(i32::MAX);
+        let legs: Vec<(Option<Ipv4Addr>, u32)> = if r.hops.is_empty() {
+            vec![(None, 0)]
+        } else {
+            r.hops
+                .iter()
+                .map(|h| (h.gateway, h.dev.unwrap_or(0)))
+                .collect()
+        };
+        for (gw, dev) in legs {
+            let mut index = head.clone();
+            index.extend(bytes(IpAddr::V4(gw.unwrap_or(Ipv4Addr::UNSPECIFIED))));
+            rows.push((index, pref, dev, kind(gw.is_some()), metric));
+        }
+    }
+    rows.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    rows.dedup_by(|b, a| a.0 == b.0);
+    let ip = |s: &[u32]| MibValue::IpAddress([s[0] as u8, s[1] as u8, s[2] as u8, s[3] as u8]);
+    let mut all = Vec::new();
+    for column in 1..=16u32 {
+        for (index, _, dev, kind, metric) in &rows {
+            let value = match column {
+                1 => ip(&index[0..4]),
+                2 => ip(&index[4..8]),
+                3 => MibValue::Integer(index[8] as i32),
+                4 => ip(&index[9..13]),
+                5 => MibValue::Integer(*dev as i32),
+                6 => MibValue::Integer(*kind),
+                7 => continue,
+                8 | 10 => MibValue::Integer(0),
+                9 => MibValue::Oid(vec![0, 0]),
+                11 => MibValue::Integer(*metric),
+                12..=15 => MibValue::Integer(-1),
+                _ => MibValue::Integer(1),
+            };
+            let mut oid = IP_CIDR_ROUTE_ENTRY.to_vec();
+            oid.push(column);
+            oid.extend(index);
+            all.push((oid, value));
+        }
+    }
+    all
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_subtree_walks_as_the_model_lists_it(
+        lines in prop::collection::vec((any::<u8>(), any::<bool>(), any::<u8>(), any::<u8>(), any::<u8>()), 0..30),
+        all_tables in any::<bool>(),
+    ) {
+        let router = std::sync::Arc::new(router_of(&lines));
+        let tables = if all_tables { Tables::All } else { Tables::Main };
+        let ip = ip_cidr_model(&router, tables);
+        let inet = model(&router, tables);
+        // Each table's rows: its OIDs in the first column listed.
+        let rows_of = |l: &[(Vec<u32>, MibValue)], column: u32| l.iter().filter(|(o, _)| o[10] == column).count() as u32;
+        let mut want = vec![(IP_CIDR_ROUTE_NUMBER.to_vec(), MibValue::Gauge32(rows_of(&ip, 1)))];
+        want.extend(ip);
+        want.push((INET_CIDR_ROUTE_NUMBER.to_vec(), MibValue::Gauge32(rows_of(&inet, 7))));
+        want.extend(inet);
+        let mut mib = Mib::new(tables);
+        let mut got = Vec::new();
+        let mut at: Vec<u32> = vec![1, 3, 6, 1, 2, 1, 4, 24];
+        while let Some((oid, value)) = mib.get_next(&router, &at) {
+            prop_assert!(oid > at, "GETNEXT went back: {:?} after {:?}", oid, at);
+            prop_assert!(got.len() <= want.len() * 2, "the walk does not end");
+            at.clone_from(&oid);
+            // Proto is left out of the models.
+            let proto = (oid.starts_with(&IP_CIDR_ROUTE_ENTRY) && oid[10] == 7)
+                || (oid.starts_with(&INET_CIDR_ROUTE_ENTRY) && oid[10] == 9);
+            if !proto {
+                got.push((oid, value));
+            }
+        }
+        prop_assert_eq!(&got, &want);
+        for (oid, value) in &want {
+            prop_assert_eq!(mib.get(&router, oid), fibre::io::agentx::mib::Found::Value(value.clone()));
         }
     }
 }

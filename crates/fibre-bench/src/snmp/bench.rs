@@ -23,6 +23,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A table's IPv4 and IPv6 prefixes (address bits, length).
+type Prefixes4<'a> = &'a [(u32, u8)];
+type Prefixes6<'a> = &'a [(u128, u8)];
+
 /// inetCidrRouteTable.
 const INET_CIDR_ROUTE_TABLE: &str = "1.3.6.1.2.1.4.24.7";
 
@@ -82,6 +86,9 @@ struct Walk {
     varbinds: usize,
     seconds: f64,
     complete: bool,
+    /// Stopped at the timeout (else, if not complete, the walk failed: a request timed out
+    /// or was answered with an error).
+    timed_out: bool,
     snmpd_cpu: f64,
     subagent_cpu: f64,
 }
@@ -122,14 +129,14 @@ fn walk(
     let counter =
         std::thread::spawn(move || BufReader::new(out).lines().map_while(Result::ok).count());
     let deadline = started + timeout;
-    let complete = loop {
+    let (complete, timed_out) = loop {
         match child.try_wait() {
-            Ok(Some(status)) => break status.success(),
+            Ok(Some(status)) => break (status.success(), false),
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                break false;
+                break (false, true);
             }
         }
     };
@@ -139,6 +146,7 @@ fn walk(
         varbinds,
         seconds,
         complete,
+        timed_out,
         snmpd_cpu: (cpu(Some(snmpd)) - s0).as_secs_f64(),
         subagent_cpu: cpu(subagent).saturating_sub(a0).as_secs_f64(),
     })
@@ -236,7 +244,7 @@ pub fn run(args: &SnmpBenchArgs) -> Result<Results, String> {
     let timeout = Duration::from_secs_f64(args.walk_timeout);
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     for size in &args.sizes {
-        let (v4, v6, family): (&[(u32, u8)], &[(u128, u8)], &str) = match size.as_str() {
+        let (v4, v6, family): (Prefixes4, Prefixes6, &str) = match size.as_str() {
             "full4" => (&views.v4.prefixes, &[], "ipv4"),
             "full6" => (&[], &views.v6.prefixes, "ipv6"),
             n => {
@@ -386,7 +394,11 @@ impl Recorder<'_> {
 
     /// A walk's time, varbinds, rate and CPU times; a walk stopped at the timeout says so.
     fn walk(&mut self, engine: &str, w: &Walk) {
-        let note = (!w.complete).then(|| format!("stopped after {:.0} s", w.seconds));
+        let note = match (w.complete, w.timed_out) {
+            (true, _) => None,
+            (false, true) => Some(format!("stopped at the timeout, {:.0} s", w.seconds)),
+            (false, false) => Some(format!("the walk failed after {:.0} s", w.seconds)),
+        };
         let rate = w.varbinds as f64 / w.seconds.max(1e-9);
         self.one(engine, "walk_time", w.seconds, "s", note.clone());
         self.one(
@@ -525,6 +537,37 @@ pub fn summary(results: &Results) -> String {
             out += &format!(
                 "\n{scenario}: fibre's subagent / net-snmp's subagent, varbinds/s: {:.2}×",
                 f / x
+            );
+        }
+    }
+    // The issue's goal: the full view through fibre against net-snmp's subagent on 10^4.
+    if let (Some(f), Some(x)) = (
+        rate("fibre-agentx", "walk-full4"),
+        rate("net-snmp-agentx", "walk-10000"),
+    ) {
+        out += &format!(
+            "\nfull IPv4 view through fibre / net-snmp's subagent at 10^4 routes, varbinds/s: \
+             {:.2}× (goal 2.5×)",
+            f / x
+        );
+    }
+    let value = |engine: &str, scenario: &str, metric: &str| {
+        results
+            .records
+            .iter()
+            .find(|r| r.engine == engine && r.scenario == scenario && r.metric == metric)
+            .map(|r| r.value)
+    };
+    let scenarios: std::collections::BTreeSet<String> =
+        results.records.iter().map(|r| r.scenario.clone()).collect();
+    for scenario in &scenarios {
+        if let (Some(cpu), Some(t)) = (
+            value("fibre-agentx", scenario, "subagent_cpu"),
+            value("fibre-agentx", scenario, "walk_time"),
+        ) {
+            out += &format!(
+                "\n{scenario}: fibre's CPU over the walk: {:.0}% (goal ≤ 10%)",
+                100.0 * cpu / t
             );
         }
     }
