@@ -227,6 +227,21 @@ impl PickView for Ipv6Addr {
     }
 }
 
+/// The full views a benchmark of whole tables uses: `table` if given; else the shared real
+/// table when it is at hand and `synthetic` is not asked for; else synthetic views of the real
+/// table's sizes.
+pub fn full_views(table: Option<&Path>, synthetic: bool, seed: u64) -> Result<FullViews, String> {
+    let shared = Path::new(crate::study::SHARED_TABLE);
+    match table {
+        Some(p) => load_table(p),
+        None if !synthetic && shared.exists() => load_table(shared),
+        None => Ok(FullViews {
+            v4: synthetic_view::<Ipv4Addr>(901_899, seed),
+            v6: synthetic_view::<Ipv6Addr>(160_147, seed),
+        }),
+    }
+}
+
 /// Reads a prefix list (one prefix per line, `#` comments; gzip-compressed or plain), or an MRT
 /// RIB dump. Host bits are masked, duplicates dropped, and the bench's reserved subnets left out.
 pub fn load_table(path: &Path) -> Result<FullViews, String> {

@@ -230,6 +230,45 @@ impl BenchNamespace {
     }
 }
 
+impl BenchNamespace {
+    /// Installs routes via the namespace's gateways (198.18.0.2, fd00:fb::2) with one
+    /// `ip -batch`.
+    pub fn install(&self, v4: &[(u32, u8)], v6: &[(u128, u8)]) -> Result<(), String> {
+        use std::io::Write;
+        use std::net::{Ipv4Addr, Ipv6Addr};
+        let mut ip = Command::new("ip")
+            .args(["-n", &self.name, "-batch", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("ip: {e}"))?;
+        let mut input = std::io::BufWriter::new(ip.stdin.take().expect("piped"));
+        for &(a, len) in v4 {
+            let _ = writeln!(
+                input,
+                "route add {}/{len} via 198.18.0.2",
+                Ipv4Addr::from(a)
+            );
+        }
+        for &(a, len) in v6 {
+            let _ = writeln!(
+                input,
+                "route add {}/{len} via fd00:fb::2",
+                Ipv6Addr::from(a)
+            );
+        }
+        drop(input);
+        let out = ip.wait_with_output().map_err(|e| format!("ip: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "installing the table: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Drop for BenchNamespace {
     fn drop(&mut self) {
         let _ = ip(&["netns", "del", &self.name]);

@@ -16,16 +16,15 @@ pub mod kernel;
 
 use crate::engine::harness::{netns_available, BenchNamespace};
 use crate::report::{Record, Results};
-use crate::scenario::{load_table, synthetic_view, FullViews};
+use crate::scenario::FullViews;
 use crate::stats::{quantile, Summary};
-use crate::study::SHARED_TABLE;
 use clap::Parser;
 use client::{Client, MirrorProcess};
 use fibre::io::netlink::Mirror;
 use kernel::KernelRoutes;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -80,9 +79,8 @@ pub struct MirrorBenchArgs {
     pub out: PathBuf,
 }
 
-/// The gateways every installed route uses (the bench namespace's veth).
+/// The IPv4 gateway of the bench namespace (its veth), which the churn routes use.
 const GATEWAY4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
-const GATEWAY6: &str = "fd00:fb::2";
 /// The churn of the lag benchmark is host routes in a table of its own, which a rule puts
 /// before main (addresses from 100.64.0.0 on: one per addition, none reused).
 const CHURN_TABLE: u8 = 250;
@@ -132,7 +130,7 @@ pub fn run(args: &MirrorBenchArgs) -> Result<Results, String> {
         ns.name
     ));
     let t = Instant::now();
-    install(&ns.name, &views)?;
+    ns.install(&views.v4.prefixes, &views.v6.prefixes)?;
     record(
         "ip",
         "full-view",
@@ -364,54 +362,12 @@ fn say(what: &str) {
 }
 
 fn views(args: &MirrorBenchArgs) -> Result<FullViews, String> {
-    let shared = Path::new(SHARED_TABLE);
-    let mut views = match &args.table {
-        Some(p) => load_table(p)?,
-        None if !args.synthetic && shared.exists() => load_table(shared)?,
-        None => FullViews {
-            v4: synthetic_view::<Ipv4Addr>(901_899, args.seed),
-            v6: synthetic_view::<Ipv6Addr>(160_147, args.seed),
-        },
-    };
+    let mut views = crate::scenario::full_views(args.table.as_deref(), args.synthetic, args.seed)?;
     if let Some(n) = args.limit {
         views.v4.prefixes.truncate(n);
         views.v6.prefixes.truncate(n);
     }
     Ok(views)
-}
-
-/// Installs every route via the bench gateways with one `ip -batch`.
-fn install(netns: &str, views: &FullViews) -> Result<(), String> {
-    let mut ip = Command::new("ip")
-        .args(["-n", netns, "-batch", "-"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("ip: {e}"))?;
-    let mut input = std::io::BufWriter::new(ip.stdin.take().expect("piped"));
-    for &(a, len) in &views.v4.prefixes {
-        let _ = writeln!(
-            input,
-            "route add {}/{len} via {GATEWAY4}",
-            Ipv4Addr::from(a)
-        );
-    }
-    for &(a, len) in &views.v6.prefixes {
-        let _ = writeln!(
-            input,
-            "route add {}/{len} via {GATEWAY6}",
-            Ipv6Addr::from(a)
-        );
-    }
-    drop(input);
-    let out = ip.wait_with_output().map_err(|e| format!("ip: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "installing the table: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(())
 }
 
 /// Seconds `ip -j route show table all` takes to dump and print both families.

@@ -13,12 +13,9 @@ use super::latency;
 use crate::engine::harness::{netns_available, BenchNamespace};
 use crate::mirror::client::MirrorProcess;
 use crate::report::{Record, Results};
-use crate::scenario::{load_table, synthetic_view, FullViews};
 use crate::stats::quantile;
-use crate::study::SHARED_TABLE;
 use clap::Parser;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -176,53 +173,6 @@ fn walks(
     Ok(all.swap_remove(all.len() / 2))
 }
 
-/// The views, as `fibre bench mirror` reads them.
-fn views(args: &SnmpBenchArgs) -> Result<FullViews, String> {
-    let shared = Path::new(SHARED_TABLE);
-    match &args.table {
-        Some(p) => load_table(p),
-        None if !args.synthetic && shared.exists() => load_table(shared),
-        None => Ok(FullViews {
-            v4: synthetic_view::<Ipv4Addr>(901_899, args.seed),
-            v6: synthetic_view::<Ipv6Addr>(160_147, args.seed),
-        }),
-    }
-}
-
-/// The routes of one size: IPv4 prefixes (the first `n`), or the IPv6 view.
-fn install(netns: &str, v4: &[(u32, u8)], v6: &[(u128, u8)]) -> Result<(), String> {
-    let mut ip = Command::new("ip")
-        .args(["-n", netns, "-batch", "-"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("ip: {e}"))?;
-    let mut input = std::io::BufWriter::new(ip.stdin.take().expect("piped"));
-    for &(a, len) in v4 {
-        let _ = writeln!(
-            input,
-            "route add {}/{len} via 198.18.0.2",
-            Ipv4Addr::from(a)
-        );
-    }
-    for &(a, len) in v6 {
-        let _ = writeln!(
-            input,
-            "route add {}/{len} via fd00:fb::2",
-            Ipv6Addr::from(a)
-        );
-    }
-    drop(input);
-    let out = ip.wait_with_output().map_err(|e| format!("ip: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "installing routes: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(())
-}
-
 pub fn run(args: &SnmpBenchArgs) -> Result<Results, String> {
     netns_available().map_err(|e| format!("the SNMP bench needs network namespaces: {e}"))?;
     if let Some(why) = agent::unavailable() {
@@ -232,7 +182,7 @@ pub fn run(args: &SnmpBenchArgs) -> Result<Results, String> {
         Some(p) => p.clone(),
         None => std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?,
     };
-    let views = views(args)?;
+    let views = crate::scenario::full_views(args.table.as_deref(), args.synthetic, args.seed)?;
     let mut results = Results::default();
     results.meta.insert("host".into(), crate::host::machine());
     results
@@ -264,7 +214,7 @@ pub fn run(args: &SnmpBenchArgs) -> Result<Results, String> {
             "{size}: installing {routes} routes in {}",
             ns.name
         ));
-        install(&ns.name, v4, v6)?;
+        ns.install(v4, v6)?;
         let dir = std::env::temp_dir().join(format!("fibre-bench-snmp-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;

@@ -9,7 +9,7 @@
 //! ifIndex}`, followed for an IPv6 source-specific route by its source prefix's length and
 //! bytes. A route without a gateway has next hop unknown(0) with an empty address, as the RFC
 //! asks.
-use super::mib::{routes_by_dest, seek, MibValue, Tables};
+use super::mib::{routes_by_dest, seek, table_next, MibValue, TableRow, Tables};
 use crate::addr::Family;
 use crate::link::LOOPBACK_IFINDEX;
 use crate::nexthop::NextHop;
@@ -36,6 +36,16 @@ pub struct Row {
     pub proto: i32,
     /// inetCidrRouteMetric1: the route's metric.
     pub metric: i32,
+}
+
+impl TableRow for Row {
+    fn index(&self) -> &[u32] {
+        &self.index
+    }
+
+    fn value(&self, column: u32) -> Option<MibValue> {
+        self.value(column)
+    }
 }
 
 impl Row {
@@ -266,33 +276,7 @@ pub fn get(router: &Router, tables: Tables, oid: &[u32]) -> Option<MibValue> {
 /// GETNEXT: the first OID of the table past `oid`, with its value; `None` past the table's
 /// last.
 pub fn get_next(router: &Router, tables: Tables, oid: &[u32]) -> Option<(Vec<u32>, MibValue)> {
-    let entry = &INET_CIDR_ROUTE_ENTRY[..];
-    // The first column to look in, and the index to look past in it.
-    let (first, mut after): (u32, Option<&[u32]>) = match oid.strip_prefix(entry) {
-        Some([]) => (*COLUMNS.start(), None),
-        Some([column, index @ ..]) => {
-            if *column < *COLUMNS.start() {
-                (*COLUMNS.start(), None)
-            } else if *column > *COLUMNS.end() {
-                return None;
-            } else {
-                (*column, Some(index))
-            }
-        }
-        None if oid < entry => (*COLUMNS.start(), None),
-        None => return None,
-    };
-    for column in first..=*COLUMNS.end() {
-        // An index of length 0 (the column's own OID) comes before every row.
-        let past = after.filter(|a| !a.is_empty());
-        if let Some(row) = next_row(router, tables, past) {
-            let mut oid = entry.to_vec();
-            oid.push(column);
-            oid.extend(&row.index);
-            let value = row.value(column).expect("a readable column");
-            return Some((oid, value));
-        }
-        after = None;
-    }
-    None
+    table_next(&INET_CIDR_ROUTE_ENTRY, COLUMNS, oid, |after| {
+        next_row(router, tables, after)
+    })
 }

@@ -4,7 +4,7 @@
 //! where two shown routes give the same index, the row is the one the kernel prefers (lowest
 //! metric, then table main, then the lowest table id).
 use super::inet_cidr::{kind_of, proto_of};
-use super::mib::{routes_by_dest, seek, MibValue, Tables};
+use super::mib::{routes_by_dest, seek, table_next, MibValue, TableRow, Tables};
 use crate::route::{Route, RouteType, TABLE_MAIN};
 use crate::router::Router;
 use std::net::Ipv4Addr;
@@ -36,7 +36,11 @@ fn bytes(sub: &[u32]) -> [u8; 4] {
     b
 }
 
-impl Row {
+impl TableRow for Row {
+    fn index(&self) -> &[u32] {
+        &self.index
+    }
+
     fn value(&self, column: u32) -> Option<MibValue> {
         Some(match column {
             1 => MibValue::IpAddress(bytes(&self.index[0..4])),
@@ -155,34 +159,8 @@ pub fn get(router: &Router, tables: Tables, oid: &[u32]) -> Option<MibValue> {
 
 /// GETNEXT from `oid` within ipCidrRouteEntry: `None` when no row of the table is past it.
 pub fn get_next(router: &Router, tables: Tables, oid: &[u32]) -> Option<(Vec<u32>, MibValue)> {
-    let entry = &IP_CIDR_ROUTE_ENTRY[..];
-    let (first, mut after): (u32, Option<&[u32]>) = match oid.strip_prefix(entry) {
-        Some([]) => (*COLUMNS.start(), None),
-        Some([column, index @ ..]) => {
-            if *column < *COLUMNS.start() {
-                (*COLUMNS.start(), None)
-            } else if *column > *COLUMNS.end() {
-                return None;
-            } else {
-                (*column, Some(index))
-            }
-        }
-        None if oid < entry => (*COLUMNS.start(), None),
-        None => return None,
-    };
-    for column in first..=*COLUMNS.end() {
-        let past = after.filter(|a| !a.is_empty());
-        let start = past.map_or_else(crate::prefix::Prefix::any, seek_point);
-        let next =
-            rows_from(router, tables, start).find(|r| past.is_none_or(|a| r.index.as_slice() > a));
-        if let Some(row) = next {
-            let mut oid = entry.to_vec();
-            oid.push(column);
-            oid.extend(row.index);
-            let value = row.value(column).expect("a readable column");
-            return Some((oid, value));
-        }
-        after = None;
-    }
-    None
+    table_next(&IP_CIDR_ROUTE_ENTRY, COLUMNS, oid, |after| {
+        let start = after.map_or_else(crate::prefix::Prefix::any, seek_point);
+        rows_from(router, tables, start).find(|r| after.is_none_or(|a| r.index.as_slice() > a))
+    })
 }

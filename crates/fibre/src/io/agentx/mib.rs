@@ -224,3 +224,49 @@ pub(super) fn seek<A: RouterFamily>(dest: &[u32], len: u32) -> Prefix<A> {
     let addr = A::from_ip(ip).expect("the family's width");
     Prefix::new(addr, len)
 }
+
+/// A table row as GETNEXT needs it: its index, and its value in each readable column.
+pub(super) trait TableRow {
+    fn index(&self) -> &[u32];
+    fn value(&self, column: u32) -> Option<MibValue>;
+}
+
+/// GETNEXT within a table (`entry`, readable `columns`), column by column: the first row past
+/// `oid`'s index in its column, else the first row of the next column. `next_row(after)` is
+/// the table's first row past index `after` (`None`: its first row). `None` when `oid` is past
+/// the table's last OID.
+pub(super) fn table_next<R: TableRow>(
+    entry: &[u32],
+    columns: std::ops::RangeInclusive<u32>,
+    oid: &[u32],
+    mut next_row: impl FnMut(Option<&[u32]>) -> Option<R>,
+) -> Option<(Vec<u32>, MibValue)> {
+    // The first column to look in, and the index to look past in it.
+    let (first, mut after): (u32, Option<&[u32]>) = match oid.strip_prefix(entry) {
+        Some([]) => (*columns.start(), None),
+        Some([column, index @ ..]) => {
+            if column < columns.start() {
+                (*columns.start(), None)
+            } else if column > columns.end() {
+                return None;
+            } else {
+                (*column, Some(index))
+            }
+        }
+        None if oid < entry => (*columns.start(), None),
+        None => return None,
+    };
+    for column in first..=*columns.end() {
+        // An index of length 0 (the column's own OID) comes before every row.
+        let past = after.filter(|a| !a.is_empty());
+        if let Some(row) = next_row(past) {
+            let mut oid = entry.to_vec();
+            oid.push(column);
+            oid.extend(row.index());
+            let value = row.value(column).expect("a readable column");
+            return Some((oid, value));
+        }
+        after = None;
+    }
+    None
+}
