@@ -3,10 +3,13 @@
 //! (a row's, one between rows, one cut short, one with sub-identifiers out of range, before and
 //! past the table) must be the first listed OID past it, and GET must find exactly the listed
 //! ones. Routers are random: both families, several tables, ECMP, reject types, TOS, metrics,
-//! IPv6 source routes. Then the whole subtree (the two counts, ipCidrRouteTable and
-//! inetCidrRouteTable) walked by GETNEXT from its start must be the model's, in order.
+//! IPv6 source routes. Then the whole subtree (the two counts, ipCidrRouteTable,
+//! inetCidrRouteTable, the discards) walked by GETNEXT from its start must be the model's, in
+//! order.
 use fibre::io::agentx::inet_cidr::{get, get_next, INET_CIDR_ROUTE_ENTRY};
-use fibre::io::agentx::mib::{Mib, MibValue, Tables, INET_CIDR_ROUTE_NUMBER, IP_CIDR_ROUTE_NUMBER};
+use fibre::io::agentx::mib::{
+    Mib, MibValue, Tables, INET_CIDR_ROUTE_DISCARDS, INET_CIDR_ROUTE_NUMBER, IP_CIDR_ROUTE_NUMBER,
+};
 use fibre::io::iproute2::{Batch, BatchMode};
 use fibre::{RouteSpec, Router};
 use proptest::prelude::*;
@@ -324,6 +327,7 @@ proptest! {
         want.extend(ip);
         want.push((INET_CIDR_ROUTE_NUMBER.to_vec(), MibValue::Gauge32(rows_of(&inet, 7))));
         want.extend(inet);
+        want.push((INET_CIDR_ROUTE_DISCARDS.to_vec(), MibValue::Counter32(0)));
         let mut mib = Mib::new(tables);
         let mut got = Vec::new();
         let mut at: Vec<u32> = vec![1, 3, 6, 1, 2, 1, 4, 24];

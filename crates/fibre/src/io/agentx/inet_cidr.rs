@@ -92,6 +92,12 @@ pub fn proto_of(protocol: u8) -> i32 {
         1 => 4,
         // kernel, boot
         2 | 3 => 2,
+        // ra (IPv6 router advertisements): icmp
+        9 => 4,
+        // dhcp
+        16 => 19,
+        // eigrp: ciscoEigrp
+        192 => 16,
         // static
         4 => 3,
         // rip
@@ -182,8 +188,8 @@ fn rows_from<'r, A: RouterFamily>(
             .flat_map(|r| rows_of(r, nhs.get(r.hops)))
             .collect();
         rows.sort_by(|a, b| a.index.cmp(&b.index));
-        // Two legs of one route through the same gateway (on two devices) share an index:
-        // the first stands for both.
+        // Rows whose index collides (routes appended twice to one destination, table, TOS
+        // and metric, through one gateway and device or none) are one row: the first.
         rows.dedup_by(|b, a| a.index == b.index);
         rows
     })
@@ -233,25 +239,23 @@ pub fn next_row(router: &Router, tables: Tables, after: Option<&[u32]>) -> Optio
 
 /// The row whose index is `index`, if there is one.
 pub fn row(router: &Router, tables: Tables, index: &[u32]) -> Option<Row> {
-    // The row at `index` is the first one not before it: the next after anything just short
-    // of it. Seeking from `index` itself and comparing finds it without a predecessor.
-    let at = |row: Row| (row.index == index).then_some(row);
-    let family = |f: Family| index.first() == Some(&address_type(f));
-    if family(Family::Inet) {
-        let width_ok = index.get(1) == Some(&4);
-        let start = width_ok.then(|| seek_point::<Ipv4Addr>(index))?;
-        rows_from::<Ipv4Addr>(router, tables, start)
-            .find(|r| r.index.as_slice() >= index)
-            .and_then(at)
-    } else if family(Family::Inet6) {
-        let width_ok = index.get(1) == Some(&16);
-        let start = width_ok.then(|| seek_point::<Ipv6Addr>(index))?;
-        rows_from::<Ipv6Addr>(router, tables, start)
-            .find(|r| r.index.as_slice() >= index)
-            .and_then(at)
-    } else {
-        None
+    match index.first() {
+        Some(1) => row_in::<Ipv4Addr>(router, tables, index),
+        Some(2) => row_in::<Ipv6Addr>(router, tables, index),
+        _ => None,
     }
+}
+
+/// The row of family `A` at `index` (whose DestType is the family's).
+fn row_in<A: RouterFamily>(router: &Router, tables: Tables, index: &[u32]) -> Option<Row> {
+    // The row at `index` is the first one not before it: seeking from `index` itself and
+    // comparing finds it without a predecessor.
+    if index.get(1) != Some(&u32::from(A::WIDTH / 8)) {
+        return None;
+    }
+    rows_from::<A>(router, tables, seek_point::<A>(index))
+        .find(|r| r.index.as_slice() >= index)
+        .filter(|r| r.index == index)
 }
 
 /// GET: the value at `oid`, if the table has it.
@@ -259,15 +263,6 @@ pub fn get(router: &Router, tables: Tables, oid: &[u32]) -> Option<MibValue> {
     let rest = oid.strip_prefix(&INET_CIDR_ROUTE_ENTRY[..])?;
     let (&column, index) = rest.split_first()?;
     if !COLUMNS.contains(&column) {
-        return None;
-    }
-    let family_ok = matches!(index.first(), Some(1) | Some(2));
-    let width_ok = match index.first() {
-        Some(1) => index.get(1) == Some(&4),
-        Some(2) => index.get(1) == Some(&16),
-        _ => false,
-    };
-    if !family_ok || !width_ok {
         return None;
     }
     row(router, tables, index)?.value(column)

@@ -1,6 +1,6 @@
 //! The subtree fibre serves, ipForward (1.3.6.1.2.1.4.24 of IP-FORWARD-MIB, RFC 4292), as
-//! one ordered space of OIDs: ipCidrRouteNumber (.3.0), ipCidrRouteTable (.4.1), and
-//! inetCidrRouteNumber (.6.0), inetCidrRouteTable (.7.1). GET and GETNEXT read one router
+//! one ordered space of OIDs: ipCidrRouteNumber (.3.0), ipCidrRouteTable (.4.1),
+//! inetCidrRouteNumber (.6.0), inetCidrRouteTable (.7.1) and inetCidrRouteDiscards (.8.0). GET and GETNEXT read one router
 //! snapshot; the tables are sought in their tries ([`inet_cidr`], [`ip_cidr`]), and only the
 //! two row counts need a pass over the routes, made once per snapshot and kept ([`Mib`]).
 use super::{inet_cidr, ip_cidr};
@@ -16,6 +16,17 @@ pub const IP_FORWARD: [u32; 8] = [1, 3, 6, 1, 2, 1, 4, 24];
 pub const IP_CIDR_ROUTE_NUMBER: [u32; 10] = [1, 3, 6, 1, 2, 1, 4, 24, 3, 0];
 /// inetCidrRouteNumber.0 (Gauge32): the rows of inetCidrRouteTable.
 pub const INET_CIDR_ROUTE_NUMBER: [u32; 10] = [1, 3, 6, 1, 2, 1, 4, 24, 6, 0];
+/// inetCidrRouteDiscards.0 (Counter32): valid routes discarded for want of room; fibre
+/// discards none.
+pub const INET_CIDR_ROUTE_DISCARDS: [u32; 10] = [1, 3, 6, 1, 2, 1, 4, 24, 8, 0];
+/// The subtrees registered with the master, one per object served (see the session).
+pub const REGISTERED: [[u32; 9]; 5] = [
+    [1, 3, 6, 1, 2, 1, 4, 24, 3],
+    [1, 3, 6, 1, 2, 1, 4, 24, 4],
+    [1, 3, 6, 1, 2, 1, 4, 24, 6],
+    [1, 3, 6, 1, 2, 1, 4, 24, 7],
+    [1, 3, 6, 1, 2, 1, 4, 24, 8],
+];
 
 /// A value, typed as SNMP types it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +35,8 @@ pub enum MibValue {
     Integer(i32),
     /// `Gauge32` / `Unsigned32`.
     Gauge32(u32),
+    /// `Counter32`.
+    Counter32(u32),
     /// `IpAddress`.
     IpAddress([u8; 4]),
     /// `OBJECT IDENTIFIER`.
@@ -123,11 +136,6 @@ impl Mib {
         }
     }
 
-    /// The tables shown.
-    pub fn tables(&self) -> Tables {
-        self.tables
-    }
-
     fn counts(&mut self, router: &Arc<Router>) -> Counts {
         if let Some((seen, counts)) = &self.counted {
             if seen.upgrade().is_some_and(|r| Arc::ptr_eq(&r, router)) {
@@ -145,6 +153,8 @@ impl Mib {
             Some(MibValue::Gauge32(self.counts(router).ip_cidr))
         } else if oid == INET_CIDR_ROUTE_NUMBER {
             Some(MibValue::Gauge32(self.counts(router).inet_cidr))
+        } else if oid == INET_CIDR_ROUTE_DISCARDS {
+            Some(MibValue::Counter32(0))
         } else if oid.starts_with(&ip_cidr::IP_CIDR_ROUTE_ENTRY) {
             ip_cidr::get(router, self.tables, oid)
         } else if oid.starts_with(&inet_cidr::INET_CIDR_ROUTE_ENTRY) {
@@ -168,6 +178,7 @@ impl Mib {
         };
         oid.starts_with(&IP_CIDR_ROUTE_NUMBER[..9])
             || oid.starts_with(&INET_CIDR_ROUTE_NUMBER[..9])
+            || oid.starts_with(&INET_CIDR_ROUTE_DISCARDS[..9])
             || under(&ip_cidr::IP_CIDR_ROUTE_ENTRY, ip_cidr::COLUMNS)
             || under(&inet_cidr::INET_CIDR_ROUTE_ENTRY, inet_cidr::COLUMNS)
     }
@@ -185,7 +196,11 @@ impl Mib {
             let n = self.counts(router).inet_cidr;
             return Some((INET_CIDR_ROUTE_NUMBER.to_vec(), MibValue::Gauge32(n)));
         }
-        inet_cidr::get_next(router, self.tables, oid)
+        if let Some(next) = inet_cidr::get_next(router, self.tables, oid) {
+            return Some(next);
+        }
+        (oid < &INET_CIDR_ROUTE_DISCARDS[..])
+            .then(|| (INET_CIDR_ROUTE_DISCARDS.to_vec(), MibValue::Counter32(0)))
     }
 }
 

@@ -46,8 +46,6 @@ pub mod kind {
 pub mod error {
     /// noAgentXError / noError.
     pub const NONE: u16 = 0;
-    /// SNMP genErr.
-    pub const GEN_ERR: u16 = 5;
     /// SNMP notWritable: the answer to every SET.
     pub const NOT_WRITABLE: u16 = 17;
     /// The session is not open (the master forgot it).
@@ -65,9 +63,7 @@ pub mod error {
 /// Close reasons (`r.reason`), named as RFC 2741 §6.2.2 names them.
 #[allow(missing_docs)]
 pub mod close {
-    pub const OTHER: u8 = 1;
     pub const PARSE_ERROR: u8 = 2;
-    pub const PROTOCOL_ERROR: u8 = 3;
     pub const SHUTDOWN: u8 = 5;
 }
 
@@ -397,6 +393,8 @@ pub enum Value {
     Integer(i32),
     /// `Gauge32`.
     Gauge32(u32),
+    /// `Counter32`.
+    Counter32(u32),
     /// `IpAddress`.
     IpAddress([u8; 4]),
     /// `OBJECT IDENTIFIER`.
@@ -415,6 +413,7 @@ impl From<super::mib::MibValue> for Value {
         match v {
             M::Integer(i) => Value::Integer(i),
             M::Gauge32(g) => Value::Gauge32(g),
+            M::Counter32(c) => Value::Counter32(c),
             M::IpAddress(a) => Value::IpAddress(a),
             M::Oid(o) => Value::Oid(o),
         }
@@ -476,6 +475,7 @@ impl Writer {
             Value::Integer(_) => 2,
             Value::Oid(_) => 6,
             Value::IpAddress(_) => 64,
+            Value::Counter32(_) => 65,
             Value::Gauge32(_) => 66,
             Value::NoSuchObject => 128,
             Value::NoSuchInstance => 129,
@@ -486,7 +486,7 @@ impl Writer {
         self.oid(&vb.name, false);
         match &vb.value {
             Value::Integer(i) => self.b.extend(i.to_be_bytes()),
-            Value::Gauge32(g) => self.u32(*g),
+            Value::Gauge32(g) | Value::Counter32(g) => self.u32(*g),
             Value::IpAddress(a) => self.octets(a),
             Value::Oid(o) => self.oid(o, false),
             Value::NoSuchObject | Value::NoSuchInstance | Value::EndOfMibView => {}

@@ -3,7 +3,7 @@
 //! when idle, and on any loss (the master restarts, closes, stops answering, or sends what
 //! cannot be parsed) connect again with back-off; close on stop.
 use super::answer::{answer, Answer};
-use super::mib::{Mib, Tables, IP_FORWARD};
+use super::mib::{Mib, Tables, IP_FORWARD, REGISTERED};
 use super::pdu::{self, close, error, kind, Header, Pdu, Request};
 use crate::router::Router;
 use std::io::{ErrorKind, Read, Write};
@@ -74,6 +74,8 @@ enum Ended {
 const POLL: Duration = Duration::from_millis(100);
 /// How long the master gets to answer Open and Register.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a write may wait for a master that does not read before the session is lost.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves `source`'s router (read once per PDU) to the master at `config.socket` until `stop`
 /// is raised, connecting again after every loss with back-off. `log` gets one line per
@@ -144,7 +146,11 @@ impl Session<'_> {
             Ok(s) => s,
             Err(e) => return Ended::Lost(format!("cannot connect to {socket}: {e}")),
         };
-        if let Err(e) = stream.set_read_timeout(Some(POLL)) {
+        // A master that stops reading must not hold the subagent (and its stop) for good.
+        let timeouts = stream
+            .set_read_timeout(Some(POLL))
+            .and_then(|()| stream.set_write_timeout(Some(WRITE_TIMEOUT)));
+        if let Err(e) = timeouts {
             return Ended::Lost(format!("{socket}: {e}"));
         }
         if let Err(why) = self.open(&mut stream) {
@@ -157,7 +163,7 @@ impl Session<'_> {
             self.session_id,
             IP_FORWARD.map(|s| s.to_string()).join(".")
         ));
-        match self.answer(&mut stream) {
+        match self.serve_requests(&mut stream) {
             Ok(()) => {
                 // Stopping: say so, and give the master a moment to take it.
                 self.packet_id += 1;
@@ -166,54 +172,67 @@ impl Session<'_> {
                     self.packet_id,
                     close::SHUTDOWN,
                 ));
-                let _ = self.await_response(&mut stream, self.packet_id, Duration::from_secs(1));
+                let closing = self.packet_id;
+                let _ = self.await_response(&mut stream, closing, Duration::from_secs(1), false);
                 Ended::Stopped
             }
             Err(why) => Ended::Lost(format!("{socket}: {why}")),
         }
     }
 
-    /// Open, then register ipForward.
+    /// Open, then register each object served. A master gives an OID to the longest
+    /// registered subtree holding it, and among equal ones to the lowest priority value: the
+    /// objects are registered one by one (not ipForward whole), so that the priority decides
+    /// against a master's own modules registered at the same depth (net-snmp's ipCidrRouteTable
+    /// and inetCidrRouteTable).
     fn open(&mut self, stream: &mut UnixStream) -> Result<(), String> {
         self.packet_id = 1;
         let descr = concat!("fibre ", env!("CARGO_PKG_VERSION"), ": IP-FORWARD-MIB");
         stream
             .write_all(&pdu::open(1, self.config.timeout, &[], descr))
             .map_err(|e| format!("sending Open: {e}"))?;
-        let (header, err) = self.await_response(stream, 1, SETUP_TIMEOUT)?;
+        let (header, err) = self.await_response(stream, 1, SETUP_TIMEOUT, true)?;
         if err != error::NONE {
             return Err(format!("the master refused Open (error {err})"));
         }
         self.session_id = header.session_id;
-        self.packet_id = 2;
-        stream
-            .write_all(&pdu::register(
-                self.session_id,
-                2,
-                self.config.priority,
-                &IP_FORWARD,
-            ))
-            .map_err(|e| format!("sending Register: {e}"))?;
-        match self.await_response(stream, 2, SETUP_TIMEOUT)? {
-            (_, error::NONE) => Ok(()),
-            (_, error::DUPLICATE_REGISTRATION) => Err(format!(
-                "the master refused Register: another session serves ipForward at priority {} \
-                 (give another priority)",
-                self.config.priority
-            )),
-            (_, e) => Err(format!("the master refused Register (error {e})")),
+        for subtree in REGISTERED {
+            self.packet_id += 1;
+            let packet = self.packet_id;
+            let name = subtree.map(|s| s.to_string()).join(".");
+            let register = pdu::register(self.session_id, packet, self.config.priority, &subtree);
+            stream
+                .write_all(&register)
+                .map_err(|e| format!("sending Register: {e}"))?;
+            match self.await_response(stream, packet, SETUP_TIMEOUT, true)? {
+                (_, error::NONE) => {}
+                (_, error::DUPLICATE_REGISTRATION) => {
+                    return Err(format!(
+                        "the master refused to register {name}: another session serves it at \
+                         priority {} (give another priority)",
+                        self.config.priority
+                    ))
+                }
+                (_, e) => return Err(format!("the master refused to register {name} (error {e})")),
+            }
         }
+        Ok(())
     }
 
-    /// Reads until the response to `packet_id`, answering requests that come first.
+    /// Reads until the response to `packet_id`, answering requests that come first; gives up
+    /// when the stop flag is raised, if `stoppable`.
     fn await_response(
         &mut self,
         stream: &mut UnixStream,
         packet_id: u32,
         within: Duration,
+        stoppable: bool,
     ) -> Result<(Header, u16), String> {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
+            if stoppable && self.stop.load(Ordering::Relaxed) {
+                return Err("stopping".into());
+            }
             match self.read(stream)? {
                 Incoming::Pdu(Pdu {
                     header,
@@ -236,7 +255,7 @@ impl Session<'_> {
     }
 
     /// Answers the master until stopped (`Ok`) or the session is lost (`Err`).
-    fn answer(&mut self, stream: &mut UnixStream) -> Result<(), String> {
+    fn serve_requests(&mut self, stream: &mut UnixStream) -> Result<(), String> {
         let mut last_traffic = Instant::now();
         while !self.stop.load(Ordering::Relaxed) {
             match self.read(stream)? {
@@ -255,9 +274,15 @@ impl Session<'_> {
                     stream
                         .write_all(&pdu::ping(self.session_id, self.packet_id))
                         .map_err(|e| format!("sending Ping: {e}"))?;
-                    match self.await_response(stream, self.packet_id, self.config.ping_every)? {
-                        (_, error::NONE) => {}
-                        (_, e) => return Err(format!("the master answered Ping with error {e}")),
+                    let ping = self.packet_id;
+                    match self.await_response(stream, ping, self.config.ping_every, true) {
+                        Ok((_, error::NONE)) => {}
+                        Ok((_, e)) => {
+                            return Err(format!("the master answered Ping with error {e}"))
+                        }
+                        // Stopping during the ping: the loop's condition ends the session.
+                        Err(_) if self.stop.load(Ordering::Relaxed) => {}
+                        Err(e) => return Err(e),
                     }
                     last_traffic = Instant::now();
                 }
@@ -292,8 +317,9 @@ impl Session<'_> {
                     });
                 }
             }
-            // One read per PDU: into a buffer kept for the session (zeroing a fresh one cost
-            // more than answering).
+            // Into a buffer kept for the session (a fresh zeroed one per read cost more than
+            // answering: a walk brings one small PDU per read). A read may hold part of a PDU
+            // or several.
             match stream.read(&mut self.chunk) {
                 Ok(0) => return Err("the master closed the connection".into()),
                 Ok(n) => self.buf.extend_from_slice(&self.chunk[..n]),
