@@ -32,8 +32,10 @@ pub struct AgentxArgs {
         default_value = "main"
     )]
     pub tables: TablesArg,
-    /// The registration's priority: lower wins over other registrations of the subtree
-    /// (snmpd's own IP-FORWARD-MIB module registers at 127)
+    /// The registrations' priority: where another subagent or the master's own module serves
+    /// the same object, the lower value wins (snmpd's own IP-FORWARD-MIB modules are at 127:
+    /// give 1 to take the tables over, or start snmpd with
+    /// -I -ipCidrRouteTable,inetCidrRouteTable,var_route)
     #[arg(long = "agentx-priority", value_name = "N", default_value = "127")]
     pub priority: u8,
 }

@@ -38,7 +38,7 @@ pub struct MirrorArgs {
     #[arg(long, value_name = "FILE")]
     snapshot: Option<PathBuf>,
     /// Sync, save the snapshot if asked, print what was read, and exit
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["listen", "socket"])]
     once: bool,
     /// Dump everything again every SECS seconds, and say what drift that mended
     #[arg(long, value_name = "SECS", value_parser = seconds)]
@@ -185,9 +185,11 @@ fn run(args: &MirrorArgs) -> Result<(), String> {
             last_status = (Instant::now(), mirror.totals().clone());
         }
     }
-    status(&mirror, &last_status.1, &stats, agent.as_ref());
-    if let Some(agent) = agent {
-        agent.join();
+    // The subagent closes its session first, so that the last status line counts all of it.
+    let agent_status = agent.map(|a| a.join());
+    status(&mirror, &last_status.1, &stats, None);
+    if let Some(line) = agent_status {
+        eprintln!("fibre mirror: {line}");
     }
     save(args, &mirror.router())?;
     drop(socket);

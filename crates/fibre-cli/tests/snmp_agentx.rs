@@ -17,7 +17,10 @@ use fibre_bench::mirror::client::MirrorProcess;
 use fibre_bench::snmp::agent::{self, dotted, Snmpd, VarBind};
 use kernel_oracle::{skip_or_fail, Netns};
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const ROUTES: usize = 10_000;
@@ -227,25 +230,27 @@ fn fixture() -> Fixture {
 
 /// Starts `fibre mirror --agentx` on the fibre-side snmpd and waits until the subtree answers.
 fn subagent(f: &Fixture, tables: &str, tag: &str) -> MirrorProcess {
+    subagent_on(f, &f.fib, &["--agentx-tables", tables], tag)
+}
+
+/// Starts `fibre mirror --agentx` with `options` on `snmpd`, and waits until it serves.
+fn subagent_on(f: &Fixture, snmpd: &Snmpd, options: &[&str], tag: &str) -> MirrorProcess {
     let socket = f.dir.join(format!("mirror-{tag}.sock"));
-    let extra = [
-        "--agentx".to_string(),
-        f.fib.agentx.display().to_string(),
-        "--agentx-tables".into(),
-        tables.into(),
-    ];
+    let mut extra = vec!["--agentx".to_string(), snmpd.agentx.display().to_string()];
+    extra.extend(options.iter().map(|o| o.to_string()));
     let fibre = Path::new(env!("CARGO_BIN_EXE_fibre"));
     let m = MirrorProcess::start(fibre, f.ns.name(), socket, &extra, Duration::from_secs(60))
         .expect("fibre mirror");
-    wait_served(&f.fib, Duration::from_secs(30));
+    wait_served(snmpd, Duration::from_secs(30));
     m
 }
 
-/// Waits until snmpd answers inetCidrRouteNumber through the subagent.
+/// Waits until snmpd answers ipCidrRouteNumber through fibre's subagent.
 fn wait_served(snmpd: &Snmpd, within: Duration) {
     let deadline = Instant::now() + within;
     loop {
-        let got = snmpd.client().get(&["1.3.6.1.2.1.4.24.6.0".into()]);
+        // ipCidrRouteNumber: fibre serves it, net-snmp does not.
+        let got = snmpd.client().get(&["1.3.6.1.2.1.4.24.3.0".into()]);
         if got
             .as_ref()
             .is_ok_and(|v| v.first().is_some_and(|vb| vb.kind == "Gauge32"))
@@ -388,14 +393,32 @@ fn the_subagent_answers_as_net_snmp_does_over_the_same_kernel_table() {
         "a SET must be refused notWritable: {set}"
     );
 
-    // snmpd restarted in the middle of a walk: the subagent comes back, the next walk is
-    // whole.
-    let walk = f.fib.client().walk_spawn(IP_FORWARD, 50).expect("walk");
-    std::thread::sleep(Duration::from_millis(500));
+    // snmpd restarted in the middle of a walk (once it has answered 1,000 varbinds of the
+    // subtree's 185,000): the subagent comes back, the next walk is whole.
+    let mut walk = f.fib.client().walk_spawn(IP_FORWARD, 50).expect("walk");
+    let lines = Arc::new(AtomicUsize::new(0));
+    let reader = {
+        let (out, lines) = (walk.stdout.take().expect("piped"), Arc::clone(&lines));
+        std::thread::spawn(move || {
+            for _ in BufReader::new(out).lines().map_while(Result::ok) {
+                lines.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while lines.load(Ordering::Relaxed) < 1_000 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     f.fib.restart().expect("restart snmpd");
     // SAFETY: a signal to our own child, not yet reaped.
     unsafe { libc::kill(walk.id() as i32, libc::SIGKILL) };
-    let _ = agent::walk_output(walk);
+    let _ = walk.wait();
+    let _ = reader.join();
+    eprintln!(
+        "the walk interrupted by snmpd's restart had {} of {} varbinds",
+        lines.load(Ordering::Relaxed),
+        fib_walk.len()
+    );
     wait_served(&f.fib, Duration::from_secs(60));
     let again = f
         .fib
@@ -409,17 +432,37 @@ fn the_subagent_answers_as_net_snmp_does_over_the_same_kernel_table() {
         fib_walk.len()
     );
 
+    // With priority 1, a subagent takes the tables over from snmpd's own modules: the first
+    // column through the snmpd that has them is fibre's (as walked through the other).
+    let over = subagent_on(&f, &f.own, &["--agentx-priority", "1"], "over");
+    let column = f
+        .own
+        .client()
+        .walk("1.3.6.1.2.1.4.24.7.1.7", 50)
+        .expect("walk");
+    let fibre_column: Vec<&VarBind> = fib_walk
+        .iter()
+        .filter(|vb| vb.oid.starts_with(&[1, 3, 6, 1, 2, 1, 4, 24, 7, 1, 7]))
+        .collect();
+    assert!(
+        column.iter().eq(fibre_column),
+        "priority 1 does not take inetCidrRouteTable over"
+    );
+    drop(over);
+
     // Every table: IPv6 rows are net-snmp's, one for one.
     let log = mirror.kill();
     assert!(
         log.matches(" open on ").count() >= 2,
         "one session per snmpd run: {log}"
     );
-    // The subagent gone, snmpd answers for its subtree at once.
+    // The subagent gone, snmpd answers for its subtree at once: within the client's 5 s,
+    // where a master still waiting on a dead subagent would time out.
     let started = Instant::now();
     let gone = f
         .fib
         .client()
+        .with_timeout(5)
         .get(&["1.3.6.1.2.1.4.24.6.0".into()])
         .expect("snmpget");
     assert_eq!(gone[0].kind, "noSuchObject", "{gone:?}");
@@ -490,13 +533,19 @@ fn probes(snmpd: &Snmpd, walk: &[VarBind]) {
         [&base[..], &[7, 1, 18]].concat(),
         [&base[..], &[8]].concat(),
     ];
+    // Rows only below (the counts' and the discards' OIDs are among these fixed probes): their
+    // OIDs are long enough for every change made to them.
+    for scalar in [3, 6, 8] {
+        oids.push([&base[..], &[scalar, 0]].concat());
+    }
+    let rows: Vec<&VarBind> = walk.iter().filter(|vb| vb.oid.len() > 12).collect();
     // A fixed pseudo-random choice: the same probes on every machine.
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     while oids.len() < 1_000 {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let mut o = walk[(x % walk.len() as u64) as usize].oid.clone();
+        let mut o = rows[(x % rows.len() as u64) as usize].oid.clone();
         let n = o.len();
         match (x >> 32) % 5 {
             0 => {}

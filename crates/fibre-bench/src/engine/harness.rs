@@ -231,8 +231,12 @@ impl BenchNamespace {
 }
 
 impl BenchNamespace {
-    /// Installs routes via the namespace's gateways (198.18.0.2, fd00:fb::2) with one
-    /// `ip -batch`.
+    /// The gateways of the namespace's veth (`bench1`'s side of 198.18.0.1/24 and
+    /// fd00:fb::1/64), which installed routes go through.
+    pub const GATEWAY4: &'static str = "198.18.0.2";
+    pub const GATEWAY6: &'static str = "fd00:fb::2";
+
+    /// Installs routes via the namespace's gateways with one `ip -batch`.
     pub fn install(&self, v4: &[(u32, u8)], v6: &[(u128, u8)]) -> Result<(), String> {
         use std::io::Write;
         use std::net::{Ipv4Addr, Ipv6Addr};
@@ -244,18 +248,12 @@ impl BenchNamespace {
             .map_err(|e| format!("ip: {e}"))?;
         let mut input = std::io::BufWriter::new(ip.stdin.take().expect("piped"));
         for &(a, len) in v4 {
-            let _ = writeln!(
-                input,
-                "route add {}/{len} via 198.18.0.2",
-                Ipv4Addr::from(a)
-            );
+            let (a, gw) = (Ipv4Addr::from(a), Self::GATEWAY4);
+            let _ = writeln!(input, "route add {a}/{len} via {gw}");
         }
         for &(a, len) in v6 {
-            let _ = writeln!(
-                input,
-                "route add {}/{len} via fd00:fb::2",
-                Ipv6Addr::from(a)
-            );
+            let (a, gw) = (Ipv6Addr::from(a), Self::GATEWAY6);
+            let _ = writeln!(input, "route add {a}/{len} via {gw}");
         }
         drop(input);
         let out = ip.wait_with_output().map_err(|e| format!("ip: {e}"))?;

@@ -79,8 +79,10 @@ pub struct MirrorBenchArgs {
     pub out: PathBuf,
 }
 
-/// The IPv4 gateway of the bench namespace (its veth), which the churn routes use.
-const GATEWAY4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+/// The IPv4 gateway of the bench namespace, which the churn routes use.
+fn gateway4() -> Ipv4Addr {
+    BenchNamespace::GATEWAY4.parse().expect("an IPv4 address")
+}
 /// The churn of the lag benchmark is host routes in a table of its own, which a rule puts
 /// before main (addresses from 100.64.0.0 on: one per addition, none reused).
 const CHURN_TABLE: u8 = 250;
@@ -515,7 +517,7 @@ fn event_lag(netns: &str, socket: &Path, rate: u32, secs: f64) -> Result<Lag, St
             continue;
         };
         kernel
-            .host_route(add, CHURN_TABLE, churn_host(host), GATEWAY4)
+            .host_route(add, CHURN_TABLE, churn_host(host), gateway4())
             .map_err(|e| {
                 format!(
                     "route {} {}: {e}",

@@ -159,6 +159,7 @@ impl Snmpd {
         Client {
             netns: self.netns.clone(),
             port: self.port,
+            timeout: 30,
         }
     }
 
@@ -227,6 +228,8 @@ pub fn parse_line(line: &str) -> Option<VarBind> {
 pub struct Client {
     netns: String,
     port: u16,
+    /// Seconds to wait for each answer (no retries).
+    timeout: u32,
 }
 
 /// Dotted form of an OID.
@@ -238,11 +241,17 @@ pub fn dotted(oid: &[u32]) -> String {
 }
 
 impl Client {
+    /// The same client, waiting `secs` for each answer.
+    pub fn with_timeout(mut self, secs: u32) -> Self {
+        self.timeout = secs;
+        self
+    }
+
     /// `TOOL -v2c -c COMMUNITY -On -Oe OPTIONS 127.0.0.1:PORT ARGS` in the namespace.
     fn command(&self, tool: &str, community: &str, options: &[String], args: &[String]) -> Command {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.netns, tool, "-v2c", "-c", community])
-            .args(["-On", "-Oe", "-t", "30", "-r", "0"])
+            .args(["-On", "-Oe", "-r", "0", "-t", &self.timeout.to_string()])
             .args(options)
             .arg(format!("127.0.0.1:{}", self.port))
             .args(args)

@@ -144,7 +144,8 @@ fn walk(
         seconds,
         complete,
         timed_out,
-        snmpd_cpu: (cpu(Some(snmpd)) - s0).as_secs_f64(),
+        // saturating: a process that died reads as zero.
+        snmpd_cpu: cpu(Some(snmpd)).saturating_sub(s0).as_secs_f64(),
         subagent_cpu: cpu(subagent).saturating_sub(a0).as_secs_f64(),
     })
 }
