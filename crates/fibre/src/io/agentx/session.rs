@@ -154,6 +154,10 @@ impl Session<'_> {
             return Ended::Lost(format!("{socket}: {e}"));
         }
         if let Err(why) = self.open(&mut stream) {
+            if self.stop.load(Ordering::Relaxed) {
+                self.close(&mut stream);
+                return Ended::Stopped;
+            }
             return Ended::Lost(format!("{socket}: {why}"));
         }
         self.stats.sessions.fetch_add(1, Ordering::Relaxed);
@@ -165,19 +169,19 @@ impl Session<'_> {
         ));
         match self.serve_requests(&mut stream) {
             Ok(()) => {
-                // Stopping: say so, and give the master a moment to take it.
-                self.packet_id += 1;
-                let _ = stream.write_all(&pdu::close(
-                    self.session_id,
-                    self.packet_id,
-                    close::SHUTDOWN,
-                ));
-                let closing = self.packet_id;
-                let _ = self.await_response(&mut stream, closing, Duration::from_secs(1), false);
+                self.close(&mut stream);
                 Ended::Stopped
             }
             Err(why) => Ended::Lost(format!("{socket}: {why}")),
         }
+    }
+
+    /// Stopping: says so (Close, reason shutdown), and gives the master a moment to take it.
+    fn close(&mut self, stream: &mut UnixStream) {
+        self.packet_id += 1;
+        let closing = self.packet_id;
+        let _ = stream.write_all(&pdu::close(self.session_id, closing, close::SHUTDOWN));
+        let _ = self.await_response(stream, closing, Duration::from_secs(1), false);
     }
 
     /// Open, then register each object served. A master gives an OID to the longest
@@ -230,9 +234,6 @@ impl Session<'_> {
     ) -> Result<(Header, u16), String> {
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
-            if stoppable && self.stop.load(Ordering::Relaxed) {
-                return Err("stopping".into());
-            }
             match self.read(stream)? {
                 Incoming::Pdu(Pdu {
                     header,
@@ -245,6 +246,10 @@ impl Session<'_> {
                     }
                 }
                 Incoming::Malformed(h, e) => self.malformed(stream, &h, &e)?,
+                // Only when nothing is left to read: what the master sent is read first.
+                Incoming::Idle if stoppable && self.stop.load(Ordering::Relaxed) => {
+                    return Err("stopping".into())
+                }
                 Incoming::Idle => {}
             }
         }
