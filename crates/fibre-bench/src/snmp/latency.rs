@@ -4,7 +4,7 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rasn::types::{ObjectIdentifier, OctetString};
-use rasn_snmp::v2::{GetNextRequest, Pdu, Response, VarBind, VarBindValue};
+use rasn_snmp::v2::{GetNextRequest, GetRequest, Pdu, Response, VarBind, VarBindValue};
 use rasn_snmp::v2c::Message;
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
@@ -48,6 +48,18 @@ pub fn getnext_latencies(
             }
         })
         .collect();
+    timed(netns, port, oids, false)
+}
+
+/// The time of one GET of `oid` (the first after a change of the table includes any work
+/// the agent does once per table, such as counting rows).
+pub fn get_time(netns: &str, port: u16, oid: &[u32]) -> Result<Duration, String> {
+    Ok(timed(netns, port, vec![oid.to_vec()], true)?[0])
+}
+
+/// Sends a GET (`get`) or GETNEXT for each of `oids`, one at a time, from a socket in
+/// `netns`; the time of each to its answer.
+fn timed(netns: &str, port: u16, oids: Vec<Vec<u32>>, get: bool) -> Result<Vec<Duration>, String> {
     let path = format!("/run/netns/{netns}");
     // The socket is made inside the namespace, by a thread that enters it.
     std::thread::spawn(move || -> Result<Vec<Duration>, String> {
@@ -69,20 +81,30 @@ pub fn getnext_latencies(
         for (i, oid) in oids.iter().enumerate() {
             let id = i as i32 + 1;
             let name = ObjectIdentifier::new(oid.clone()).ok_or("an OID")?;
-            let request = Message {
-                version: 1.into(),
-                community: OctetString::from_static(b"public"),
-                data: GetNextRequest(Pdu {
-                    request_id: id,
-                    error_status: 0,
-                    error_index: 0,
-                    variable_bindings: vec![VarBind {
-                        name,
-                        value: VarBindValue::Unspecified,
-                    }],
-                }),
+            let pdu = Pdu {
+                request_id: id,
+                error_status: 0,
+                error_index: 0,
+                variable_bindings: vec![VarBind {
+                    name,
+                    value: VarBindValue::Unspecified,
+                }],
             };
-            let bytes = rasn::ber::encode(&request).map_err(|e| e.to_string())?;
+            let community = OctetString::from_static(b"public");
+            let bytes = if get {
+                rasn::ber::encode(&Message {
+                    version: 1.into(),
+                    community,
+                    data: GetRequest(pdu),
+                })
+            } else {
+                rasn::ber::encode(&Message {
+                    version: 1.into(),
+                    community,
+                    data: GetNextRequest(pdu),
+                })
+            }
+            .map_err(|e| e.to_string())?;
             let t = Instant::now();
             socket.send(&bytes).map_err(|e| e.to_string())?;
             let response = loop {
@@ -103,7 +125,12 @@ pub fn getnext_latencies(
                 .first()
                 .ok_or("no varbind")?;
             let got: &[u32] = &vb.name;
-            if !got.starts_with(&IF_INDEX_COLUMN[..9]) {
+            let answered = if get {
+                got == oid.as_slice()
+            } else {
+                got.starts_with(&IF_INDEX_COLUMN[..9])
+            };
+            if !answered {
                 return Err(format!(
                     "GETNEXT {oid:?} answered {got:?}, outside the table"
                 ));

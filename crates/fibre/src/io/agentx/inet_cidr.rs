@@ -197,8 +197,35 @@ fn rows_from<'r, A: RouterFamily>(
 
 /// The rows of the table: what inetCidrRouteNumber says.
 pub fn count(router: &Router, tables: Tables) -> usize {
-    rows_from::<Ipv4Addr>(router, tables, Prefix::any()).count()
-        + rows_from::<Ipv6Addr>(router, tables, Prefix::any()).count()
+    count_in::<Ipv4Addr>(router, tables) + count_in::<Ipv6Addr>(router, tables)
+}
+
+/// The rows of family `A`, without building them where a destination has one route (most
+/// of a full table): its legs, less those sharing a gateway and a device.
+fn count_in<A: RouterFamily>(router: &Router, tables: Tables) -> usize {
+    let nhs = router.family::<A>().nexthops();
+    routes_by_dest::<A>(router, tables, Prefix::any())
+        .map(|routes| match routes.as_slice() {
+            [r] => match nhs.get(r.hops) {
+                [] | [_] => 1,
+                hops => {
+                    let mut legs: Vec<_> = hops.iter().map(|h| (h.gateway, h.dev)).collect();
+                    legs.sort_unstable();
+                    legs.dedup();
+                    legs.len()
+                }
+            },
+            _ => {
+                let mut rows: Vec<Row> = routes
+                    .iter()
+                    .flat_map(|r| rows_of(r, nhs.get(r.hops)))
+                    .collect();
+                rows.sort_by(|a, b| a.index.cmp(&b.index));
+                rows.dedup_by(|b, a| a.index == b.index);
+                rows.len()
+            }
+        })
+        .sum()
 }
 
 /// Where to seek for rows of family `A` after `after`, an index of that family and width,

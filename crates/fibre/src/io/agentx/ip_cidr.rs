@@ -139,9 +139,24 @@ fn seek_point(after: &[u32]) -> crate::prefix::Prefix<Ipv4Addr> {
     seek::<Ipv4Addr>(dest, mask.unwrap_or(0))
 }
 
-/// The rows of the table: what ipCidrRouteNumber says.
+/// The rows of the table: what ipCidrRouteNumber says; without building them where a
+/// destination has one route (most of a full table): its distinct gateways.
 pub fn count(router: &Router, tables: Tables) -> usize {
-    rows_from(router, tables, crate::prefix::Prefix::any()).count()
+    let nhs = router.family::<Ipv4Addr>().nexthops();
+    routes_by_dest::<Ipv4Addr>(router, tables, crate::prefix::Prefix::any())
+        .map(|routes| match routes.as_slice() {
+            [r] => match nhs.get(r.hops) {
+                [] | [_] => 1,
+                hops => {
+                    let mut gateways: Vec<_> = hops.iter().map(|h| h.gateway).collect();
+                    gateways.sort_unstable();
+                    gateways.dedup();
+                    gateways.len()
+                }
+            },
+            _ => rows_of(&routes, router).len(),
+        })
+        .sum()
 }
 
 /// GET within ipCidrRouteEntry.
