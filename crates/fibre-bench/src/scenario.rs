@@ -227,18 +227,32 @@ impl PickView for Ipv6Addr {
     }
 }
 
-/// The full views a benchmark of whole tables uses: `table` if given; else the shared real
-/// table when it is at hand and `synthetic` is not asked for; else synthetic views of the real
-/// table's sizes.
-pub fn full_views(table: Option<&Path>, synthetic: bool, seed: u64) -> Result<FullViews, String> {
-    let shared = Path::new(crate::study::SHARED_TABLE);
-    match table {
-        Some(p) => load_table(p),
-        None if !synthetic && shared.exists() => load_table(shared),
-        None => Ok(FullViews {
-            v4: synthetic_view::<Ipv4Addr>(901_899, seed),
-            v6: synthetic_view::<Ipv6Addr>(160_147, seed),
-        }),
+/// Where a benchmark of whole tables takes its full views from (`fibre bench mirror`, `fibre
+/// bench snmp`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ViewArgs {
+    /// Full-view routes: a prefix list (plain or .gz) or an MRT RIB dump
+    /// [default: ../shared/data/full-table-2024.txt.gz when present, else synthetic]
+    #[arg(long, value_name = "FILE", conflicts_with = "synthetic")]
+    pub table: Option<std::path::PathBuf>,
+    /// Use the synthetic full view even when a real table is at hand
+    #[arg(long)]
+    pub synthetic: bool,
+}
+
+impl ViewArgs {
+    /// The full views: `--table` if given; else the shared real table when it is at hand
+    /// and `--synthetic` is not asked for; else synthetic views of the real table's sizes.
+    pub fn load(&self, seed: u64) -> Result<FullViews, String> {
+        let shared = Path::new(crate::study::SHARED_TABLE);
+        match &self.table {
+            Some(p) => load_table(p),
+            None if !self.synthetic && shared.exists() => load_table(shared),
+            None => Ok(FullViews {
+                v4: synthetic_view::<Ipv4Addr>(901_899, seed),
+                v6: synthetic_view::<Ipv6Addr>(160_147, seed),
+            }),
+        }
     }
 }
 

@@ -35,13 +35,8 @@ use std::time::{Duration, Instant};
 #[derive(Parser, Debug)]
 #[command(name = "fibre bench mirror", bin_name = "fibre bench mirror")]
 pub struct MirrorBenchArgs {
-    /// Full-view routes: a prefix list (plain or .gz) or an MRT RIB dump
-    /// [default: ../shared/data/full-table-2024.txt.gz when present, else synthetic]
-    #[arg(long, value_name = "FILE", conflicts_with = "synthetic")]
-    pub table: Option<PathBuf>,
-    /// Use the synthetic full view even when a real table is at hand
-    #[arg(long)]
-    pub synthetic: bool,
+    #[command(flatten)]
+    pub views: crate::scenario::ViewArgs,
     /// Routes per family at most (the table's first ones)
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
@@ -364,7 +359,7 @@ fn say(what: &str) {
 }
 
 fn views(args: &MirrorBenchArgs) -> Result<FullViews, String> {
-    let mut views = crate::scenario::full_views(args.table.as_deref(), args.synthetic, args.seed)?;
+    let mut views = args.views.load(args.seed)?;
     if let Some(n) = args.limit {
         views.v4.prefixes.truncate(n);
         views.v6.prefixes.truncate(n);

@@ -27,16 +27,13 @@ type Prefixes6<'a> = &'a [(u128, u8)];
 /// inetCidrRouteTable.
 const INET_CIDR_ROUTE_TABLE: &str = "1.3.6.1.2.1.4.24.7";
 
+/// Walks of inetCidrRouteTable through snmpd: fibre's subagent beside net-snmp's own
+/// implementation, inside snmpd and as a subagent, on one kernel table per size.
 #[derive(Parser, Debug)]
 #[command(name = "fibre bench snmp", bin_name = "fibre bench snmp")]
 pub struct SnmpBenchArgs {
-    /// Full-view routes: a prefix list (plain or .gz) or an MRT RIB dump
-    /// [default: ../shared/data/full-table-2024.txt.gz when present, else synthetic]
-    #[arg(long, value_name = "FILE", conflicts_with = "synthetic")]
-    pub table: Option<PathBuf>,
-    /// Use the synthetic full view even when a real table is at hand
-    #[arg(long)]
-    pub synthetic: bool,
+    #[command(flatten)]
+    pub views: crate::scenario::ViewArgs,
     /// Tables walked: IPv4 route counts, `full4`, `full6`
     #[arg(
         long,
@@ -183,7 +180,7 @@ pub fn run(args: &SnmpBenchArgs) -> Result<Results, String> {
         Some(p) => p.clone(),
         None => std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?,
     };
-    let views = crate::scenario::full_views(args.table.as_deref(), args.synthetic, args.seed)?;
+    let views = args.views.load(args.seed)?;
     let mut results = Results::default();
     results.meta.insert("host".into(), crate::host::machine());
     results
