@@ -28,18 +28,10 @@ const IP_FORWARD: &str = "1.3.6.1.2.1.4.24";
 const INET_ENTRY: [u32; 10] = [1, 3, 6, 1, 2, 1, 4, 24, 7, 1];
 const IP_ENTRY: [u32; 10] = [1, 3, 6, 1, 2, 1, 4, 24, 4, 1];
 
-const SETUP: &str = "\
-link add va type veth peer name vb
-link add vc type veth peer name vd
-link set va up
-link set vb up
-link set vc up
-link set vd up
-addr add 192.0.2.1/24 dev va
-addr add 198.51.100.1/24 dev vc
-addr add 2001:db8::1/64 dev va nodad
-addr add 2001:db8:1::1/64 dev vc nodad
-";
+/// The devices (three veth pairs, va and wa with subnets of both families), shared with the
+/// library's kernel tests.
+#[path = "../../fibre/tests/support/veths.rs"]
+mod veths;
 
 /// IANAipRouteProtocol of the protocols the routes use, as fibre maps them.
 const PROTOS: [(&str, u32); 5] = [("4", 3), ("186", 14), ("188", 13), ("189", 8), ("3", 2)];
@@ -67,8 +59,8 @@ fn route(i: usize) -> (String, (u32, Vec<u32>, u32, u32)) {
         (format!("{x}.{y}.{z}.{last}/{len}"), bytes, len)
     };
     let k = 2 + i % 250;
-    let (gw_a, gw_c) = if v6 {
-        (format!("2001:db8::{k:x}"), format!("2001:db8:1::{k:x}"))
+    let (gw_a, gw_w) = if v6 {
+        (format!("2001:db8:1::{k:x}"), format!("2001:db8:2::{k:x}"))
     } else {
         (format!("192.0.2.{k}"), format!("198.51.100.{k}"))
     };
@@ -76,10 +68,10 @@ fn route(i: usize) -> (String, (u32, Vec<u32>, u32, u32)) {
         0 => ("blackhole ", String::new()),
         1 => ("unreachable ", String::new()),
         2 => ("prohibit ", String::new()),
-        3 => ("", " dev vc".to_string()),
+        3 => ("", " dev wa".to_string()),
         4 | 5 => (
             "",
-            format!(" nexthop via {gw_a} dev va nexthop via {gw_c} dev vc"),
+            format!(" nexthop via {gw_a} dev va nexthop via {gw_w} dev wa"),
         ),
         _ => ("", format!(" via {gw_a} dev va")),
     };
@@ -202,8 +194,10 @@ impl Drop for Fixture {
 }
 
 fn fixture() -> Fixture {
-    let ns = Netns::create("snmp").expect("namespace");
-    let mut script = SETUP.to_string();
+    // The devices first, settled (the kernel adds IPv6 prefix routes on its own time, and
+    // both walks must see the same table).
+    let ns = veths::namespace("snmp", veths::THREE_VETHS);
+    let mut script = String::new();
     let mut protos = BTreeMap::new();
     for i in 0..ROUTES {
         let (line, (family, dest, len, iana)) = route(i);
