@@ -381,6 +381,46 @@ fn the_subagent_answers_as_net_snmp_does_over_the_same_kernel_table() {
     );
 
     probes(&f.fib, &fib_walk);
+    // The counts asked above must not stop the mirror from following: a route the kernel
+    // takes now shows up through snmpd.
+    let va = f.ns.ifindex("va").expect("va");
+    f.ns.ip(&["route", "add", "10.255.0.0/16", "via", "192.0.2.9"])
+        .expect("ip route add");
+    let row = format!("1.3.6.1.2.1.4.24.7.1.7.1.4.10.255.0.0.16.4.254.0.0.{va}.1.4.192.0.2.9");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = f
+            .fib
+            .client()
+            .get(std::slice::from_ref(&row))
+            .expect("snmpget");
+        if got.first().is_some_and(|vb| vb.value == va.to_string()) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new route never showed: {got:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    f.ns.ip(&["route", "del", "10.255.0.0/16"])
+        .expect("ip route del");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = f
+            .fib
+            .client()
+            .get(std::slice::from_ref(&row))
+            .expect("snmpget");
+        if got.first().is_some_and(|vb| vb.kind == "noSuchInstance") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the deleted route stayed: {got:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let set = f.fib.client().set_integer("1.3.6.1.2.1.4.24.6.0", 5);
     assert!(
         set.contains("notWritable"),

@@ -57,6 +57,18 @@ impl Snmpd {
         port: u16,
         own_routes: bool,
     ) -> Result<Snmpd, String> {
+        Self::start_with(netns, dir, name, port, own_routes, "")
+    }
+
+    /// Like [`Snmpd::start`], with more configuration lines (e.g. a `proxy` directive).
+    pub fn start_with(
+        netns: &str,
+        dir: &Path,
+        name: &str,
+        port: u16,
+        own_routes: bool,
+        more: &str,
+    ) -> Result<Snmpd, String> {
         let conf = dir.join(format!("{name}.conf"));
         let agentx = dir.join(format!("{name}.sock"));
         let text = format!(
@@ -66,7 +78,8 @@ impl Snmpd {
              master agentx\n\
              agentXSocket {}\n\
              agentXTimeout 10\n\
-             agentXRetries 0\n",
+             agentXRetries 0\n\
+             {more}",
             agentx.display()
         );
         std::fs::write(&conf, text).map_err(|e| format!("{}: {e}", conf.display()))?;

@@ -297,6 +297,38 @@ pub fn run(args: &SnmpBenchArgs) -> Result<Results, String> {
                 walk(&ns.name, own.port, own.pid(), None, timeout)
             })?;
             rec.walk("net-snmp", &w);
+            // The same, behind a second snmpd's `proxy` directive: how a subtree answered by
+            // another agent over SNMP (rather than AgentX) reaches a walker. The requests the
+            // proxied snmpd receives per varbind show how it forwards a GETBULK.
+            let proxy = Snmpd::start_with(
+                &ns.name,
+                &dir,
+                "proxy",
+                agent::PORT + 3,
+                false,
+                &format!(
+                    "proxy -v 2c -c public 127.0.0.1:{} {INET_CIDR_ROUTE_TABLE}\n",
+                    own.port
+                ),
+            )?;
+            pin(args.pin, &[proxy.pid(), own.pid()])?;
+            say(&format!(
+                "{size}: walking net-snmp's own implementation through a proxy"
+            ));
+            let packets = || in_packets(&own);
+            let before = packets()?;
+            let w = walk(&ns.name, proxy.port, proxy.pid(), Some(own.pid()), timeout)?;
+            // Less the GET that reads the counter.
+            let requests = packets()?.saturating_sub(before + 1);
+            rec.walk("net-snmp-proxy", &w);
+            rec.one(
+                "net-snmp-proxy",
+                "requests_per_varbind",
+                requests as f64 / w.varbinds.max(1) as f64,
+                "requests",
+                None,
+            );
+            drop(proxy);
             drop(own);
             // net-snmp's own, as an AgentX subagent.
             let master = Snmpd::start(&ns.name, &dir, "master", agent::PORT + 2, false)?;
@@ -327,6 +359,14 @@ pub fn run(args: &SnmpBenchArgs) -> Result<Results, String> {
         .write_csv(&args.out.join("snmp.csv"))
         .map_err(|e| e.to_string())?;
     Ok(results)
+}
+
+/// snmpInPkts.0 of `snmpd`: the SNMP messages it has received.
+fn in_packets(snmpd: &Snmpd) -> Result<u64, String> {
+    let got = snmpd.client().get(&["1.3.6.1.2.1.11.1.0".into()])?;
+    got.first()
+        .and_then(|vb| vb.value.parse().ok())
+        .ok_or_else(|| format!("snmpInPkts: {got:?}"))
 }
 
 /// The records of one table.

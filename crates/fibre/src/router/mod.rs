@@ -147,6 +147,26 @@ pub struct Router {
     /// the kernel with the rest, so fibre derives none itself (neither twice nor missing).
     mirrored: bool,
     snapshot: Option<Box<Snapshot>>,
+    /// Which state this is (see [`Router::version`]).
+    version: Version,
+}
+
+/// A number for a router's state that no other state of any router in this process has had:
+/// taken when a router is made and at every commit; a clone, holding the same state, keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Version(u64);
+
+impl Version {
+    fn next() -> Version {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Version(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+impl Default for Version {
+    fn default() -> Version {
+        Version::next()
+    }
 }
 
 impl Router {
@@ -154,6 +174,13 @@ impl Router {
     /// a new network namespace.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The router's state as a number: equal for two routers (or one router at two moments)
+    /// only if they hold the same state, copies of one another. What is derived from a
+    /// router and kept (such as a MIB's row counts) is still good while the version is.
+    pub fn version(&self) -> u64 {
+        self.version.0
     }
 
     /// Turns the FIB path off (every lookup walks the RIB) or back on: the reference that the
@@ -178,6 +205,7 @@ impl Router {
     /// Keeps every change since [`Router::begin`]; the FIBs follow (one publication each).
     pub fn commit(&mut self) {
         if self.snapshot.take().is_some() {
+            self.version = Version::next();
             self.v4.follow_commit(&self.links);
             self.v6.follow_commit(&self.links);
             self.v4.journal.clear();

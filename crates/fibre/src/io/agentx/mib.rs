@@ -8,7 +8,7 @@ use crate::prefix::Prefix;
 use crate::rib::Rib;
 use crate::route::{Route, TableId, TABLE_MAIN};
 use crate::router::{Router, RouterFamily};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// ipForward: 1.3.6.1.2.1.4.24, the subtree registered with the master agent.
 pub const IP_FORWARD: [u32; 8] = [1, 3, 6, 1, 2, 1, 4, 24];
@@ -119,12 +119,14 @@ pub fn counts(router: &Router, tables: Tables) -> Counts {
     }
 }
 
-/// The subtree as served: which tables it shows, and the row counts of the last snapshot
-/// asked about (counting is the one pass over the routes; a walk asks once per snapshot).
+/// The subtree as served: which tables it shows, and the row counts of the last router
+/// state asked about (counting is the one pass over the routes; a walk asks once per state).
+/// The state is known by [`Router::version`], not by holding the snapshot: a reference kept
+/// here would stop a mirror from reusing its spare copy.
 #[derive(Debug)]
 pub struct Mib {
     tables: Tables,
-    counted: Option<(Weak<Router>, Counts)>,
+    counted: Option<(u64, Counts)>,
 }
 
 impl Mib {
@@ -136,15 +138,15 @@ impl Mib {
         }
     }
 
-    fn counts(&mut self, router: &Arc<Router>) -> Counts {
-        if let Some((seen, counts)) = &self.counted {
-            if seen.upgrade().is_some_and(|r| Arc::ptr_eq(&r, router)) {
-                return *counts;
+    fn counts(&mut self, router: &Router) -> Counts {
+        match self.counted {
+            Some((version, counts)) if version == router.version() => counts,
+            _ => {
+                let counts = counts(router, self.tables);
+                self.counted = Some((router.version(), counts));
+                counts
             }
         }
-        let counts = counts(router, self.tables);
-        self.counted = Some((Arc::downgrade(router), counts));
-        counts
     }
 
     /// GET: the value at `oid`.
@@ -284,4 +286,30 @@ pub(super) fn table_next<R: TableRow>(
         after = None;
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counting_keeps_no_hold_on_the_router() {
+        // A mirror reuses its spare copy only when nothing else refers to it.
+        let mut router = Arc::new(Router::new());
+        let mut mib = Mib::new(Tables::All);
+        assert_eq!(
+            mib.get(&router, &INET_CIDR_ROUTE_NUMBER),
+            Found::Value(MibValue::Gauge32(0))
+        );
+        assert!(Arc::get_mut(&mut router).is_some());
+        // A changed router is counted again; the same state is not.
+        let changed = {
+            let mut r = (*router).clone();
+            r.begin();
+            r.commit();
+            r
+        };
+        assert_ne!(changed.version(), router.version());
+        assert_eq!(router.clone().version(), router.version());
+    }
 }
