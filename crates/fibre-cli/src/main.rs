@@ -317,25 +317,11 @@ fn load_mrt(
     dev: &str,
     family: Option<Family>,
 ) -> Result<fibre::io::mrt::Installed, String> {
-    let dev = router
-        .links()
-        .by_name(dev)
-        .ok_or_else(|| format!("-mrt-dev {dev}: Cannot find device \"{dev}\""))?
-        .index;
-    let name = path.display();
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot read MRT file \"{name}\": {e}"))?;
-    let mut reader = BufReader::new(file);
-    let gzip = reader
-        .fill_buf()
-        .map_err(|e| format!("cannot read MRT file \"{name}\": {e}"))?
-        .starts_with(&[0x1f, 0x8b]);
-    let input: Box<dyn std::io::Read> = if gzip {
-        Box::new(flate2::read::MultiGzDecoder::new(reader))
-    } else {
-        Box::new(reader)
-    };
-    let mut routes = fibre::io::mrt::rib_routes(input).map_err(|e| format!("{name}: {e}"))?;
-    routes.retain(|r| family.is_none_or(|f| Family::of(&r.addr) == f));
-    fibre::io::mrt::install(router, &routes, dev).map_err(|e| format!("{name}: {e}"))
+    fibre::io::mrt::install_file(router, path, dev, family).map_err(|e| {
+        if e.starts_with("Cannot find device") {
+            format!("-mrt-dev {dev}: {e}")
+        } else {
+            e
+        }
+    })
 }

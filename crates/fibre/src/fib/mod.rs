@@ -249,6 +249,11 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
             check_ids(std::iter::once((p, id)))?;
             set.insert(p, id);
         }
+        Self::from_set(set)
+    }
+    /// Builds from a `(prefix, id)` set the caller already holds as a trie, taking it over
+    /// (no copy); refuses an id above [`MAX_ID`].
+    pub fn from_set(set: PrefixTrie<A, u32>) -> Result<Self, IdOutOfRange> {
         let lpm = L::build(&set)?;
         Ok(Fib {
             reader: lpm.reader(),
@@ -256,6 +261,20 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
             routes: set,
             staged: Vec::new(),
         })
+    }
+    /// The `(prefix, id)` set, staged changes included, as the trie it is kept in (exact,
+    /// longest, covering and covered queries without a copy).
+    pub fn entries(&self) -> &PrefixTrie<A, u32> {
+        &self.routes
+    }
+    /// Gives the `(prefix, id)` set back, dropping the encoding (what a caller that is about to
+    /// change most of the set rebuilds from).
+    pub fn into_entries(self) -> PrefixTrie<A, u32> {
+        self.routes
+    }
+    /// Changes staged since the last [`Fib::publish`].
+    pub fn staged(&self) -> usize {
+        self.staged.len()
     }
     /// A FIB with the same routes, staged ones included, and a reader cell of its own (a copy
     /// whose changes this one's readers never see): the route set is copied whole and the

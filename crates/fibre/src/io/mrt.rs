@@ -187,6 +187,39 @@ pub fn install(
     })
 }
 
+/// Installs the routes of the MRT RIB dump at `path` (plain or gzip) via device `dev`, in one
+/// change set (all or none); with `family`, only that family's. Errors name the file, and the
+/// record or route at fault.
+pub fn install_file(
+    router: &mut Router,
+    path: &std::path::Path,
+    dev: &str,
+    family: Option<Family>,
+) -> Result<Installed, String> {
+    use std::io::BufRead;
+    let dev = router
+        .links()
+        .by_name(dev)
+        .ok_or_else(|| format!("Cannot find device \"{dev}\""))?
+        .index;
+    let name = path.display();
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read MRT file \"{name}\": {e}"))?;
+    let mut reader = std::io::BufReader::new(file);
+    let gzip = reader
+        .fill_buf()
+        .map_err(|e| format!("cannot read MRT file \"{name}\": {e}"))?
+        .starts_with(&[0x1f, 0x8b]);
+    let input: Box<dyn Read> = if gzip {
+        Box::new(flate2::read::MultiGzDecoder::new(reader))
+    } else {
+        Box::new(reader)
+    };
+    let mut routes = rib_routes(input).map_err(|e| format!("{name}: {e}"))?;
+    routes.retain(|r| family.is_none_or(|f| Family::of(&r.addr) == f));
+    install(router, &routes, dev).map_err(|e| format!("{name}: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,108 @@
+"""Batch lookups over pyarrow arrays: addresses in the layouts Arrow users keep them in
+(polars-iptools' ``uint32`` IPv4 and 16-byte binary, text, 4-byte binary), read without a
+copy where the layout allows, answered as Arrow arrays."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+try:  # pyarrow is optional: only Arrow input needs it.
+    import pyarrow as pa
+except ImportError:  # pragma: no cover - exercised where pyarrow is absent
+    pa = None
+
+
+def is_arrow(x: Any) -> bool:
+    return pa is not None and isinstance(x, (pa.Array, pa.ChunkedArray))
+
+
+def _addresses(arr: "pa.Array") -> Any:
+    """What the Rust lookup takes for `arr`'s layout (nulls read as anything: masked after)."""
+    t = arr.type
+    n = len(arr)
+    if pa.types.is_dictionary(t):
+        return _addresses(arr.dictionary_decode())
+    if pa.types.is_integer(t):
+        if arr.null_count:
+            arr = arr.fill_null(0)
+        values = arr.to_numpy(zero_copy_only=False)
+        if values.dtype == np.uint32:
+            return values
+        # Wider or signed integers: Rust checks each fits in 32 bits.
+        return values.astype(np.int64, copy=False) if values.dtype.kind == "i" else values.astype(np.uint64, copy=False)
+    if pa.types.is_fixed_size_binary(t) and t.byte_width in (4, 16):
+        data = np.frombuffer(arr.buffers()[1], dtype=np.uint8)
+        w = t.byte_width
+        rows = data[arr.offset * w : (arr.offset + n) * w].reshape(n, w)
+        return rows if w == 16 else rows.view(">u4").reshape(n).astype(np.uint32)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        off_type = np.int64 if pa.types.is_large_binary(t) else np.int32
+        offsets = np.frombuffer(arr.buffers()[1], dtype=off_type)[arr.offset : arr.offset + n + 1]
+        data = np.frombuffer(arr.buffers()[2], dtype=np.uint8) if arr.buffers()[2] is not None else np.zeros(0, np.uint8)
+        lengths = np.diff(offsets)
+        valid = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool) if arr.null_count else None
+        sizes = lengths if valid is None else lengths[valid]
+        if len(sizes) == 0:
+            return np.zeros(n, dtype=np.uint32)  # every address null
+        for w in (16, 4):
+            if np.all(sizes == w):
+                if valid is None:
+                    # Every row w bytes: the data buffer is the rows, back to back.
+                    rows = data[offsets[0] : offsets[0] + n * w].reshape(n, w)
+                else:
+                    # Nulls take no bytes: gather the rows that have them.
+                    rows = np.zeros((n, w), dtype=np.uint8)
+                    rows[valid] = data[offsets[:-1][valid][:, None] + np.arange(w)]
+                return rows if w == 16 else rows.view(">u4").reshape(n).astype(np.uint32)
+        # Mixed widths: one packed address at a time.
+        return arr.to_pylist()
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return arr.to_pylist()
+    raise TypeError(
+        f"an Arrow array of addresses is uint32 or int64 (IPv4), binary of 4 or 16 bytes, or "
+        f"text, not {t}"
+    )
+
+
+def _dictionaries(table: Any) -> tuple["pa.Array", Any]:
+    """Each slot's prefix and value as Arrow arrays, made once per table version."""
+    cache = table.__dict__.get("_arrow_dictionaries")
+    if cache is not None and cache[0] == table.version:
+        return cache[1], cache[2]
+    prefixes = pa.array(table.slot_prefixes(), type=pa.string())
+    raw = table.slot_values()
+    try:
+        values: Any = pa.array(raw)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        values = np.array(raw + [None], dtype=object)
+    table.__dict__["_arrow_dictionaries"] = (table.version, prefixes, values)
+    return prefixes, values
+
+
+def slots(table: Any, addrs: Any, mapped_v4: bool) -> Any:
+    """Each Arrow address's slot (`-1`: none, or a null address)."""
+    if isinstance(addrs, pa.ChunkedArray):
+        addrs = addrs.combine_chunks()
+    found = table.lookup_slots(_addresses(addrs), mapped_v4=mapped_v4)
+    if addrs.null_count:
+        nulls = np.asarray(addrs.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        found[nulls] = -1
+    return found
+
+
+def dictionary_arrays(table: Any, found: Any) -> tuple[Any, Any]:
+    """Slots as two `pyarrow.DictionaryArray` over the table's prefixes and values (the values
+    as a numpy object array where Arrow cannot hold them)."""
+    if pa is None:
+        raise ImportError('output="arrow" needs pyarrow')
+    prefixes, values = _dictionaries(table)
+    missing = found < 0
+    indices = pa.array(found, mask=missing)
+    if isinstance(values, np.ndarray):
+        return (
+            pa.DictionaryArray.from_arrays(indices, prefixes),
+            values[np.where(missing, len(values) - 1, found)],
+        )
+    return pa.DictionaryArray.from_arrays(indices, prefixes), pa.DictionaryArray.from_arrays(indices, values)

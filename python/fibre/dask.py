@@ -1,0 +1,67 @@
+"""Enrichment on Dask: a column of addresses gains the matched prefix and value.
+
+The table enters the task graph once (as a delayed object: pickled once, sent to each worker
+that needs it, not once per partition), and each partition is looked up in one batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._table import PrefixTable
+
+
+def _addresses(series: Any) -> Any:
+    """A pandas Series of addresses as `lookup_batch` takes it."""
+    import pandas as pd
+
+    if pd.api.types.is_integer_dtype(series.dtype) and not isinstance(series.dtype, pd.ArrowDtype):
+        return series.to_numpy()
+    try:
+        import pyarrow as pa
+
+        return pa.array(series, from_pandas=True)
+    except Exception:  # noqa: BLE001 - objects Arrow cannot hold: one at a time
+        return series.to_numpy(dtype=object)
+
+
+def _column(answers: Any, index: Any) -> Any:
+    """Answers as a pandas column: numpy objects as they are, Arrow arrays with their Arrow
+    type (nullable, the same dtype in every partition)."""
+    import pandas as pd
+
+    if isinstance(answers, np.ndarray):
+        return pd.Series(answers, index=index, dtype=object)
+    return pd.Series(pd.arrays.ArrowExtensionArray(answers.dictionary_decode()), index=index)
+
+
+def _enrich_partition(pdf: Any, column: str, table: PrefixTable, prefix_column: str, value_column: str) -> Any:
+    prefixes, values = table.lookup_batch(_addresses(pdf[column]), output="arrow")
+    return pdf.assign(**{prefix_column: _column(prefixes, pdf.index), value_column: _column(values, pdf.index)})
+
+
+def enrich(
+    ddf: Any,
+    column: str,
+    table: PrefixTable,
+    *,
+    prefix_column: str = "prefix",
+    value_column: str = "value",
+) -> Any:
+    """`ddf` with two more columns: the longest stored prefix containing `column`'s address
+    (text) and its value (`None`/NaN where nothing matches). `column` holds text, IPv4
+    integers, or packed bytes."""
+    import dask
+
+    for name in (prefix_column, value_column):
+        if name in ddf.columns:
+            raise ValueError(f"column {name!r} is already in the DataFrame: choose another name")
+    if column not in ddf.columns:
+        raise ValueError(f"no column {column!r} in the DataFrame (it has {list(ddf.columns)})")
+    meta = _enrich_partition(ddf._meta, column, table, prefix_column, value_column)
+    shipped = dask.delayed(table, pure=True)
+    return ddf.map_partitions(
+        _enrich_partition, column, shipped, prefix_column, value_column, meta=meta, align_dataframes=False
+    )

@@ -1,0 +1,227 @@
+//! Batch lookups: addresses from numpy arrays or Python sequences, looked up in the compiled
+//! FIBs with the GIL released, answered as slots (then as prefixes and values).
+//!
+//! The input is copied into vectors of keys while the GIL is held: another Python thread may
+//! write to a numpy array at any time, and the lookup must not read memory that changes under
+//! it.
+use crate::key::address_of;
+use crate::table::PrefixTable;
+use fibre::fib::NO_ROUTE;
+use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use std::net::IpAddr;
+
+/// The addresses of one batch, split by family. `None` positions mean "in input order".
+#[derive(Default)]
+struct Keys {
+    n: usize,
+    v4: Vec<u32>,
+    v4_at: Option<Vec<u32>>,
+    v6: Vec<u128>,
+    v6_at: Vec<u32>,
+}
+
+/// `::ffff:a.b.c.d`: an IPv4 address in IPv6 clothes (the kernel routes it as IPv4).
+fn mapped_v4(bits: u128) -> Option<u32> {
+    (bits >> 32 == 0xffff).then_some(bits as u32)
+}
+
+impl Keys {
+    fn push(&mut self, i: usize, bits: u128, v4: bool, map: bool) {
+        let at = self.v4_at.get_or_insert_with(Vec::new);
+        if v4 {
+            self.v4.push(bits as u32);
+            at.push(i as u32);
+        } else if let Some(a) = mapped_v4(bits).filter(|_| map) {
+            self.v4.push(a);
+            at.push(i as u32);
+        } else {
+            self.v6.push(bits);
+            self.v6_at.push(i as u32);
+        }
+    }
+}
+
+fn index_error(i: usize, what: String) -> PyErr {
+    PyValueError::new_err(format!("addrs[{i}]: {what}"))
+}
+
+/// Reads `addrs`: a numpy `uint32` array (IPv4), `uint64`/`int64` array of IPv4 integers,
+/// an `(n, 16)` `uint8` array (packed IPv6, or IPv4-mapped), an `(n, 2)` `uint64` array (IPv6
+/// as high and low words), or any sequence of addresses (`None` is a miss).
+fn keys_of(addrs: &Bound<'_, PyAny>, map: bool) -> PyResult<Keys> {
+    if let Ok(a) = addrs.extract::<PyReadonlyArray1<u32>>() {
+        let v4 = match a.as_slice() {
+            Ok(s) => s.to_vec(),
+            Err(_) => a.as_array().iter().copied().collect(),
+        };
+        return Ok(Keys {
+            n: v4.len(),
+            v4,
+            ..Keys::default()
+        });
+    }
+    if let Ok(a) = addrs.extract::<PyReadonlyArray1<u64>>() {
+        return wide_v4(a.as_array().iter().map(|&x| x as i128));
+    }
+    if let Ok(a) = addrs.extract::<PyReadonlyArray1<i64>>() {
+        return wide_v4(a.as_array().iter().map(|&x| x as i128));
+    }
+    if let Ok(a) = addrs.extract::<PyReadonlyArray2<u8>>() {
+        let shape = a.shape();
+        if shape[1] != 16 {
+            return Err(PyValueError::new_err(format!(
+                "a uint8 array of addresses has 16 columns (packed IPv6), not {}",
+                shape[1]
+            )));
+        }
+        let view = a.as_array();
+        let mut keys = Keys {
+            n: shape[0],
+            ..Keys::default()
+        };
+        for (i, row) in view.rows().into_iter().enumerate() {
+            let mut b = [0u8; 16];
+            b.iter_mut().zip(row.iter()).for_each(|(d, s)| *d = *s);
+            keys.push(i, u128::from_be_bytes(b), false, map);
+        }
+        return Ok(keys);
+    }
+    if let Ok(a) = addrs.extract::<PyReadonlyArray2<u64>>() {
+        let shape = a.shape();
+        if shape[1] != 2 {
+            return Err(PyValueError::new_err(format!(
+                "a uint64 array of IPv6 addresses has 2 columns (high and low words), not {}",
+                shape[1]
+            )));
+        }
+        let view = a.as_array();
+        let mut keys = Keys {
+            n: shape[0],
+            ..Keys::default()
+        };
+        for i in 0..shape[0] {
+            let bits = (u128::from(view[[i, 0]]) << 64) | u128::from(view[[i, 1]]);
+            keys.push(i, bits, false, map);
+        }
+        return Ok(keys);
+    }
+    if addrs.hasattr("dtype")? && addrs.hasattr("shape")? {
+        let dtype = addrs.getattr("dtype")?;
+        let shape = addrs.getattr("shape")?;
+        if dtype.getattr("kind")?.extract::<String>()? != "O" {
+            return Err(PyValueError::new_err(format!(
+                "a numpy array of addresses is uint32 (IPv4), (n, 16) uint8 or (n, 2) uint64 \
+                 (IPv6), or of objects (text), not {dtype} of shape {shape}"
+            )));
+        }
+    }
+    let mut keys = Keys {
+        n: 0,
+        v4_at: Some(Vec::new()),
+        ..Keys::default()
+    };
+    for (i, item) in addrs.try_iter()?.enumerate() {
+        let item = item?;
+        keys.n = i + 1;
+        if item.is_none() {
+            continue;
+        }
+        let ip = address_of(&item).map_err(|e| index_error(i, e.value(item.py()).to_string()))?;
+        match ip {
+            IpAddr::V4(a) => keys.push(i, u128::from(u32::from(a)), true, map),
+            IpAddr::V6(a) => keys.push(i, u128::from(a), false, map),
+        }
+    }
+    Ok(keys)
+}
+
+/// IPv4 addresses given as wider integers: each must fit in 32 bits.
+fn wide_v4(xs: impl Iterator<Item = i128>) -> PyResult<Keys> {
+    let v4 = xs
+        .enumerate()
+        .map(|(i, x)| {
+            u32::try_from(x)
+                .map_err(|_| index_error(i, format!("{x} is not an IPv4 address (0 to 4294967295)")))
+        })
+        .collect::<PyResult<Vec<u32>>>()?;
+    Ok(Keys {
+        n: v4.len(),
+        v4,
+        ..Keys::default()
+    })
+}
+
+/// The slot of each address's longest match ([`NO_ROUTE`] for none), in input order.
+pub fn slots_of(
+    table: &Bound<'_, PrefixTable>,
+    addrs: &Bound<'_, PyAny>,
+    map: bool,
+) -> PyResult<Vec<u32>> {
+    let py = table.py();
+    let keys = keys_of(addrs, map)?;
+    // Publishing changes needs the table mutably, lookups only shared (many threads at once).
+    let (v4, v6) = {
+        let mut t = table.try_borrow_mut()?;
+        (
+            (!keys.v4.is_empty()).then(|| t.v4.compiled()),
+            (!keys.v6.is_empty()).then(|| t.v6.compiled()),
+        )
+    };
+    // Held through the lookup: a change from another thread meanwhile fails ("already
+    // borrowed") instead of racing the answers' slots.
+    let _reading = table.try_borrow()?;
+    py.detach(|| {
+        let mut out = vec![NO_ROUTE; keys.n];
+        if let Some(view) = &v4 {
+            match &keys.v4_at {
+                None => view.lookup_bulk(&keys.v4, &mut out),
+                Some(at) => {
+                    let mut part = vec![NO_ROUTE; keys.v4.len()];
+                    view.lookup_bulk(&keys.v4, &mut part);
+                    at.iter().zip(part).for_each(|(&i, s)| out[i as usize] = s);
+                }
+            }
+        }
+        if let Some(view) = &v6 {
+            let mut part = vec![NO_ROUTE; keys.v6.len()];
+            view.lookup_bulk(&keys.v6, &mut part);
+            keys.v6_at.iter().zip(part).for_each(|(&i, s)| out[i as usize] = s);
+        }
+        Ok(out)
+    })
+}
+
+/// Slots as a numpy `int32` array, `-1` for no match.
+pub fn slot_array<'py>(py: Python<'py>, slots: &[u32]) -> Bound<'py, PyArray1<i32>> {
+    let v: Vec<i32> = slots
+        .iter()
+        .map(|&s| if s == NO_ROUTE { -1 } else { s as i32 })
+        .collect();
+    PyArray1::from_vec(py, v)
+}
+
+/// The matched prefixes (text) and values of `slots`, as numpy object arrays (`None` for no
+/// match).
+pub fn gather<'py>(
+    t: &PrefixTable,
+    py: Python<'py>,
+    slots: &[u32],
+) -> (Bound<'py, PyArray1<Py<PyAny>>>, Bound<'py, PyArray1<Py<PyAny>>>) {
+    let mut prefixes = Vec::with_capacity(slots.len());
+    let mut values = Vec::with_capacity(slots.len());
+    for &s in slots {
+        match t.slots.get(s as usize).and_then(|s| s.as_ref()) {
+            Some(slot) => {
+                prefixes.push(slot.text(py).clone_ref(py).into_any());
+                values.push(slot.value.clone_ref(py));
+            }
+            None => {
+                prefixes.push(py.None());
+                values.push(py.None());
+            }
+        }
+    }
+    (PyArray1::from_vec(py, prefixes), PyArray1::from_vec(py, values))
+}

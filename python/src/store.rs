@@ -1,0 +1,88 @@
+//! One family's `(prefix, slot)` set: a plain trie while it is being filled, compiled into the
+//! FIB (Poptrie) at the first batch lookup and patched from then on.
+use fibre::fib::{Fib, FibFamily, PoptrieView};
+use fibre::prefix::Prefix;
+use fibre::trie::PrefixTrie;
+use std::sync::Arc;
+
+/// Compiled changes past this share of the set are rebuilt from the trie rather than patched
+/// (a table loaded after its first lookup).
+const REBUILD_SHARE: usize = 4;
+
+pub enum Store<A: FibFamily> {
+    /// Not compiled: single lookups need only the trie, and a table that is never batch-looked
+    /// up never pays for the FIB.
+    Plain(PrefixTrie<A, u32>),
+    /// Compiled; the FIB keeps the trie (`Fib::entries`), changes are staged in it.
+    Compiled(Fib<A>),
+}
+
+impl<A: FibFamily> Default for Store<A> {
+    fn default() -> Self {
+        Store::Plain(PrefixTrie::new())
+    }
+}
+
+impl<A: FibFamily> Store<A> {
+    /// The set, staged changes included.
+    pub fn entries(&self) -> &PrefixTrie<A, u32> {
+        match self {
+            Store::Plain(t) => t,
+            Store::Compiled(f) => f.entries(),
+        }
+    }
+
+    /// Stores `p -> slot`, giving back the slot it replaced.
+    pub fn insert(&mut self, p: Prefix<A>, slot: u32) -> Option<u32> {
+        match self {
+            Store::Plain(t) => t.insert(p, slot),
+            Store::Compiled(f) => {
+                let old = f.get(&p);
+                f.set(p, Some(slot)).expect("slots stay below the FIB's largest id");
+                old
+            }
+        }
+    }
+
+    /// Removes exactly `p`, giving back its slot.
+    pub fn remove(&mut self, p: &Prefix<A>) -> Option<u32> {
+        match self {
+            Store::Plain(t) => t.remove(p),
+            Store::Compiled(f) => {
+                let old = f.get(p);
+                if old.is_some() {
+                    f.set(*p, None).expect("removal stores no id");
+                }
+                old
+            }
+        }
+    }
+
+    /// The compiled version with every change published, for batch lookups.
+    pub fn compiled(&mut self) -> Arc<PoptrieView<A>> {
+        let rebuild = match self {
+            Store::Plain(_) => true,
+            Store::Compiled(f) => f.staged() > 1024 + f.len() / REBUILD_SHARE,
+        };
+        if rebuild {
+            let set = match std::mem::take(self) {
+                Store::Plain(t) => t,
+                Store::Compiled(f) => f.into_entries(),
+            };
+            *self = Store::Compiled(Fib::from_set(set).expect("slots stay below the FIB's largest id"));
+        }
+        let Store::Compiled(f) = self else {
+            unreachable!("compiled above")
+        };
+        f.publish();
+        f.reader().snapshot()
+    }
+
+    /// Bytes the compiled structure takes (0 before the first batch lookup).
+    pub fn fib_bytes(&self) -> usize {
+        match self {
+            Store::Plain(_) => 0,
+            Store::Compiled(f) => f.stats().bytes,
+        }
+    }
+}
