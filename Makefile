@@ -10,7 +10,11 @@ HARNESS_OUT := $(CURDIR)/target/harness
 HARNESSES := kernel-xdp dpdk bart
 BENCH_ARGS ?=
 
-.PHONY: demo bench-full harnesses harness-deps bench-deps run test lint unit kernel-tests deps fuzz clean
+.PHONY: demo bench-full harnesses harness-deps bench-deps run test lint unit kernel-tests deps python-deps python python-test bench-python fuzz clean
+
+# The Python package's virtual environment (made by `make python-deps`) and its interpreter.
+PYENV := $(CURDIR)/target/pyenv
+PY := $(PYENV)/bin/python
 
 ## The main job: the quick study (both families, the study's scenarios at 10^3..10^5 routes,
 ## fibre beside the kernel and the peers that are built here), printing the summary table and
@@ -55,18 +59,50 @@ run:
 test: deps lint
 	$(CARGO) test --workspace --all-targets --no-fail-fast
 	$(CARGO) test --workspace --doc --no-fail-fast
+	$(MAKE) --no-print-directory python-test
 
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --lib
+	$(CARGO) fmt --manifest-path python/Cargo.toml --check
+	CARGO_TARGET_DIR=$(CURDIR)/target/python $(CARGO) clippy --manifest-path python/Cargo.toml --all-targets -- -D warnings
+
+## The Python package (python/): its wheel built by maturin and installed into target/pyenv.
+python: python-deps
+	cd python && CARGO_TARGET_DIR=$(CURDIR)/target/python $(PYENV)/bin/maturin build --release -q -o $(CURDIR)/target/wheels
+	$(PYENV)/bin/pip install -q --force-reinstall --no-deps $(CURDIR)/target/wheels/fibre-*.whl
+
+## The Python package's tests: the peers (pytricia, py-radix) as oracles, hypothesis against a
+## model, Spark on local[2] and a two-worker Dask cluster, the kernel in a namespace.
+python-test: python
+	cd python/tests && $(PY) -m pytest -q -p no:cacheprovider
+
+## The Python benchmark: lookup_batch against pytricia, py-radix and polars-iptools, table
+## build and memory, enrichment on Spark and Dask (JSON records and a summary).
+bench-python: python
+	$(PY) python/bench/bench_python.py $(BENCH_ARGS)
 
 ## What a fresh machine needs: iproute2 (ip, ip netns) for the kernel tests; net-snmp's snmpd
 ## and tools, which the SNMP tests start and query on their own socket and port.
-deps:
+deps: python-deps
 	@command -v ip >/dev/null 2>&1 || { echo "make deps: installing iproute2 (apt-get)"; apt-get update -qq && apt-get install -y -qq iproute2; }
 	@{ command -v snmpd && command -v snmpbulkwalk; } >/dev/null 2>&1 || { echo "make deps: installing snmpd and snmp (apt-get)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq snmpd snmp; }
 	@rustup component list --installed 2>/dev/null | grep -q '^clippy' || { echo "make deps: adding rustup components clippy, rustfmt"; rustup component add clippy rustfmt; }
+
+## What the Python package needs: a Python 3.11+ with venv (Debian's python3-venv when
+## missing), Java 17 for Spark (Debian's openjdk-17-jre-headless), and the packages of
+## python/requirements-test.txt in target/pyenv (pytricia and pyspark build from source).
+python-deps: $(PYENV)/.installed
+
+$(PYENV)/.installed: python/requirements-test.txt
+	@command -v java >/dev/null 2>&1 || { echo "make python-deps: installing openjdk-17-jre-headless (apt-get), for Spark"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
+	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' 2>/dev/null || { echo "make python-deps: installing python3, python3-venv, python3-dev (apt-get)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv python3-dev; }
+	@echo "make python-deps: installing python/requirements-test.txt into target/pyenv (pip)"
+	python3 -m venv $(PYENV)
+	$(PYENV)/bin/pip install -q --upgrade pip
+	$(PYENV)/bin/pip install -q -r python/requirements-test.txt
+	@touch $@
 
 ## Fuzz the parsers for a minute each (needs cargo-fuzz and a nightly toolchain).
 fuzz:

@@ -75,7 +75,8 @@ def _dictionaries(table: Any) -> tuple["pa.Array", Any]:
     raw = table.slot_values()
     try:
         values: Any = pa.array(raw)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        # Values Arrow cannot hold (mixed types, ints past 64 bits, arbitrary objects).
         values = np.array(raw + [None], dtype=object)
     table.__dict__["_arrow_dictionaries"] = (table.version, prefixes, values)
     return prefixes, values

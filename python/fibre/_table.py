@@ -26,7 +26,10 @@ def _radix_key(network: Any, masklen: int | None, packed: Any) -> Any:
             masklen = 8 * len(packed)
         return (packed, masklen)
     if network is None:
-        raise TypeError("give a network (text) or packed bytes")
+        raise TypeError(
+            "a key is a str, an int (IPv4), bytes, (address, length), an ipaddress object or "
+            "packed= bytes, not NoneType"
+        )
     if masklen is None:
         return network
     if isinstance(network, str) and "/" in network:
@@ -159,8 +162,17 @@ class PrefixTable(_RustTable):
         return [Node(*p) for p in self._covering(_radix_key(network, masklen, packed))]
 
     def search_covered(self, network: Any = None, masklen: int | None = None, packed: Any = None) -> list[Node]:
-        """Nodes of the stored prefixes the key covers (itself included), in order."""
-        return [Node(*p) for p in self._covered(_radix_key(network, masklen, packed))]
+        """Nodes of the stored prefixes the key covers (itself included), in py-radix's
+        order: a walk of the trie that gives each prefix after its more specific ones."""
+        out: list[Node] = []
+        ancestors: list[tuple[Any, Node]] = []
+        for text, value in self._covered(_radix_key(network, masklen, packed)):
+            net = ipaddress.ip_network(text)
+            while ancestors and not net.subnet_of(ancestors[-1][0]):
+                out.append(ancestors.pop()[1])
+            ancestors.append((net, Node(text, value)))
+        out.extend(node for _, node in reversed(ancestors))
+        return out
 
     def nodes(self) -> list[Node]:
         """Every stored prefix's node: IPv4 in order, then IPv6."""

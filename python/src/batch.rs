@@ -161,13 +161,22 @@ pub fn slots_of(
 ) -> PyResult<Vec<u32>> {
     let py = table.py();
     let keys = keys_of(addrs, map)?;
-    // Publishing changes needs the table mutably, lookups only shared (many threads at once).
-    let (v4, v6) = {
-        let mut t = table.try_borrow_mut()?;
-        (
-            (!keys.v4.is_empty()).then(|| t.v4.compiled()),
-            (!keys.v6.is_empty()).then(|| t.v6.compiled()),
-        )
+    // Lookups need the table only shared (many threads at once); publishing changes needs it
+    // mutably, which only the first lookup after a change does (with the GIL held throughout).
+    let (want4, want6) = (!keys.v4.is_empty(), !keys.v6.is_empty());
+    let current = {
+        let t = table.try_borrow()?;
+        match (want4.then(|| t.v4.current()), want6.then(|| t.v6.current())) {
+            (Some(None), _) | (_, Some(None)) => None,
+            (v4, v6) => Some((v4.flatten(), v6.flatten())),
+        }
+    };
+    let (v4, v6) = match current {
+        Some(views) => views,
+        None => {
+            let mut t = table.try_borrow_mut()?;
+            (want4.then(|| t.v4.compiled()), want6.then(|| t.v6.compiled()))
+        }
     };
     // Held through the lookup: a change from another thread meanwhile fails ("already
     // borrowed") instead of racing the answers' slots.

@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use std::path::PathBuf;
 
 create_exception!(
-    _fibre,
+    fibre,
     RouteError,
     PyOSError,
     "A command the router refused or a lookup without an answer: `errno` and `errno_name` \

@@ -58,6 +58,15 @@ impl<A: FibFamily> Store<A> {
         }
     }
 
+    /// The compiled version if every change is published (no `&mut` needed: what concurrent
+    /// readers take).
+    pub fn current(&self) -> Option<Arc<PoptrieView<A>>> {
+        match self {
+            Store::Compiled(f) if f.staged() == 0 => Some(f.reader().snapshot()),
+            _ => None,
+        }
+    }
+
     /// The compiled version with every change published, for batch lookups.
     pub fn compiled(&mut self) -> Arc<PoptrieView<A>> {
         let rebuild = match self {

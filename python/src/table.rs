@@ -253,12 +253,17 @@ impl PrefixTable {
 
     /// Removes exactly this prefix and gives back its value (`default`, or `KeyError`, if it is
     /// not stored).
-    #[pyo3(signature = (key, default = None))]
-    fn pop(&mut self, key: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
-        match (self.take(key_of(key)?), default) {
-            (Ok(v), _) => Ok(v),
-            (Err(e), Some(d)) if e.is_instance_of::<PyKeyError>(key.py()) => Ok(d),
-            (Err(e), _) => Err(e),
+    #[pyo3(signature = (key, *default))]
+    fn pop(&mut self, key: &Bound<'_, PyAny>, default: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        if default.len() > 1 {
+            return Err(PyTypeError::new_err("pop(key[, default]): too many arguments"));
+        }
+        match self.take(key_of(key)?) {
+            Ok(v) => Ok(v),
+            Err(e) if e.is_instance_of::<PyKeyError>(key.py()) && default.len() == 1 => {
+                Ok(default.get_item(0)?.unbind())
+            }
+            Err(e) => Err(e),
         }
     }
 

@@ -1,0 +1,214 @@
+"""PrefixTable's interface in detail: key forms, pytricia's and py-radix's error behaviour,
+bad input (a clear exception, never a crash), pickling and files, and batch lookups from
+threads while the GIL is released. The oracle is Python's own `ipaddress` and the peers'
+documented behaviour."""
+
+from __future__ import annotations
+
+import ipaddress
+import pickle
+import socket
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import fibre
+
+
+def sample():
+    t = fibre.PrefixTable()
+    t["10.0.0.0/8"] = "ten"
+    t["10.1.0.0/16"] = "ten-one"
+    t["0.0.0.0/0"] = "default"
+    t["2001:db8::/32"] = "doc"
+    t["2001:db8:1::/48"] = {"asn": 64500}
+    return t
+
+
+def test_every_key_form_names_the_same_prefix():
+    t = sample()
+    forms = [
+        "10.1.0.0/16",
+        "10.1.255.255/16",  # host bits are masked, as pytricia masks them
+        ipaddress.ip_network("10.1.0.0/16"),
+        ipaddress.ip_interface("10.1.2.3/16"),
+        ("10.1.0.0", 16),
+        (bytes([10, 1, 0, 0]), 16),
+        (0x0A010000, 16),
+    ]
+    for k in forms:
+        assert t.has_key(k) and t.get_key(k) == "10.1.0.0/16" and t[k] == "ten-one", k
+    for addr in ["10.1.2.3", 0x0A010203, bytes([10, 1, 2, 3]), ipaddress.ip_address("10.1.2.3")]:
+        assert t[addr] == "ten-one" and t.get_key(addr) == "10.1.0.0/16", addr
+    six = ipaddress.ip_address("2001:db8:1::9")
+    assert t[six.packed] == t[six] == t[str(six)] == {"asn": 64500}
+
+
+def test_pytricia_behaviour():
+    t = sample()
+    assert len(t) == 5 and "10.200.0.1" in t and "192.0.2.1" in t  # the default covers all
+    del t["0.0.0.0/0"]
+    assert "192.0.2.1" not in t and t.get("192.0.2.1") is None and t.get("192.0.2.1", 7) == 7
+    with pytest.raises(KeyError, match="Prefix not found"):
+        t["192.0.2.1"]
+    with pytest.raises(KeyError, match="doesn't exist"):
+        del t["10.2.0.0/16"]
+    with pytest.raises(KeyError):
+        t.parent("10.2.0.0/16")
+    assert t.parent("10.1.0.0/16") == "10.0.0.0/8" and t.parent("10.0.0.0/8") is None
+    assert t.children("10.0.0.0/8") == ["10.1.0.0/16"] and t.children("10.1.0.0/16") == []
+    assert list(t) == t.keys() == ["10.0.0.0/8", "10.1.0.0/16", "2001:db8::/32", "2001:db8:1::/48"]
+    t.insert("192.0.2.0", 24, "three-arg")
+    t.insert("198.51.100.0/24", "two-arg")
+    assert t["192.0.2.9"] == "three-arg" and t["198.51.100.9"] == "two-arg"
+    assert t.pop("198.51.100.0/24") == "two-arg" and t.pop("198.51.100.0/24", None) is None
+    t.freeze()
+    with pytest.raises(ValueError, match="frozen"):
+        t["1.0.0.0/8"] = 1
+    with pytest.raises(ValueError, match="frozen"):
+        del t["10.0.0.0/8"]
+    assert t.frozen and t["10.9.9.9"] == "ten"
+    t.thaw()
+    t["1.0.0.0/8"] = 1
+    assert t["1.2.3.4"] == 1
+
+
+def test_py_radix_behaviour():
+    t = fibre.PrefixTable()
+    node = t.add("10.0.0.0/8")
+    node.data["asn"] = 1  # a py-radix user's way: the node's dict is the stored value
+    assert t["10.1.1.1"] == {"asn": 1} and t.add("10.0.0.0", 8).data == {"asn": 1}
+    t.add(network="10.1.0.0", masklen=16)
+    t.add(packed=bytes([10, 1, 2, 0]), masklen=24)
+    t.add("2001:db8::/32")
+    n = t.search_best("10.1.2.3")
+    assert (n.prefix, n.network, n.prefixlen, n.family, n.packed) == (
+        "10.1.2.0/24", "10.1.2.0", 24, socket.AF_INET, bytes([10, 1, 2, 0]))
+    assert t.search_worst("10.1.2.3").prefix == "10.0.0.0/8"
+    assert t.search_exact("10.1.2.3") is None and t.search_exact("10.1.0.0", 16).prefix == "10.1.0.0/16"
+    assert [x.prefix for x in t.search_covering("10.1.2.0/24")] == ["10.1.2.0/24", "10.1.0.0/16", "10.0.0.0/8"]
+    assert [x.prefix for x in t.search_covered("10.0.0.0/8")] == ["10.1.2.0/24", "10.1.0.0/16", "10.0.0.0/8"]
+    assert t.prefixes() == ["10.0.0.0/8", "10.1.0.0/16", "10.1.2.0/24", "2001:db8::/32"]
+    assert t.search_best(packed=ipaddress.ip_address("2001:db8::1").packed).family == socket.AF_INET6
+    t.delete("10.1.0.0", 16)
+    with pytest.raises(KeyError):
+        t.delete(network="10.1.0.0", masklen=16)
+
+
+@pytest.mark.parametrize(
+    "key, error, words",
+    [
+        ("10.0.0.0/33", ValueError, "longer than 32"),
+        ("2001:db8::/129", ValueError, "longer than 128"),
+        ("10.0.0.0/x", ValueError, "not a prefix length"),
+        ("10.0.0", ValueError, "not an IPv4 or IPv6 address"),
+        ("", ValueError, "not an IPv4 or IPv6 address"),
+        ("fe80::1%eth0", ValueError, "not an IPv4 or IPv6 address"),
+        (2**32, ValueError, "IPv4 address"),
+        (-1, ValueError, "IPv4 address"),
+        (b"\x01\x02\x03", ValueError, "4 (IPv4) or 16 (IPv6) bytes"),
+        (("10.0.0.0",), ValueError, "(address, length)"),
+        (("10.0.0.0", 300), ValueError, "prefix length"),
+        (1.5, TypeError, "not float"),
+        (None, TypeError, "not NoneType"),
+        (True, TypeError, "not bool"),
+    ],
+)
+def test_bad_keys_raise_clear_errors(key, error, words):
+    t = sample()
+    for op in (lambda: t.__setitem__(key, 1), lambda: t.get(key), lambda: t.has_key(key), lambda: t.delete(key)):
+        with pytest.raises(error) as e:
+            op()
+        assert words in str(e.value)
+    assert len(t) == 5  # nothing changed
+
+
+@pytest.mark.parametrize(
+    "addrs, error, words",
+    [
+        (np.zeros((3, 15), dtype=np.uint8), ValueError, "16 columns"),
+        (np.zeros((3, 3), dtype=np.uint64), ValueError, "2 columns"),
+        (np.array([1.5, 2.5]), ValueError, "uint32"),
+        (np.array([1, -1], dtype=np.int64), ValueError, "addrs[1]"),
+        (["10.0.0.1", "nonsense"], ValueError, "addrs[1]"),
+        ([b"\x01"], ValueError, "addrs[0]"),
+        (pa.array([1.5]), TypeError, "double"),
+        (5, TypeError, "not iterable"),
+    ],
+)
+def test_bad_batches_raise_clear_errors(addrs, error, words):
+    with pytest.raises(error) as e:
+        sample().lookup_batch(addrs)
+    assert words in str(e.value)
+
+
+def test_arrow_batches_with_nulls_chunks_and_views():
+    t = sample()
+    col = pa.chunked_array([pa.array(["10.1.2.3", None]), pa.array(["2001:db8:1::1", "192.0.2.1"])])
+    prefixes, values = t.lookup_batch(col)
+    assert isinstance(prefixes, pa.DictionaryArray)
+    assert prefixes.to_pylist() == ["10.1.0.0/16", None, "2001:db8:1::/48", "0.0.0.0/0"]
+    ints = pa.array([0x0A010203, None, 0xC0000201], pa.uint32()).slice(1)
+    assert t.lookup_batch(ints)[0].to_pylist() == [None, "0.0.0.0/0"]
+    packed = pa.array([bytes(4), None, bytes([10, 1, 0, 1])], pa.binary()).slice(1)
+    assert t.lookup_batch(packed)[0].to_pylist() == [None, "10.1.0.0/16"]
+    # Values Arrow cannot hold as one type come back as numpy objects.
+    assert list(t.lookup_batch(pa.array(["2001:db8:1::1", "10.0.0.1"]))[1]) == [{"asn": 64500}, "ten"]
+    numbers = fibre.PrefixTable()
+    numbers["10.0.0.0/8"] = 7
+    p, v = numbers.lookup_batch(pa.array(["10.0.0.1", "11.0.0.1"]))
+    assert v.type.value_type == pa.int64() and v.to_pylist() == [7, None]
+    numbers["11.0.0.0/8"] = 8  # a change: the cached dictionaries are made again
+    assert numbers.lookup_batch(pa.array(["11.0.0.1"]))[1].to_pylist() == [8]
+
+
+def test_mapped_addresses_follow_ipv4_unless_asked_not_to():
+    t = sample()
+    t["::ffff:0:0/96"] = "mapped"
+    rows = np.frombuffer(ipaddress.ip_address("::ffff:10.1.2.3").packed, dtype=np.uint8).reshape(1, 16)
+    assert list(t.lookup_batch(rows)[0]) == ["10.1.0.0/16"]
+    assert list(t.lookup_batch(rows, mapped_v4=False)[0]) == ["::ffff:0.0.0.0/96"]
+
+
+def test_pickle_save_and_load(tmp_path):
+    t = sample()
+    t.freeze()
+    back = pickle.loads(pickle.dumps(t))
+    assert back.items() == t.items() and back.frozen and type(back) is fibre.PrefixTable
+    back.thaw()
+    path = tmp_path / "t.fibre"
+    back.save(path)
+    again = fibre.PrefixTable.load(path)
+    assert again.items() == t.items() and not again.frozen
+    (tmp_path / "junk").write_bytes(b"not a table")
+    with pytest.raises(ValueError, match="not a fibre PrefixTable file"):
+        fibre.PrefixTable.load(tmp_path / "junk")
+    with pytest.raises(ValueError, match="not a fibre PrefixTable state"):
+        fibre.PrefixTable()._set_state(b"fibre-prefix-table/1\0" + bytes(9) + b"\x07", [1])
+
+
+def test_threads_look_up_at_once():
+    rng = np.random.default_rng(3)
+    t = fibre.PrefixTable()
+    nets = {str(ipaddress.ip_network((int(a), int(n)), strict=False)) for a, n in
+            zip(rng.integers(0, 2**32, 5000), rng.integers(8, 25, 5000))}
+    for i, p in enumerate(sorted(nets)):
+        t[p] = i
+    addrs = rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32)
+    want = t.lookup_slots(addrs)
+    got = [None] * 4
+
+    def run(i):
+        got[i] = t.lookup_slots(addrs)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for g in got:
+        assert np.array_equal(g, want)
+    assert all(t.get_key(str(ipaddress.IPv4Address(int(a)))) == (None if s < 0 else t.slot_prefixes()[s])
+               for a, s in zip(addrs[:2000], want[:2000]))
