@@ -93,17 +93,36 @@ def slots(table: Any, addrs: Any, mapped_v4: bool) -> Any:
     return found
 
 
-def dictionary_arrays(table: Any, found: Any) -> tuple[Any, Any]:
-    """Slots as two `pyarrow.DictionaryArray` over the table's prefixes and values (the values
-    as a numpy object array where Arrow cannot hold them)."""
+def arrow_lookup(table: Any, addrs: Any, mapped_v4: bool) -> tuple[Any, Any]:
+    """`lookup_batch(..., output="arrow")`: the slots come from Rust as the buffers of an
+    Arrow int32 array (no pass over them here), the dictionaries are cached per version."""
     if pa is None:
         raise ImportError('output="arrow" needs pyarrow')
+    if is_arrow(addrs):
+        if isinstance(addrs, pa.ChunkedArray):
+            addrs = addrs.combine_chunks()
+        if addrs.null_count:
+            return dictionary_arrays(table, slots(table, addrs, mapped_v4))
+        addrs = _addresses(addrs)
+    values, bitmap, nulls = table._lookup_arrow_parts(addrs, mapped_v4=mapped_v4)
+    validity = pa.py_buffer(bitmap) if nulls else None
+    indices = pa.Array.from_buffers(pa.int32(), len(values), [validity, pa.py_buffer(values)], nulls)
+    return _with_dictionaries(table, indices, values, nulls)
+
+
+def _with_dictionaries(table: Any, indices: Any, found: Any, nulls: int) -> tuple[Any, Any]:
     prefixes, values = _dictionaries(table)
-    missing = found < 0
-    indices = pa.array(found, mask=missing)
+    # The indices are slots of this table: in range by construction, no check needed.
+    as_prefixes = pa.DictionaryArray.from_arrays(indices, prefixes, safe=False)
     if isinstance(values, np.ndarray):
-        return (
-            pa.DictionaryArray.from_arrays(indices, prefixes),
-            values[np.where(missing, len(values) - 1, found)],
-        )
-    return pa.DictionaryArray.from_arrays(indices, prefixes), pa.DictionaryArray.from_arrays(indices, values)
+        missing = np.asarray(indices.is_null().to_numpy(zero_copy_only=False), dtype=bool) if nulls else False
+        return as_prefixes, values[np.where(missing, len(values) - 1, found)]
+    return as_prefixes, pa.DictionaryArray.from_arrays(indices, values, safe=False)
+
+
+def dictionary_arrays(table: Any, found: Any) -> tuple[Any, Any]:
+    """Slots (`-1`: none) as two `pyarrow.DictionaryArray` over the table's prefixes and
+    values (the values as a numpy object array where Arrow cannot hold them)."""
+    missing = found < 0
+    indices = pa.array(np.where(missing, 0, found).astype(np.int32), mask=missing)
+    return _with_dictionaries(table, indices, np.where(missing, 0, found), int(missing.sum()))

@@ -120,12 +120,11 @@ class PrefixTable(_RustTable):
             output = "arrow" if arrow_in else "numpy"
         if output not in ("numpy", "arrow"):
             raise ValueError(f'output "{output}": "numpy" or "arrow"')
-        if output == "numpy" and not arrow_in:
+        if output == "arrow":
+            return _arrow.arrow_lookup(self, addrs, mapped_v4)
+        if not arrow_in:
             return super().lookup_batch(addrs, mapped_v4=mapped_v4)
-        slots = _arrow.slots(self, addrs, mapped_v4) if arrow_in else self.lookup_slots(addrs, mapped_v4=mapped_v4)
-        if output == "numpy":
-            return self.gather_slots(slots)
-        return _arrow.dictionary_arrays(self, slots)
+        return self.gather_slots(_arrow.slots(self, addrs, mapped_v4))
 
     # -- py-radix -----------------------------------------------------------------------
     def add(self, network: Any = None, masklen: int | None = None, packed: Any = None) -> Node:

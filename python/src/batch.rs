@@ -19,7 +19,7 @@ struct Keys {
     v4: Vec<u32>,
     v4_at: Option<Vec<u32>>,
     v6: Vec<u128>,
-    v6_at: Vec<u32>,
+    v6_at: Option<Vec<u32>>,
 }
 
 /// `::ffff:a.b.c.d`: an IPv4 address in IPv6 clothes (the kernel routes it as IPv4).
@@ -28,6 +28,27 @@ fn mapped_v4(bits: u128) -> Option<u32> {
 }
 
 impl Keys {
+    /// IPv6 addresses in input order; the IPv4-mapped ones (if `map`) taken out as IPv4.
+    fn of_v6(bits: Vec<u128>, map: bool) -> Keys {
+        if !map || !bits.iter().any(|&b| mapped_v4(b).is_some()) {
+            return Keys {
+                n: bits.len(),
+                v6: bits,
+                v6_at: None,
+                ..Keys::default()
+            };
+        }
+        let mut keys = Keys {
+            n: bits.len(),
+            v6_at: Some(Vec::new()),
+            ..Keys::default()
+        };
+        for (i, b) in bits.into_iter().enumerate() {
+            keys.push(i, b, false, map);
+        }
+        keys
+    }
+
     fn push(&mut self, i: usize, bits: u128, v4: bool, map: bool) {
         let at = self.v4_at.get_or_insert_with(Vec::new);
         if v4 {
@@ -38,7 +59,7 @@ impl Keys {
             at.push(i as u32);
         } else {
             self.v6.push(bits);
-            self.v6_at.push(i as u32);
+            self.v6_at.get_or_insert_with(Vec::new).push(i as u32);
         }
     }
 }
@@ -76,17 +97,23 @@ fn keys_of(addrs: &Bound<'_, PyAny>, map: bool) -> PyResult<Keys> {
                 shape[1]
             )));
         }
-        let view = a.as_array();
-        let mut keys = Keys {
-            n: shape[0],
-            ..Keys::default()
+        let bits: Vec<u128> = match a.as_slice() {
+            Ok(s) => s
+                .chunks_exact(16)
+                .map(|r| u128::from_be_bytes(r.try_into().expect("16 bytes")))
+                .collect(),
+            Err(_) => a
+                .as_array()
+                .rows()
+                .into_iter()
+                .map(|row| {
+                    let mut b = [0u8; 16];
+                    b.iter_mut().zip(row.iter()).for_each(|(d, s)| *d = *s);
+                    u128::from_be_bytes(b)
+                })
+                .collect(),
         };
-        for (i, row) in view.rows().into_iter().enumerate() {
-            let mut b = [0u8; 16];
-            b.iter_mut().zip(row.iter()).for_each(|(d, s)| *d = *s);
-            keys.push(i, u128::from_be_bytes(b), false, map);
-        }
-        return Ok(keys);
+        return Ok(Keys::of_v6(bits, map));
     }
     if let Ok(a) = addrs.extract::<PyReadonlyArray2<u64>>() {
         let shape = a.shape();
@@ -96,16 +123,19 @@ fn keys_of(addrs: &Bound<'_, PyAny>, map: bool) -> PyResult<Keys> {
                 shape[1]
             )));
         }
-        let view = a.as_array();
-        let mut keys = Keys {
-            n: shape[0],
-            ..Keys::default()
+        let bits: Vec<u128> = match a.as_slice() {
+            Ok(s) => s
+                .chunks_exact(2)
+                .map(|w| (u128::from(w[0]) << 64) | u128::from(w[1]))
+                .collect(),
+            Err(_) => {
+                let view = a.as_array();
+                (0..shape[0])
+                    .map(|i| (u128::from(view[[i, 0]]) << 64) | u128::from(view[[i, 1]]))
+                    .collect()
+            }
         };
-        for i in 0..shape[0] {
-            let bits = (u128::from(view[[i, 0]]) << 64) | u128::from(view[[i, 1]]);
-            keys.push(i, bits, false, map);
-        }
-        return Ok(keys);
+        return Ok(Keys::of_v6(bits, map));
     }
     if addrs.hasattr("dtype")? && addrs.hasattr("shape")? {
         let dtype = addrs.getattr("dtype")?;
@@ -120,6 +150,7 @@ fn keys_of(addrs: &Bound<'_, PyAny>, map: bool) -> PyResult<Keys> {
     let mut keys = Keys {
         n: 0,
         v4_at: Some(Vec::new()),
+        v6_at: Some(Vec::new()),
         ..Keys::default()
     };
     for (i, item) in addrs.try_iter()?.enumerate() {
@@ -142,8 +173,9 @@ fn wide_v4(xs: impl Iterator<Item = i128>) -> PyResult<Keys> {
     let v4 = xs
         .enumerate()
         .map(|(i, x)| {
-            u32::try_from(x)
-                .map_err(|_| index_error(i, format!("{x} is not an IPv4 address (0 to 4294967295)")))
+            u32::try_from(x).map_err(|_| {
+                index_error(i, format!("{x} is not an IPv4 address (0 to 4294967295)"))
+            })
         })
         .collect::<PyResult<Vec<u32>>>()?;
     Ok(Keys {
@@ -175,7 +207,10 @@ pub fn slots_of(
         Some(views) => views,
         None => {
             let mut t = table.try_borrow_mut()?;
-            (want4.then(|| t.v4.compiled()), want6.then(|| t.v6.compiled()))
+            (
+                want4.then(|| t.v4.compiled()),
+                want6.then(|| t.v6.compiled()),
+            )
         }
     };
     // Held through the lookup: a change from another thread meanwhile fails ("already
@@ -194,9 +229,14 @@ pub fn slots_of(
             }
         }
         if let Some(view) = &v6 {
-            let mut part = vec![NO_ROUTE; keys.v6.len()];
-            view.lookup_bulk(&keys.v6, &mut part);
-            keys.v6_at.iter().zip(part).for_each(|(&i, s)| out[i as usize] = s);
+            match &keys.v6_at {
+                None => view.lookup_bulk(&keys.v6, &mut out),
+                Some(at) => {
+                    let mut part = vec![NO_ROUTE; keys.v6.len()];
+                    view.lookup_bulk(&keys.v6, &mut part);
+                    at.iter().zip(part).for_each(|(&i, s)| out[i as usize] = s);
+                }
+            }
         }
         Ok(out)
     })
@@ -211,13 +251,18 @@ pub fn slot_array<'py>(py: Python<'py>, slots: &[u32]) -> Bound<'py, PyArray1<i3
     PyArray1::from_vec(py, v)
 }
 
+/// Numpy object arrays of the matched prefixes and of their values.
+pub type Answers<'py> = (
+    Bound<'py, PyArray1<Py<PyAny>>>,
+    Bound<'py, PyArray1<Py<PyAny>>>,
+);
+
+/// The buffers of an Arrow `int32` array of slots, and its null count.
+pub type ArrowParts<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<u8>>, usize);
+
 /// The matched prefixes (text) and values of `slots`, as numpy object arrays (`None` for no
 /// match).
-pub fn gather<'py>(
-    t: &PrefixTable,
-    py: Python<'py>,
-    slots: &[u32],
-) -> (Bound<'py, PyArray1<Py<PyAny>>>, Bound<'py, PyArray1<Py<PyAny>>>) {
+pub fn gather<'py>(t: &PrefixTable, py: Python<'py>, slots: &[u32]) -> Answers<'py> {
     let mut prefixes = Vec::with_capacity(slots.len());
     let mut values = Vec::with_capacity(slots.len());
     for &s in slots {
@@ -232,5 +277,34 @@ pub fn gather<'py>(
             }
         }
     }
-    (PyArray1::from_vec(py, prefixes), PyArray1::from_vec(py, values))
+    (
+        PyArray1::from_vec(py, prefixes),
+        PyArray1::from_vec(py, values),
+    )
+}
+
+/// Slots as the two buffers of an Arrow `int32` array: the values (0 where none) and the
+/// validity bitmap (least significant bit first), with the count of nulls.
+pub fn arrow_parts<'py>(py: Python<'py>, slots: &[u32]) -> ArrowParts<'py> {
+    // Without branches: hits and misses come in random order, and a mispredicted branch per
+    // address would cost more than the rest of this pass.
+    let mut bitmap = Vec::with_capacity(slots.len().div_ceil(8));
+    let mut values = Vec::with_capacity(slots.len());
+    let mut hits = 0usize;
+    for group in slots.chunks(8) {
+        let mut byte = 0u8;
+        for (bit, &s) in group.iter().enumerate() {
+            let hit = s != NO_ROUTE;
+            values.push(if hit { s as i32 } else { 0 });
+            byte |= (hit as u8) << bit;
+        }
+        hits += byte.count_ones() as usize;
+        bitmap.push(byte);
+    }
+    let nulls = slots.len() - hits;
+    (
+        PyArray1::from_vec(py, values),
+        PyArray1::from_vec(py, bitmap),
+        nulls,
+    )
 }

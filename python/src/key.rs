@@ -3,7 +3,7 @@
 use fibre::prefix::Prefix;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyByteArray, PyInt, PyString, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyInt, PyString, PyTuple};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// A prefix of either family.
@@ -73,8 +73,12 @@ pub fn parse_prefix(text: &str) -> PyResult<Key> {
 /// An address from 4 or 16 packed bytes (network order).
 pub fn packed_ip(bytes: &[u8]) -> PyResult<IpAddr> {
     match bytes.len() {
-        4 => Ok(IpAddr::V4(Ipv4Addr::from(<[u8; 4]>::try_from(bytes).expect("4 bytes")))),
-        16 => Ok(IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(bytes).expect("16 bytes")))),
+        4 => Ok(IpAddr::V4(Ipv4Addr::from(
+            <[u8; 4]>::try_from(bytes).expect("4 bytes"),
+        ))),
+        16 => Ok(IpAddr::V6(Ipv6Addr::from(
+            <[u8; 16]>::try_from(bytes).expect("16 bytes"),
+        ))),
         n => Err(PyValueError::new_err(format!(
             "a packed address has 4 (IPv4) or 16 (IPv6) bytes, not {n}"
         ))),
@@ -83,11 +87,16 @@ pub fn packed_ip(bytes: &[u8]) -> PyResult<IpAddr> {
 
 /// An address from an `int` (IPv4, as pytricia reads one).
 fn int_ip(v: &Bound<'_, PyAny>) -> PyResult<IpAddr> {
-    let n: u64 = v
-        .extract()
-        .map_err(|_| PyValueError::new_err(format!("int key {v}: an int is an IPv4 address, 0 to 4294967295")))?;
-    let n = u32::try_from(n)
-        .map_err(|_| PyValueError::new_err(format!("int key {n}: an int is an IPv4 address, 0 to 4294967295")))?;
+    let n: u64 = v.extract().map_err(|_| {
+        PyValueError::new_err(format!(
+            "int key {v}: an int is an IPv4 address, 0 to 4294967295"
+        ))
+    })?;
+    let n = u32::try_from(n).map_err(|_| {
+        PyValueError::new_err(format!(
+            "int key {n}: an int is an IPv4 address, 0 to 4294967295"
+        ))
+    })?;
     Ok(IpAddr::V4(Ipv4Addr::from(n)))
 }
 
@@ -130,7 +139,10 @@ pub fn key_of(v: &Bound<'_, PyAny>) -> PyResult<Key> {
         }
         let ip = address_of(&t.get_item(0)?)?;
         let len: u8 = t.get_item(1)?.extract().map_err(|_| {
-            PyValueError::new_err(format!("tuple key: {} is not a prefix length", t.get_item(1).map(|x| x.to_string()).unwrap_or_default()))
+            PyValueError::new_err(format!(
+                "tuple key: {} is not a prefix length",
+                t.get_item(1).map(|x| x.to_string()).unwrap_or_default()
+            ))
         })?;
         return Key::new(ip, len, &format_args!("key ({ip}, {len})"));
     }

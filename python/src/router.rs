@@ -67,11 +67,17 @@ impl Router {
             return Ok(printed);
         }
         // A failing line's error object is the last thing a JSON batch prints.
-        let error = printed.last().and_then(|e| e.cast::<PyDict>().ok().cloned());
+        let error = printed
+            .last()
+            .and_then(|e| e.cast::<PyDict>().ok().cloned());
         let field = |k: &str| error.as_ref().and_then(|e| e.get_item(k).ok().flatten());
-        let name: String = field("error").and_then(|v| v.extract().ok()).unwrap_or("EINVAL".into());
+        let name: String = field("error")
+            .and_then(|v| v.extract().ok())
+            .unwrap_or("EINVAL".into());
         let code: i32 = field("errno").and_then(|v| v.extract().ok()).unwrap_or(22);
-        let command: String = field("command").and_then(|v| v.extract().ok()).unwrap_or_default();
+        let command: String = field("command")
+            .and_then(|v| v.extract().ok())
+            .unwrap_or_default();
         let message: String = field("message")
             .and_then(|v| v.extract().ok())
             .unwrap_or_else(|| out.stderr.trim().to_string());
@@ -129,9 +135,9 @@ fn word(what: &str, v: &Bound<'_, PyAny>) -> PyResult<String> {
 }
 
 fn number(what: &str, v: &Bound<'_, PyAny>, max: u64) -> PyResult<String> {
-    let n: u64 = v.extract().map_err(|_| {
-        PyValueError::new_err(format!("{what}: an int from 0 to {max}, not {v}"))
-    })?;
+    let n: u64 = v
+        .extract()
+        .map_err(|_| PyValueError::new_err(format!("{what}: an int from 0 to {max}, not {v}")))?;
     if n > max {
         return Err(PyValueError::new_err(format!("{what} {n}: at most {max}")));
     }
@@ -289,7 +295,9 @@ impl Router {
         Ok(Router { inner })
     }
 
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
         let ctor = slf.get_type().getattr("from_bytes")?;
         Ok((ctor, (slf.borrow().to_bytes(slf.py()),)))
     }

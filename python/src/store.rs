@@ -14,7 +14,7 @@ pub enum Store<A: FibFamily> {
     /// up never pays for the FIB.
     Plain(PrefixTrie<A, u32>),
     /// Compiled; the FIB keeps the trie (`Fib::entries`), changes are staged in it.
-    Compiled(Fib<A>),
+    Compiled(Box<Fib<A>>),
 }
 
 impl<A: FibFamily> Default for Store<A> {
@@ -38,7 +38,8 @@ impl<A: FibFamily> Store<A> {
             Store::Plain(t) => t.insert(p, slot),
             Store::Compiled(f) => {
                 let old = f.get(&p);
-                f.set(p, Some(slot)).expect("slots stay below the FIB's largest id");
+                f.set(p, Some(slot))
+                    .expect("slots stay below the FIB's largest id");
                 old
             }
         }
@@ -76,9 +77,11 @@ impl<A: FibFamily> Store<A> {
         if rebuild {
             let set = match std::mem::take(self) {
                 Store::Plain(t) => t,
-                Store::Compiled(f) => f.into_entries(),
+                Store::Compiled(f) => (*f).into_entries(),
             };
-            *self = Store::Compiled(Fib::from_set(set).expect("slots stay below the FIB's largest id"));
+            *self = Store::Compiled(Box::new(
+                Fib::from_set(set).expect("slots stay below the FIB's largest id"),
+            ));
         }
         let Store::Compiled(f) = self else {
             unreachable!("compiled above")

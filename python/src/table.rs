@@ -8,10 +8,10 @@
 //! prefix's text, made once when first asked for.
 use crate::batch;
 use crate::key::{key_of, Key};
-use numpy::PyArray1;
 use crate::store::Store;
 use fibre::prefix::Prefix;
 use fibre::trie::PrefixTrie;
+use numpy::PyArray1;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
@@ -144,7 +144,10 @@ impl PrefixTable {
 
     fn pair<'py>(&self, py: Python<'py>, id: u32) -> PyResult<Bound<'py, PyTuple>> {
         let s = self.slot(id);
-        PyTuple::new(py, [s.text(py).clone_ref(py).into_any(), s.value.clone_ref(py)])
+        PyTuple::new(
+            py,
+            [s.text(py).clone_ref(py).into_any(), s.value.clone_ref(py)],
+        )
     }
 
     /// Slots in order: IPv4 in trie order, then IPv6.
@@ -256,7 +259,9 @@ impl PrefixTable {
     #[pyo3(signature = (key, *default))]
     fn pop(&mut self, key: &Bound<'_, PyAny>, default: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         if default.len() > 1 {
-            return Err(PyTypeError::new_err("pop(key[, default]): too many arguments"));
+            return Err(PyTypeError::new_err(
+                "pop(key[, default]): too many arguments",
+            ));
         }
         match self.take(key_of(key)?) {
             Ok(v) => Ok(v),
@@ -352,28 +357,50 @@ impl PrefixTable {
     }
 
     /// The `(prefix, value)` stored for exactly this prefix, or `None`.
-    fn _exact<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        self.exact(key_of(key)?).map(|id| self.pair(py, id)).transpose()
+    fn _exact<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.exact(key_of(key)?)
+            .map(|id| self.pair(py, id))
+            .transpose()
     }
 
     /// The most specific stored prefix covering the key (itself included), or `None`.
-    fn _best<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        self.best(key_of(key)?).map(|id| self.pair(py, id)).transpose()
+    fn _best<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.best(key_of(key)?)
+            .map(|id| self.pair(py, id))
+            .transpose()
     }
 
     /// Stored prefixes covering the key (itself included), most specific first.
-    fn _covering<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    fn _covering<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let key = key_of(key)?;
-        let ids: Vec<u32> =
-            with_key!(self, key, |t, p| t.covering(&p).iter().map(|(_, &id)| id).collect());
+        let ids: Vec<u32> = with_key!(self, key, |t, p| t
+            .covering(&p)
+            .iter()
+            .map(|(_, &id)| id)
+            .collect());
         ids.into_iter().rev().map(|id| self.pair(py, id)).collect()
     }
 
     /// Stored prefixes covered by the key (itself included), in order.
-    fn _covered<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    fn _covered<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let key = key_of(key)?;
-        let ids: Vec<u32> =
-            with_key!(self, key, |t, p| t.covered(&p).map(|(_, &id)| id).collect());
+        let ids: Vec<u32> = with_key!(self, key, |t, p| t.covered(&p).map(|(_, &id)| id).collect());
         ids.into_iter().map(|id| self.pair(py, id)).collect()
     }
 
@@ -400,8 +427,11 @@ impl PrefixTable {
         if self.check_size() != 0 {
             return Err(PyValueError::new_err("_set_state fills an empty table"));
         }
-        let bad = |why: &str| PyValueError::new_err(format!("not a fibre PrefixTable state: {why}"));
-        let rest = blob.strip_prefix(STATE_MAGIC).ok_or_else(|| bad("wrong magic"))?;
+        let bad =
+            |why: &str| PyValueError::new_err(format!("not a fibre PrefixTable state: {why}"));
+        let rest = blob
+            .strip_prefix(STATE_MAGIC)
+            .ok_or_else(|| bad("wrong magic"))?;
         if rest.len() < 9 {
             return Err(bad("truncated header"));
         }
@@ -455,7 +485,7 @@ impl PrefixTable {
         slf: &Bound<'py, Self>,
         addrs: &Bound<'py, PyAny>,
         mapped_v4: bool,
-    ) -> PyResult<(Bound<'py, PyArray1<Py<PyAny>>>, Bound<'py, PyArray1<Py<PyAny>>>)> {
+    ) -> PyResult<batch::Answers<'py>> {
         let slots = batch::slots_of(slf, addrs, mapped_v4)?;
         let t = slf.try_borrow()?;
         Ok(batch::gather(&t, slf.py(), &slots))
@@ -473,13 +503,25 @@ impl PrefixTable {
         Ok(batch::slot_array(slf.py(), &slots))
     }
 
+    /// `lookup_slots` as the buffers of an Arrow `int32` array: `(values, validity bitmap,
+    /// null count)`, values 0 where nothing matches (what `output="arrow"` builds on).
+    #[pyo3(signature = (addrs, *, mapped_v4 = true))]
+    fn _lookup_arrow_parts<'py>(
+        slf: &Bound<'py, Self>,
+        addrs: &Bound<'py, PyAny>,
+        mapped_v4: bool,
+    ) -> PyResult<batch::ArrowParts<'py>> {
+        let slots = batch::slots_of(slf, addrs, mapped_v4)?;
+        Ok(batch::arrow_parts(slf.py(), &slots))
+    }
+
     /// The prefixes and values of slots `lookup_slots` gave (`-1`: none), as numpy object
     /// arrays (`None` where none); `IndexError` for a slot the table does not have.
     fn gather_slots<'py>(
         &self,
         py: Python<'py>,
         slots: numpy::PyReadonlyArray1<'py, i32>,
-    ) -> PyResult<(Bound<'py, PyArray1<Py<PyAny>>>, Bound<'py, PyArray1<Py<PyAny>>>)> {
+    ) -> PyResult<batch::Answers<'py>> {
         let slots: Vec<u32> = slots
             .as_array()
             .iter()
