@@ -1,7 +1,7 @@
 """Enrichment on Dask: a column of addresses gains the matched prefix and value.
 
-The table enters the task graph once (as a delayed object: pickled once, sent to each worker
-that needs it, not once per partition), and each partition is looked up in one batch.
+The table is sent to each worker once (scattered where a dask.distributed client runs, else
+one delayed object in the graph), and each partition is looked up in one batch.
 """
 
 from __future__ import annotations
@@ -42,6 +42,21 @@ def _enrich_partition(pdf: Any, column: str, table: PrefixTable, prefix_column: 
     return pdf.assign(**{prefix_column: _column(prefixes, pdf.index), value_column: _column(values, pdf.index)})
 
 
+def _ship(table: PrefixTable) -> Any:
+    """The table as the graph refers to it: scattered to every worker once when a
+    dask.distributed client is running (the graph then holds a key, not the table), a delayed
+    object otherwise (in the graph once, not once per partition)."""
+    import dask
+
+    try:
+        from distributed import get_client
+
+        client = get_client()
+    except (ImportError, ValueError):
+        return dask.delayed(table, pure=True)
+    return client.scatter(table, broadcast=True, hash=False)
+
+
 def enrich(
     ddf: Any,
     column: str,
@@ -61,7 +76,7 @@ def enrich(
     if column not in ddf.columns:
         raise ValueError(f"no column {column!r} in the DataFrame (it has {list(ddf.columns)})")
     meta = _enrich_partition(ddf._meta, column, table, prefix_column, value_column)
-    shipped = dask.delayed(table, pure=True)
+    shipped = _ship(table)
     return ddf.map_partitions(
         _enrich_partition, column, shipped, prefix_column, value_column, meta=meta, align_dataframes=False
     )

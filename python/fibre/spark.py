@@ -14,19 +14,20 @@ from typing import Any
 
 from ._table import PrefixTable
 
-# Tables loaded in this process (an executor's Python worker), by shipped file name:
-# name -> (table, times loaded).
-_LOADED: dict[str, list[Any]] = {}
+# Tables loaded in this process (an executor's Python worker), by shipped file name, and how
+# many times each was loaded (once, while Spark reuses the worker).
+_LOADED: dict[str, PrefixTable] = {}
+_LOADS: dict[str, int] = {}
 
 
 def _executor_table(name: str) -> PrefixTable:
-    entry = _LOADED.get(name)
-    if entry is None:
+    table = _LOADED.get(name)
+    if table is None:
         from pyspark import SparkFiles
 
-        entry = _LOADED[name] = [PrefixTable.load(SparkFiles.get(name)), 0]
-    entry[1] += 1
-    return entry[0]
+        table = _LOADED[name] = PrefixTable.load(SparkFiles.get(name))
+        _LOADS[name] = _LOADS.get(name, 0) + 1
+    return table
 
 
 def _spark_type(table: PrefixTable, value_type: Any) -> Any:

@@ -65,8 +65,20 @@ def test_spark_enrich_equals_the_per_row_reference(table, rows, tmp_path):
         .getOrCreate()
     )
     try:
-        df = spark.createDataFrame([(i, a) for i, a in enumerate(rows)], "id long, addr string").repartition(4)
+        df = spark.createDataFrame([(i, a) for i, a in enumerate(rows)], "id long, addr string").repartition(8)
         out = fibre.spark.enrich(df, "addr", table).orderBy("id").collect()
+        # Each worker process loaded the shipped table once, whatever the batches it enriched.
+        import pyarrow as pa
+
+        def loads(batches):
+            import fibre.spark as fs
+
+            for _ in batches:
+                yield pa.RecordBatch.from_pydict({"pid": [os.getpid()], "loads": [max(fs._LOADS.values(), default=0)]})
+
+        seen = df.mapInArrow(loads, "pid long, loads long").collect()
+        assert seen and all(r["loads"] <= 1 for r in seen), seen
+        assert any(r["loads"] == 1 for r in seen), "the enriching workers were not reused"
         assert [(r["prefix"], r["value"]) for r in out] == reference(table, rows)
         assert [r["addr"] for r in out] == rows
         hits = sum(r["prefix"] is not None for r in out)

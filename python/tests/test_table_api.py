@@ -212,3 +212,53 @@ def test_threads_look_up_at_once():
         assert np.array_equal(g, want)
     assert all(t.get_key(str(ipaddress.IPv4Address(int(a)))) == (None if s < 0 else t.slot_prefixes()[s])
                for a, s in zip(addrs[:2000], want[:2000]))
+
+
+# -- no input reaches a Rust panic -------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+anything = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=40),
+              st.binary(max_size=20), st.text(alphabet="0123456789abcdef.:/", max_size=45)),
+    lambda inner: st.tuples(inner, inner) | st.lists(inner, max_size=4),
+    max_leaves=4,
+)
+EXPECTED = (ValueError, TypeError, KeyError, IndexError, OverflowError)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(key=anything, value=anything)
+def test_any_key_answers_or_raises_a_clear_error(key, value):
+    t = sample()
+    for op in (lambda: t.__setitem__(key, value), lambda: t[key], lambda: t.get_key(key), lambda: key in t,
+               lambda: t.parent(key), lambda: t.children(key), lambda: t.delete(key), lambda: t.search_covered(key),
+               lambda: t.lookup_batch([key]), lambda: t.insert(key, value, value)):
+        try:
+            op()
+        except EXPECTED:
+            pass
+
+
+@settings(max_examples=1000, deadline=None)
+@given(blob=st.binary(max_size=80), n=st.integers(0, 5))
+def test_any_state_bytes_load_or_raise_value_error(blob, n):
+    t = fibre.PrefixTable()
+    state = b"fibre-prefix-table/1\0" + n.to_bytes(8, "little") + blob
+    for data in (blob, state):
+        try:
+            t._set_state(data, list(range(n)))
+        except ValueError:
+            assert len(t) == 0
+        else:
+            assert len(t) <= n
+            t = fibre.PrefixTable()
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=200))
+def test_any_router_bytes_load_or_raise_value_error(data):
+    try:
+        fibre.Router.from_bytes(data)
+    except ValueError:
+        pass
