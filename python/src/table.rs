@@ -18,18 +18,52 @@ use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::OnceLock;
 
-/// A stored prefix's value and its text, made on first use.
+/// A stored prefix's value and its text, made on first use. The prefix is kept packed (a
+/// `Key` is 48 bytes, aligned for `u128`; a table holds a slot per prefix).
 pub struct Slot {
-    pub key: Key,
     pub value: Py<PyAny>,
     text: OnceLock<Py<PyString>>,
+    addr: [u8; 16],
+    len: u8,
+    v6: bool,
 }
 
 impl Slot {
+    fn new(key: Key, value: Py<PyAny>) -> Slot {
+        let mut addr = [0u8; 16];
+        let (len, v6) = match key {
+            Key::V4(p) => {
+                addr[..4].copy_from_slice(&p.addr().octets());
+                (p.len(), false)
+            }
+            Key::V6(p) => {
+                addr = p.addr().octets();
+                (p.len(), true)
+            }
+        };
+        Slot {
+            value,
+            text: OnceLock::new(),
+            addr,
+            len,
+            v6,
+        }
+    }
+
+    /// The prefix stored in this slot.
+    pub fn key(&self) -> Key {
+        if self.v6 {
+            Key::V6(Prefix::new(Ipv6Addr::from(self.addr), self.len))
+        } else {
+            let a = Ipv4Addr::from(<[u8; 4]>::try_from(&self.addr[..4]).expect("4 bytes"));
+            Key::V4(Prefix::new(a, self.len))
+        }
+    }
+
     /// The prefix as a Python `str`, made once.
     pub fn text<'py>(&self, py: Python<'py>) -> &Py<PyString> {
         self.text
-            .get_or_init(|| PyString::new(py, &self.key.text()).unbind())
+            .get_or_init(|| PyString::new(py, &self.key().text()).unbind())
     }
 }
 
@@ -100,11 +134,7 @@ impl PrefixTable {
             }
             None => return Err(PyValueError::new_err("the table is full (2^31 prefixes)")),
         };
-        self.slots[id as usize] = Some(Slot {
-            key,
-            value,
-            text: OnceLock::new(),
-        });
+        self.slots[id as usize] = Some(Slot::new(key, value));
         let old = match key {
             Key::V4(p) => self.v4.insert(p, id),
             Key::V6(p) => self.v6.insert(p, id),
