@@ -56,10 +56,14 @@ run:
 ## All tests: format and lints, unit and property tests, kernel differential and scenario
 ## tests (these need root and `ip netns`; they skip with a message without, and fail instead when
 ## FIBRE_KERNEL_TESTS=required, as .ci/run sets it).
+## Every suite runs even when an earlier one fails (one failure shows them all); the exit status
+## says whether any failed.
 test: deps lint
-	$(CARGO) test --workspace --all-targets --no-fail-fast
-	$(CARGO) test --workspace --doc --no-fail-fast
-	$(MAKE) --no-print-directory python-test
+	@status=0; \
+	$(CARGO) test --workspace --all-targets --no-fail-fast || status=1; \
+	$(CARGO) test --workspace --doc --no-fail-fast || status=1; \
+	$(MAKE) --no-print-directory python-test || status=1; \
+	exit $$status
 
 lint:
 	$(CARGO) fmt --all --check
