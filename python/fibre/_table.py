@@ -37,6 +37,18 @@ def _radix_key(network: Any, masklen: int | None, packed: Any) -> Any:
     return (network, masklen)
 
 
+def check_columns(columns: list[str], column: str, prefix_column: str, value_column: str) -> None:
+    """What an enrichment refuses before it starts (Spark's and Dask's alike): an address
+    column that is not there, or an answer column that would overwrite one."""
+    for name in (prefix_column, value_column):
+        if name in columns:
+            raise ValueError(f"column {name!r} is already in the DataFrame: choose another name")
+    if prefix_column == value_column:
+        raise ValueError(f"the prefix and value columns are both named {prefix_column!r}")
+    if column not in columns:
+        raise ValueError(f"no column {column!r} in the DataFrame (it has {columns})")
+
+
 class Node:
     """A stored prefix as py-radix's `RadixNode` shows one: `prefix`, `network`,
     `prefixlen`, `family` (`socket.AF_INET` or `AF_INET6`), `packed`, and `data`: the value

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._table import PrefixTable
+from ._table import PrefixTable, check_columns
 
 
 def _addresses(series: Any) -> Any:
@@ -70,11 +70,7 @@ def enrich(
     integers, or packed bytes."""
     import dask
 
-    for name in (prefix_column, value_column):
-        if name in ddf.columns:
-            raise ValueError(f"column {name!r} is already in the DataFrame: choose another name")
-    if column not in ddf.columns:
-        raise ValueError(f"no column {column!r} in the DataFrame (it has {list(ddf.columns)})")
+    check_columns(list(ddf.columns), column, prefix_column, value_column)
     meta = _enrich_partition(ddf._meta, column, table, prefix_column, value_column)
     shipped = _ship(table)
     return ddf.map_partitions(

@@ -12,7 +12,7 @@ import tempfile
 import uuid
 from typing import Any
 
-from ._table import PrefixTable
+from ._table import PrefixTable, check_columns
 
 # Tables loaded in this process (an executor's Python worker), by shipped file name, and how
 # many times each was loaded (once, while Spark reuses the worker).
@@ -75,11 +75,7 @@ def enrich(
     import pyarrow as pa
     from pyspark.sql.types import StringType, StructField, StructType
 
-    for name in (prefix_column, value_column):
-        if name in df.columns:
-            raise ValueError(f"column {name!r} is already in the DataFrame: choose another name")
-    if column not in df.columns:
-        raise ValueError(f"no column {column!r} in the DataFrame (it has {df.columns})")
+    check_columns(list(df.columns), column, prefix_column, value_column)
     spark_type = _spark_type(table, value_type)
     schema = StructType(
         df.schema.fields

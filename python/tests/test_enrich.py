@@ -111,4 +111,8 @@ def test_dask_enrich_equals_the_per_row_reference(table, rows):
         ints = dd.from_pandas(pd.DataFrame({"ip": [int(ipaddress.IPv4Address(a)) for a in rows[:20000] if ":" not in a]}),
                               npartitions=3)
         out = fibre.dask.enrich(ints, "ip", table).compute()
+        with pytest.raises(ValueError, match="no column 'addr'"):
+            fibre.dask.enrich(ints, "addr", table)
+        with pytest.raises(ValueError, match="both named"):
+            fibre.dask.enrich(ints, "ip", table, prefix_column="x", value_column="x")
         assert [None if pd.isna(p) else p for p in out["prefix"]] == [table.get_key(int(x)) for x in out["ip"]]
