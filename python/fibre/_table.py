@@ -8,7 +8,6 @@ import pickle
 import socket
 from typing import Any
 
-from . import _arrow
 from ._fibre import PrefixTable as _RustTable
 
 # What `save` writes first: a table file is this line, then the table pickled.
@@ -127,7 +126,10 @@ class PrefixTable(_RustTable):
         and values, null where nothing matches: no Python object per address, the fastest
         form). Values Arrow cannot hold come back as a numpy object array.
         """
-        arrow_in = _arrow.is_arrow(addrs)
+        # pyarrow is imported only for Arrow input or output (an import of `fibre` stays light).
+        arrow_in = type(addrs).__module__.partition(".")[0] == "pyarrow"
+        if arrow_in or output == "arrow":
+            from . import _arrow
         if output is None:
             output = "arrow" if arrow_in else "numpy"
         if output not in ("numpy", "arrow"):
