@@ -1,6 +1,6 @@
 //! One family's `(prefix, slot)` set: a plain trie while it is being filled, compiled into the
 //! FIB (Poptrie) at the first batch lookup and patched from then on.
-use fibre::fib::{Fib, FibFamily, PoptrieView};
+use fibre::fib::{Fib, FibFamily, PoptrieView, NO_ROUTE};
 use fibre::prefix::Prefix;
 use fibre::trie::PrefixTrie;
 use std::sync::Arc;
@@ -64,6 +64,18 @@ impl<A: FibFamily> Store<A> {
     pub fn current(&self) -> Option<Arc<PoptrieView<A>>> {
         match self {
             Store::Compiled(f) if f.staged() == 0 => Some(f.reader().snapshot()),
+            _ => None,
+        }
+    }
+
+    /// The slot of the longest match of `addr` through the compiled FIB, when it is compiled
+    /// with every change published (`None`: ask the trie).
+    pub fn lookup_compiled(&self, addr: A) -> Option<Option<u32>> {
+        match self {
+            Store::Compiled(f) if f.staged() == 0 => {
+                let id = f.lookup(addr);
+                Some((id != NO_ROUTE).then_some(id))
+            }
             _ => None,
         }
     }
