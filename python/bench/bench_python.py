@@ -134,8 +134,9 @@ def bench_lookups(res, prefixes, args):
             "pytricia-get-loop": (lambda: [tree.get(a) for a in texts[:loop_n]], loop_n),
             "py-radix-search_best-loop": (lambda: [rt.search_best(a) for a in texts[:loop_n]], loop_n),
         }
-        if fam == 4:
-            engines["fibre-lookup_batch-text"] = (lambda: t.lookup_batch(texts[:loop_n]), loop_n)
+        arrow_text = pa.array(texts)
+        engines["fibre-lookup_batch-text-list"] = (lambda: t.lookup_batch(texts[:loop_n]), loop_n)
+        engines["fibre-lookup_batch-text-arrow"] = (lambda: t.lookup_batch(arrow_text), n)
         for engine, (fn, k) in engines.items():
             log(f"{family} {engine}")
             res.add(engine, family, scenario, len(prefixes), "lookup_time", per(timed(fn, args.runs), k), "ns")

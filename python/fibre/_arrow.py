@@ -58,7 +58,7 @@ def _addresses(arr: "pa.Array") -> Any:
                 return rows if w == 16 else rows.view(">u4").reshape(n).astype(np.uint32)
         # Mixed widths: one packed address at a time.
         return arr.to_pylist()
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+    if pa.types.is_string_view(t):
         return arr.to_pylist()
     raise TypeError(
         f"an Arrow array of addresses is uint32 or int64 (IPv4), binary of 4 or 16 bytes, or "
@@ -82,10 +82,31 @@ def _dictionaries(table: Any) -> tuple["pa.Array", Any]:
     return prefixes, values
 
 
+def _is_text(t: Any) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _text_slots(table: Any, arr: Any, mapped_v4: bool) -> Any:
+    """Slots of a string array, read from its buffers by the extension (nulls are misses)."""
+    n = len(arr)
+    off_type = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(arr.buffers()[1], dtype=off_type)[arr.offset : arr.offset + n + 1]
+    data = arr.buffers()[2]
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    valid = None
+    if arr.null_count:
+        valid = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    return table._text_slots(offsets.astype(np.int64), data, valid, mapped_v4=mapped_v4)
+
+
 def slots(table: Any, addrs: Any, mapped_v4: bool) -> Any:
     """Each Arrow address's slot (`-1`: none, or a null address)."""
     if isinstance(addrs, pa.ChunkedArray):
         addrs = addrs.combine_chunks()
+    if pa.types.is_dictionary(addrs.type):
+        addrs = addrs.dictionary_decode()
+    if _is_text(addrs.type):
+        return _text_slots(table, addrs, mapped_v4)
     found = table.lookup_slots(_addresses(addrs), mapped_v4=mapped_v4)
     if addrs.null_count:
         nulls = np.asarray(addrs.is_null().to_numpy(zero_copy_only=False), dtype=bool)
@@ -101,7 +122,7 @@ def arrow_lookup(table: Any, addrs: Any, mapped_v4: bool) -> tuple[Any, Any]:
     if is_arrow(addrs):
         if isinstance(addrs, pa.ChunkedArray):
             addrs = addrs.combine_chunks()
-        if addrs.null_count:
+        if addrs.null_count or _is_text(addrs.type) or pa.types.is_dictionary(addrs.type):
             return dictionary_arrays(table, slots(table, addrs, mapped_v4))
         addrs = _addresses(addrs)
     values, bitmap, nulls = table._lookup_arrow_parts(addrs, mapped_v4=mapped_v4)

@@ -14,7 +14,7 @@ use std::net::IpAddr;
 
 /// The addresses of one batch, split by family. `None` positions mean "in input order".
 #[derive(Default)]
-struct Keys {
+pub struct Keys {
     n: usize,
     v4: Vec<u32>,
     v4_at: Option<Vec<u32>>,
@@ -191,8 +191,56 @@ pub fn slots_of(
     addrs: &Bound<'_, PyAny>,
     map: bool,
 ) -> PyResult<Vec<u32>> {
+    slots_of_keys(table, keys_of(addrs, map)?)
+}
+
+/// Addresses as text in Arrow's layout: address `i` is `data[offsets[i]..offsets[i + 1]]`;
+/// where `valid` is given and false, a miss.
+pub fn text_keys(
+    offsets: &[i64],
+    data: &[u8],
+    valid: Option<&[bool]>,
+    map: bool,
+) -> PyResult<Keys> {
+    let n = offsets.len().saturating_sub(1);
+    if valid.is_some_and(|v| v.len() != n) {
+        return Err(PyValueError::new_err("one validity flag per address"));
+    }
+    let mut keys = Keys {
+        n,
+        v4_at: Some(Vec::new()),
+        v6_at: Some(Vec::new()),
+        ..Keys::default()
+    };
+    for i in 0..n {
+        if valid.is_some_and(|v| !v[i]) {
+            continue;
+        }
+        let (a, b) = (offsets[i], offsets[i + 1]);
+        let bytes = usize::try_from(a)
+            .ok()
+            .zip(usize::try_from(b).ok())
+            .and_then(|(a, b)| data.get(a..b))
+            .ok_or_else(|| index_error(i, format!("offsets {a}..{b} are outside the data")))?;
+        let text =
+            std::str::from_utf8(bytes).map_err(|_| index_error(i, "not UTF-8 text".into()))?;
+        match text.parse::<IpAddr>() {
+            Ok(IpAddr::V4(a)) => keys.push(i, u128::from(u32::from(a)), true, map),
+            Ok(IpAddr::V6(a)) => keys.push(i, u128::from(a), false, map),
+            Err(_) => {
+                return Err(index_error(
+                    i,
+                    format!("\"{text}\" is not an IPv4 or IPv6 address"),
+                ))
+            }
+        }
+    }
+    Ok(keys)
+}
+
+/// The slot of each of `keys`' longest match ([`NO_ROUTE`] for none), in input order.
+pub fn slots_of_keys(table: &Bound<'_, PrefixTable>, keys: Keys) -> PyResult<Vec<u32>> {
     let py = table.py();
-    let keys = keys_of(addrs, map)?;
     // Lookups need the table only shared (many threads at once); publishing changes needs it
     // mutably, which only the first lookup after a change does (with the GIL held throughout).
     let (want4, want6) = (!keys.v4.is_empty(), !keys.v6.is_empty());

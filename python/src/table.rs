@@ -543,6 +543,25 @@ impl PrefixTable {
         Ok(batch::slot_array(slf.py(), &slots))
     }
 
+    /// `lookup_slots` of addresses as text in Arrow's layout (address `i` is
+    /// `data[offsets[i]:offsets[i + 1]]`, a miss where `valid` is given and false): Arrow's
+    /// string arrays read without a Python object per address.
+    #[pyo3(signature = (offsets, data, valid = None, *, mapped_v4 = true))]
+    fn _text_slots<'py>(
+        slf: &Bound<'py, Self>,
+        offsets: numpy::PyReadonlyArray1<'py, i64>,
+        data: numpy::PyReadonlyArray1<'py, u8>,
+        valid: Option<numpy::PyReadonlyArray1<'py, bool>>,
+        mapped_v4: bool,
+    ) -> PyResult<Bound<'py, PyArray1<i32>>> {
+        let offsets = offsets.as_slice()?;
+        let data = data.as_slice()?;
+        let valid = valid.as_ref().map(|v| v.as_slice()).transpose()?;
+        let keys = batch::text_keys(offsets, data, valid, mapped_v4)?;
+        let slots = batch::slots_of_keys(slf, keys)?;
+        Ok(batch::slot_array(slf.py(), &slots))
+    }
+
     /// `lookup_slots` as the buffers of an Arrow `int32` array: `(values, validity bitmap,
     /// null count)`, values 0 where nothing matches (what `output="arrow"` builds on).
     #[pyo3(signature = (addrs, *, mapped_v4 = true))]

@@ -135,6 +135,8 @@ def test_bad_keys_raise_clear_errors(key, error, words):
         (["10.0.0.1", "nonsense"], ValueError, "addrs[1]"),
         ([b"\x01"], ValueError, "addrs[0]"),
         (pa.array([1.5]), TypeError, "double"),
+        (pa.array(["10.0.0.1", None, "nonsense"]), ValueError, 'addrs[2]: "nonsense"'),
+        (pa.array(["10.0.0.1", "10.0.0.1/8"], pa.large_string()), ValueError, "addrs[1]"),
         (5, TypeError, "not iterable"),
     ],
 )
