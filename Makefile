@@ -101,7 +101,7 @@ python-deps: $(PYENV)/.installed
 
 $(PYENV)/.installed: python/requirements-test.txt
 	@command -v java >/dev/null 2>&1 || { echo "make python-deps: installing openjdk-17-jre-headless (apt-get), for Spark"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; }
-	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' 2>/dev/null || { echo "make python-deps: installing python3, python3-venv, python3-dev (apt-get)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv python3-dev; }
+	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && python3 -c 'import ensurepip, venv' 2>/dev/null && python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' || { echo "make python-deps: installing python3, python3-venv, python3-dev (apt-get): a Python 3.11+ with venv and headers (pytricia builds from source)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv python3-dev; }
 	@echo "make python-deps: installing python/requirements-test.txt into target/pyenv (pip)"
 	python3 -m venv $(PYENV)
 	$(PYENV)/bin/pip install -q --upgrade pip
