@@ -115,7 +115,7 @@ class PrefixTable(_RustTable):
 
         ``addrs``: a numpy ``uint32`` array (IPv4), an ``int64``/``uint64`` array of IPv4
         integers, an ``(n, 16)`` ``uint8`` array (packed addresses), an ``(n, 2)`` ``uint64``
-        array (IPv6 as high and low words), a pyarrow array (``uint32`` or ``int64`` IPv4,
+        array (IPv6 as high and low words), a pyarrow array or a polars Series (``uint32`` or ``int64`` IPv4,
         ``binary``/``large_binary``/``fixed_size_binary`` of 4 or 16 bytes, text; a null is a
         miss) or any sequence of addresses (``None`` is a miss). With ``mapped_v4``,
         ``::ffff:a.b.c.d`` is looked up as IPv4, as the kernel routes it.
@@ -127,7 +127,11 @@ class PrefixTable(_RustTable):
         form). Values Arrow cannot hold come back as a numpy object array.
         """
         # pyarrow is imported only for Arrow input or output (an import of `fibre` stays light).
-        arrow_in = type(addrs).__module__.partition(".")[0] == "pyarrow"
+        module = type(addrs).__module__.partition(".")[0]
+        if module == "polars":
+            addrs = addrs.to_arrow()  # a polars Series: its Arrow array, without a copy
+            module = "pyarrow"
+        arrow_in = module == "pyarrow"
         if arrow_in or output == "arrow":
             from . import _arrow
         if output is None:

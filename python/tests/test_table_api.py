@@ -264,3 +264,21 @@ def test_any_router_bytes_load_or_raise_value_error(data):
         fibre.Router.from_bytes(data)
     except ValueError:
         pass
+
+
+def test_polars_iptools_columns_are_looked_up_as_they_are():
+    import polars as pl
+    import polars_iptools as ip
+
+    t = sample()
+    texts = ["10.1.2.3", "2001:db8:1::7", "192.0.2.1", "::ffff:10.0.0.1"]
+    want = [t.get_key(a) for a in texts]
+    df = pl.DataFrame({"a": texts})
+    addresses = df.select(ip.to_address(pl.col("a"))).to_series()  # 16-byte, IPv4 mapped
+    assert t.lookup_batch(addresses)[0].to_pylist() == ["10.1.0.0/16", "2001:db8:1::/48", "0.0.0.0/0", "10.0.0.0/8"]
+    assert t.lookup_batch(addresses.to_arrow())[0].to_pylist() == [t.get_key(a.replace("::ffff:", "")) for a in texts]
+    v4 = pl.DataFrame({"a": ["10.1.2.3", "192.0.2.1"]}).select(ip.to_ipv4(pl.col("a"))).to_series()  # uint32
+    assert t.lookup_batch(v4)[0].to_pylist() == want[0:1] + want[2:3]
+    # Single lookups read ::ffff:a.b.c.d as IPv6 (as pytricia); batches map it unless told not to.
+    assert t.lookup_batch(df["a"], mapped_v4=False)[0].to_pylist() == want
+    assert t.lookup_batch(df["a"])[0].to_pylist() == want[:3] + ["10.0.0.0/8"]
