@@ -22,8 +22,8 @@ def _addresses(arr: "pa.Array") -> Any:
     """What the Rust lookup takes for `arr`'s layout (nulls read as anything: masked after)."""
     t = arr.type
     n = len(arr)
-    if pa.types.is_dictionary(t):
-        return _addresses(arr.dictionary_decode())
+    if pa.types.is_null(t):
+        return np.zeros(n, dtype=np.uint32)  # every address null: masked after
     if pa.types.is_integer(t):
         if arr.null_count:
             arr = arr.fill_null(0)
@@ -66,6 +66,10 @@ def _addresses(arr: "pa.Array") -> Any:
     )
 
 
+# Value types an Arrow dictionary holds exactly; other values come back as Python objects.
+_SCALARS = {int, float, str, bytes, bool}
+
+
 def _dictionaries(table: Any) -> tuple["pa.Array", Any]:
     """Each slot's prefix and value as Arrow arrays, made once per table version."""
     cache = table.__dict__.get("_arrow_dictionaries")
@@ -73,10 +77,16 @@ def _dictionaries(table: Any) -> tuple["pa.Array", Any]:
         return cache[1], cache[2]
     prefixes = pa.array(table.slot_prefixes(), type=pa.string())
     raw = table.slot_values()
-    try:
-        values: Any = pa.array(raw)
-    except (pa.ArrowException, OverflowError, TypeError, ValueError):
-        # Values Arrow cannot hold (mixed types, ints past 64 bits, arbitrary objects).
+    kinds = {type(v) for v in raw if v is not None}
+    values: Any = None
+    if len(kinds) == 1 and kinds <= _SCALARS:
+        # One immutable scalar type: Arrow holds the values as they are (mixed types would be
+        # converted, 1 and 1.5 into doubles; mutable values would go stale in the cache).
+        try:
+            values = pa.array(raw)
+        except (pa.ArrowException, OverflowError):
+            values = None  # ints past 64 bits
+    if values is None:
         values = np.array(raw + [None], dtype=object)
     table.__dict__["_arrow_dictionaries"] = (table.version, prefixes, values)
     return prefixes, values
@@ -96,7 +106,7 @@ def _text_slots(table: Any, arr: Any, mapped_v4: bool) -> Any:
     valid = None
     if arr.null_count:
         valid = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    return table._text_slots(offsets.astype(np.int64), data, valid, mapped_v4=mapped_v4)
+    return table._text_slots(offsets.astype(np.int64, copy=False), data, valid, mapped_v4=mapped_v4)
 
 
 def slots(table: Any, addrs: Any, mapped_v4: bool) -> Any:

@@ -180,16 +180,8 @@ class PrefixTable(_RustTable):
 
     def search_covered(self, network: Any = None, masklen: int | None = None, packed: Any = None) -> list[Node]:
         """Nodes of the stored prefixes the key covers (itself included), in py-radix's
-        order: a walk of the trie that gives each prefix after its more specific ones."""
-        out: list[Node] = []
-        ancestors: list[tuple[Any, Node]] = []
-        for text, value in self._covered(_radix_key(network, masklen, packed)):
-            net = ipaddress.ip_network(text)
-            while ancestors and not net.subnet_of(ancestors[-1][0]):
-                out.append(ancestors.pop()[1])
-            ancestors.append((net, Node(text, value)))
-        out.extend(node for _, node in reversed(ancestors))
-        return out
+        order: each prefix after its more specific ones."""
+        return [Node(*p) for p in self._covered_postorder(_radix_key(network, masklen, packed))]
 
     def nodes(self) -> list[Node]:
         """Every stored prefix's node: IPv4 in order, then IPv6."""
@@ -208,10 +200,15 @@ class PrefixTable(_RustTable):
         """Writes the table to a file (its prefixes compactly, its values pickled); written
         to a temporary name and renamed, so readers never see half a file."""
         tmp = f"{os.fspath(path)}.tmp{os.getpid()}"
-        with open(tmp, "wb") as f:
-            f.write(_FILE_MAGIC)
-            pickle.dump(self, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(_FILE_MAGIC)
+                pickle.dump(self, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> PrefixTable:

@@ -14,17 +14,14 @@ from ._table import PrefixTable, check_columns
 
 
 def _addresses(series: Any) -> Any:
-    """A pandas Series of addresses as `lookup_batch` takes it."""
+    """A pandas Series of addresses as `lookup_batch` takes it: numpy integers as they are,
+    anything else through Arrow (text, bytes, nullable integers: a missing value is a miss)."""
     import pandas as pd
+    import pyarrow as pa
 
-    if pd.api.types.is_integer_dtype(series.dtype) and not isinstance(series.dtype, pd.ArrowDtype):
+    if pd.api.types.is_integer_dtype(series.dtype) and isinstance(series.dtype, np.dtype):
         return series.to_numpy()
-    try:
-        import pyarrow as pa
-
-        return pa.array(series, from_pandas=True)
-    except Exception:  # noqa: BLE001 - objects Arrow cannot hold: one at a time
-        return series.to_numpy(dtype=object)
+    return pa.array(series, from_pandas=True)
 
 
 def _column(answers: Any, index: Any) -> Any:
@@ -66,8 +63,9 @@ def enrich(
     value_column: str = "value",
 ) -> Any:
     """`ddf` with two more columns: the longest stored prefix containing `column`'s address
-    (text) and its value (`None`/NaN where nothing matches). `column` holds text, IPv4
-    integers, or packed bytes."""
+    (text) and its value (null where nothing matches). `column` holds text, IPv4 integers
+    (nullable too), or packed bytes (with `dataframe.convert-string` off: Dask otherwise turns
+    bytes into text)."""
     import dask
 
     check_columns(list(ddf.columns), column, prefix_column, value_column)

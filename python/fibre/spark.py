@@ -7,7 +7,9 @@ Arrow record batches through `DataFrame.mapInArrow`: no per-row Python, no join.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import uuid
 from typing import Any
@@ -20,14 +22,32 @@ _LOADED: dict[str, PrefixTable] = {}
 _LOADS: dict[str, int] = {}
 
 
+# Tables a worker keeps: one per `enrich` call, so a worker that served earlier calls drops
+# their tables (the least recently loaded first).
+_KEPT = 2
+
+
 def _executor_table(name: str) -> PrefixTable:
     table = _LOADED.get(name)
     if table is None:
         from pyspark import SparkFiles
 
+        while len(_LOADED) >= _KEPT:
+            del _LOADED[next(iter(_LOADED))]
         table = _LOADED[name] = PrefixTable.load(SparkFiles.get(name))
         _LOADS[name] = _LOADS.get(name, 0) + 1
     return table
+
+
+# The driver's copies of shipped tables: executors fetch them while jobs run, so they are
+# removed when the driver's interpreter exits.
+_SHIPPED: list[str] = []
+
+
+@atexit.register
+def _remove_shipped() -> None:
+    for d in _SHIPPED:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _spark_type(table: PrefixTable, value_type: Any) -> Any:
@@ -86,7 +106,9 @@ def enrich(
     arrow_type = to_arrow_type(spark_type)
     sc = df.sparkSession.sparkContext
     name = f"fibre-table-{uuid.uuid4().hex}.fibre"
-    path = os.path.join(tempfile.mkdtemp(prefix="fibre-spark-"), name)
+    folder = tempfile.mkdtemp(prefix="fibre-spark-")
+    _SHIPPED.append(folder)
+    path = os.path.join(folder, name)
     table.save(path)
     sc.addFile(path)
 

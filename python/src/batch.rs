@@ -5,12 +5,12 @@
 //! write to a numpy array at any time, and the lookup must not read memory that changes under
 //! it.
 use crate::key::address_of;
-use crate::table::PrefixTable;
-use fibre::fib::NO_ROUTE;
+use crate::slot::Slot;
+use fibre::fib::{PoptrieView, NO_ROUTE};
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The addresses of one batch, split by family. `None` positions mean "in input order".
 #[derive(Default)]
@@ -24,7 +24,7 @@ pub struct Keys {
 
 /// `::ffff:a.b.c.d`: an IPv4 address in IPv6 clothes (the kernel routes it as IPv4).
 fn mapped_v4(bits: u128) -> Option<u32> {
-    (bits >> 32 == 0xffff).then_some(bits as u32)
+    Ipv6Addr::from(bits).to_ipv4_mapped().map(u32::from)
 }
 
 impl Keys {
@@ -68,10 +68,20 @@ fn index_error(i: usize, what: String) -> PyErr {
     PyValueError::new_err(format!("addrs[{i}]: {what}"))
 }
 
+/// `e` (raised for address `i`) with the address's index in front, of the same type.
+fn at_index(py: Python<'_>, i: usize, e: PyErr) -> PyErr {
+    let what = format!("addrs[{i}]: {}", e.value(py));
+    if e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) {
+        pyo3::exceptions::PyTypeError::new_err(what)
+    } else {
+        PyValueError::new_err(what)
+    }
+}
+
 /// Reads `addrs`: a numpy `uint32` array (IPv4), `uint64`/`int64` array of IPv4 integers,
 /// an `(n, 16)` `uint8` array (packed IPv6, or IPv4-mapped), an `(n, 2)` `uint64` array (IPv6
 /// as high and low words), or any sequence of addresses (`None` is a miss).
-fn keys_of(addrs: &Bound<'_, PyAny>, map: bool) -> PyResult<Keys> {
+pub fn keys_of(addrs: &Bound<'_, PyAny>, map: bool) -> PyResult<Keys> {
     if let Ok(a) = addrs.extract::<PyReadonlyArray1<u32>>() {
         let v4 = match a.as_slice() {
             Ok(s) => s.to_vec(),
@@ -159,7 +169,7 @@ fn keys_of(addrs: &Bound<'_, PyAny>, map: bool) -> PyResult<Keys> {
         if item.is_none() {
             continue;
         }
-        let ip = address_of(&item).map_err(|e| index_error(i, e.value(item.py()).to_string()))?;
+        let ip = address_of(&item).map_err(|e| at_index(item.py(), i, e))?;
         match ip {
             IpAddr::V4(a) => keys.push(i, u128::from(u32::from(a)), true, map),
             IpAddr::V6(a) => keys.push(i, u128::from(a), false, map),
@@ -183,15 +193,6 @@ fn wide_v4(xs: impl Iterator<Item = i128>) -> PyResult<Keys> {
         v4,
         ..Keys::default()
     })
-}
-
-/// The slot of each address's longest match ([`NO_ROUTE`] for none), in input order.
-pub fn slots_of(
-    table: &Bound<'_, PrefixTable>,
-    addrs: &Bound<'_, PyAny>,
-    map: bool,
-) -> PyResult<Vec<u32>> {
-    slots_of_keys(table, keys_of(addrs, map)?)
 }
 
 /// Addresses as text in Arrow's layout: address `i` is `data[offsets[i]..offsets[i + 1]]`;
@@ -224,7 +225,8 @@ pub fn text_keys(
             .ok_or_else(|| index_error(i, format!("offsets {a}..{b} are outside the data")))?;
         let text =
             std::str::from_utf8(bytes).map_err(|_| index_error(i, "not UTF-8 text".into()))?;
-        match text.parse::<IpAddr>() {
+        // Trimmed, as text in a list is (`key::parse_ip`).
+        match text.trim().parse::<IpAddr>() {
             Ok(IpAddr::V4(a)) => keys.push(i, u128::from(u32::from(a)), true, map),
             Ok(IpAddr::V6(a)) => keys.push(i, u128::from(a), false, map),
             Err(_) => {
@@ -238,56 +240,36 @@ pub fn text_keys(
     Ok(keys)
 }
 
-/// The slot of each of `keys`' longest match ([`NO_ROUTE`] for none), in input order.
-pub fn slots_of_keys(table: &Bound<'_, PrefixTable>, keys: Keys) -> PyResult<Vec<u32>> {
-    let py = table.py();
-    // Lookups need the table only shared (many threads at once); publishing changes needs it
-    // mutably, which only the first lookup after a change does (with the GIL held throughout).
-    let (want4, want6) = (!keys.v4.is_empty(), !keys.v6.is_empty());
-    let current = {
-        let t = table.try_borrow()?;
-        match (want4.then(|| t.v4.current()), want6.then(|| t.v6.current())) {
-            (Some(None), _) | (_, Some(None)) => None,
-            (v4, v6) => Some((v4.flatten(), v6.flatten())),
-        }
-    };
-    let (v4, v6) = match current {
-        Some(views) => views,
-        None => {
-            let mut t = table.try_borrow_mut()?;
-            (
-                want4.then(|| t.v4.compiled()),
-                want6.then(|| t.v6.compiled()),
-            )
-        }
-    };
-    // Held through the lookup: a change from another thread meanwhile fails ("already
-    // borrowed") instead of racing the answers' slots.
-    let _reading = table.try_borrow()?;
-    py.detach(|| {
-        let mut out = vec![NO_ROUTE; keys.n];
-        if let Some(view) = &v4 {
-            match &keys.v4_at {
-                None => view.lookup_bulk(&keys.v4, &mut out),
-                Some(at) => {
-                    let mut part = vec![NO_ROUTE; keys.v4.len()];
-                    view.lookup_bulk(&keys.v4, &mut part);
-                    at.iter().zip(part).for_each(|(&i, s)| out[i as usize] = s);
-                }
+/// The slot of each of `keys`' longest match in `v4` and `v6` ([`NO_ROUTE`] for none), in
+/// input order. Runs without the GIL: it reads only the keys and the published versions.
+pub fn lookup(
+    v4: Option<&PoptrieView<Ipv4Addr>>,
+    v6: Option<&PoptrieView<Ipv6Addr>>,
+    keys: &Keys,
+) -> Vec<u32> {
+    let mut out = vec![NO_ROUTE; keys.n];
+    // A family without keys is not asked (its keys' positions, `None`, would mean all).
+    if let Some(view) = v4.filter(|_| !keys.v4.is_empty()) {
+        match &keys.v4_at {
+            None => view.lookup_bulk(&keys.v4, &mut out),
+            Some(at) => {
+                let mut part = vec![NO_ROUTE; keys.v4.len()];
+                view.lookup_bulk(&keys.v4, &mut part);
+                at.iter().zip(part).for_each(|(&i, s)| out[i as usize] = s);
             }
         }
-        if let Some(view) = &v6 {
-            match &keys.v6_at {
-                None => view.lookup_bulk(&keys.v6, &mut out),
-                Some(at) => {
-                    let mut part = vec![NO_ROUTE; keys.v6.len()];
-                    view.lookup_bulk(&keys.v6, &mut part);
-                    at.iter().zip(part).for_each(|(&i, s)| out[i as usize] = s);
-                }
+    }
+    if let Some(view) = v6.filter(|_| !keys.v6.is_empty()) {
+        match &keys.v6_at {
+            None => view.lookup_bulk(&keys.v6, &mut out),
+            Some(at) => {
+                let mut part = vec![NO_ROUTE; keys.v6.len()];
+                view.lookup_bulk(&keys.v6, &mut part);
+                at.iter().zip(part).for_each(|(&i, s)| out[i as usize] = s);
             }
         }
-        Ok(out)
-    })
+    }
+    out
 }
 
 /// Slots as a numpy `int32` array, `-1` for no match.
@@ -310,11 +292,11 @@ pub type ArrowParts<'py> = (Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<u8>>,
 
 /// The matched prefixes (text) and values of `slots`, as numpy object arrays (`None` for no
 /// match).
-pub fn gather<'py>(t: &PrefixTable, py: Python<'py>, slots: &[u32]) -> Answers<'py> {
+pub fn gather<'py>(table: &[Option<Slot>], py: Python<'py>, slots: &[u32]) -> Answers<'py> {
     let mut prefixes = Vec::with_capacity(slots.len());
     let mut values = Vec::with_capacity(slots.len());
     for &s in slots {
-        match t.slots.get(s as usize).and_then(|s| s.as_ref()) {
+        match table.get(s as usize).and_then(|s| s.as_ref()) {
             Some(slot) => {
                 prefixes.push(slot.text(py).clone_ref(py).into_any());
                 values.push(slot.value.clone_ref(py));

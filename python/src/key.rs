@@ -53,21 +53,16 @@ pub fn parse_ip(text: &str, what: &dyn std::fmt::Display) -> PyResult<IpAddr> {
     })
 }
 
-/// Parses `address[/length]`, host bits masked.
+/// Parses `address[/length]`, host bits masked (fibre's own prefix parser; the family is the
+/// text's: a `:` means IPv6).
 pub fn parse_prefix(text: &str) -> PyResult<Key> {
-    let shown = format!("\"{text}\"");
-    match text.split_once('/') {
-        None => Ok(Key::host(parse_ip(text, &"key")?)),
-        Some((addr, len)) => {
-            let ip = parse_ip(addr, &format_args!("key {shown}"))?;
-            let len: u8 = len.trim().parse().map_err(|_| {
-                PyValueError::new_err(format!(
-                    "key {shown}: \"{len}\" is not a prefix length (0 to 32 for IPv4, 0 to 128 for IPv6)"
-                ))
-            })?;
-            Key::new(ip, len, &format_args!("key {shown}"))
-        }
-    }
+    let trimmed = text.trim();
+    let key = if trimmed.contains(':') {
+        Prefix::<Ipv6Addr>::parse_masked(trimmed).map(Key::V6)
+    } else {
+        Prefix::<Ipv4Addr>::parse_masked(trimmed).map(Key::V4)
+    };
+    key.map_err(|e| PyValueError::new_err(format!("key \"{text}\": {e}")))
 }
 
 /// An address from 4 or 16 packed bytes (network order).
@@ -105,8 +100,17 @@ pub fn address_of(v: &Bound<'_, PyAny>) -> PyResult<IpAddr> {
     if let Ok(s) = v.cast::<PyString>() {
         return parse_ip(s.to_str()?, &"address");
     }
-    if v.is_instance_of::<PyInt>() && !v.is_instance_of::<pyo3::types::PyBool>() {
+    if v.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err(
+            "an address is a str, an int (IPv4), 4 or 16 bytes or an ipaddress address, not bool",
+        ));
+    }
+    if v.is_instance_of::<PyInt>() {
         return int_ip(v);
+    }
+    if v.hasattr("__index__")? && !v.hasattr("packed")? {
+        // numpy's integer scalars and other integers that are not `int`.
+        return int_ip(&v.call_method0("__index__")?);
     }
     if let Ok(b) = v.cast::<PyBytes>() {
         return packed_ip(b.as_bytes());

@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 mod batch;
 mod key;
 mod router;
+mod slot;
 mod store;
 mod table;
 

@@ -182,6 +182,12 @@ impl Router {
         family: Option<&str>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let family = family_of(family)?;
+        let dev = self
+            .inner
+            .links()
+            .by_name(dev)
+            .ok_or_else(|| PyValueError::new_err(format!("Cannot find device \"{dev}\"")))?
+            .index;
         let inner = &mut self.inner;
         let done = py
             .detach(|| fibre::io::mrt::install_file(inner, &path, dev, family))

@@ -32,16 +32,15 @@ impl<A: FibFamily> Store<A> {
         }
     }
 
-    /// Stores `p -> slot`, giving back the slot it replaced.
-    pub fn insert(&mut self, p: Prefix<A>, slot: u32) -> Option<u32> {
+    /// Stores `p -> slot` (a prefix not stored yet: a stored one keeps its slot).
+    pub fn insert(&mut self, p: Prefix<A>, slot: u32) {
         match self {
-            Store::Plain(t) => t.insert(p, slot),
-            Store::Compiled(f) => {
-                let old = f.get(&p);
-                f.set(p, Some(slot))
-                    .expect("slots stay below the FIB's largest id");
-                old
+            Store::Plain(t) => {
+                t.insert(p, slot);
             }
+            Store::Compiled(f) => f
+                .set(p, Some(slot))
+                .expect("slots stay below the FIB's largest id"),
         }
     }
 

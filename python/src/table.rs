@@ -8,6 +8,7 @@
 //! prefix's text, made once when first asked for.
 use crate::batch;
 use crate::key::{key_of, Key};
+use crate::slot::Slot;
 use crate::store::Store;
 use fibre::prefix::Prefix;
 use fibre::trie::PrefixTrie;
@@ -16,56 +17,6 @@ use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::sync::OnceLock;
-
-/// A stored prefix's value and its text, made on first use. The prefix is kept packed (a
-/// `Key` is 48 bytes, aligned for `u128`; a table holds a slot per prefix).
-pub struct Slot {
-    pub value: Py<PyAny>,
-    text: OnceLock<Py<PyString>>,
-    addr: [u8; 16],
-    len: u8,
-    v6: bool,
-}
-
-impl Slot {
-    fn new(key: Key, value: Py<PyAny>) -> Slot {
-        let mut addr = [0u8; 16];
-        let (len, v6) = match key {
-            Key::V4(p) => {
-                addr[..4].copy_from_slice(&p.addr().octets());
-                (p.len(), false)
-            }
-            Key::V6(p) => {
-                addr = p.addr().octets();
-                (p.len(), true)
-            }
-        };
-        Slot {
-            value,
-            text: OnceLock::new(),
-            addr,
-            len,
-            v6,
-        }
-    }
-
-    /// The prefix stored in this slot.
-    pub fn key(&self) -> Key {
-        if self.v6 {
-            Key::V6(Prefix::new(Ipv6Addr::from(self.addr), self.len))
-        } else {
-            let a = Ipv4Addr::from(<[u8; 4]>::try_from(&self.addr[..4]).expect("4 bytes"));
-            Key::V4(Prefix::new(a, self.len))
-        }
-    }
-
-    /// The prefix as a Python `str`, made once.
-    pub fn text<'py>(&self, py: Python<'py>) -> &Py<PyString> {
-        self.text
-            .get_or_init(|| PyString::new(py, &self.key().text()).unbind())
-    }
-}
 
 /// The most slots a table holds: the FIB's ids have 31 bits.
 const MAX_SLOTS: usize = fibre::fib::MAX_ID as usize;
@@ -113,6 +64,32 @@ impl PrefixTable {
             .expect("a stored prefix's slot is live")
     }
 
+    /// The slot of each of `keys`' longest match ([`fibre::fib::NO_ROUTE`] for none).
+    ///
+    /// Lookups need the table only shared, so many threads look up at once. Publishing
+    /// changes needs it mutably: only the first lookup after a change does that, for both
+    /// families at once (a later lookup of the other family then needs no `&mut` while
+    /// another thread's lookup holds the table), with the GIL held throughout.
+    pub fn slots_of(slf: &Bound<'_, Self>, keys: batch::Keys) -> PyResult<Vec<u32>> {
+        let current = {
+            let t = slf.try_borrow()?;
+            t.v4.current().zip(t.v6.current())
+        };
+        let (v4, v6) = match current {
+            Some(views) => views,
+            None => {
+                let mut t = slf.try_borrow_mut()?;
+                (t.v4.compiled(), t.v6.compiled())
+            }
+        };
+        // Held through the lookup: a change from another thread meanwhile fails ("already
+        // borrowed") instead of racing the answers' slots.
+        let _reading = slf.try_borrow()?;
+        Ok(slf
+            .py()
+            .detach(|| batch::lookup(Some(&v4), Some(&v6), &keys)))
+    }
+
     fn check_thawed(&self) -> PyResult<()> {
         if self.frozen {
             Err(PyValueError::new_err(
@@ -126,6 +103,15 @@ impl PrefixTable {
     /// Stores `key -> value`, replacing the value of a stored prefix.
     pub fn put(&mut self, key: Key, value: Py<PyAny>) -> PyResult<()> {
         self.check_thawed()?;
+        if let Some(id) = self.exact(key) {
+            // A stored prefix keeps its slot: the FIB is left as it is.
+            self.slots[id as usize]
+                .as_mut()
+                .expect("a stored prefix's slot is live")
+                .value = value;
+            self.version += 1;
+            return Ok(());
+        }
         let id = match self.free.pop() {
             Some(id) => id,
             None if self.slots.len() < MAX_SLOTS => {
@@ -135,15 +121,10 @@ impl PrefixTable {
             None => return Err(PyValueError::new_err("the table is full (2^31 prefixes)")),
         };
         self.slots[id as usize] = Some(Slot::new(key, value));
-        let old = match key {
+        match key {
             Key::V4(p) => self.v4.insert(p, id),
             Key::V6(p) => self.v6.insert(p, id),
         };
-        if let Some(old) = old {
-            // The prefix keeps its new slot; the old one (and its value) is released.
-            self.slots[old as usize] = None;
-            self.free.push(old);
-        }
         self.version += 1;
         Ok(())
     }
@@ -197,9 +178,26 @@ impl PrefixTable {
         v4.chain(v6)
     }
 
-    fn check_size(&self) -> usize {
+    fn count(&self) -> usize {
         self.v4.entries().len() + self.v6.entries().len()
     }
+}
+
+/// The slots of `in_order` (prefixes in trie order: each before its more specific ones),
+/// each after its more specific ones instead.
+fn postorder<'a, A: fibre::addr::Address>(
+    in_order: impl Iterator<Item = (Prefix<A>, &'a u32)>,
+) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut open: Vec<(Prefix<A>, u32)> = Vec::new();
+    for (p, &id) in in_order {
+        while open.last().is_some_and(|(q, _)| !q.covers(&p)) {
+            out.push(open.pop().expect("not empty").1);
+        }
+        open.push((p, id));
+    }
+    out.extend(open.into_iter().rev().map(|(_, id)| id));
+    out
 }
 
 /// The most specific stored prefix covering `p` (`p` included).
@@ -368,7 +366,7 @@ impl PrefixTable {
     }
 
     fn __len__(&self) -> usize {
-        self.check_size()
+        self.count()
     }
 
     /// Compiles the lookup structure and refuses changes until `thaw()` (pytricia's
@@ -433,6 +431,18 @@ impl PrefixTable {
         ids.into_iter().rev().map(|id| self.pair(py, id)).collect()
     }
 
+    /// Stored prefixes covered by the key (itself included), each after its more specific
+    /// ones (py-radix's order: a post-order walk of the trie).
+    fn _covered_postorder<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let key = key_of(key)?;
+        let ids: Vec<u32> = with_key!(self, key, |t, p| postorder(t.covered(&p)));
+        ids.into_iter().map(|id| self.pair(py, id)).collect()
+    }
+
     /// Stored prefixes covered by the key (itself included), in order.
     fn _covered<'py>(
         &self,
@@ -446,9 +456,9 @@ impl PrefixTable {
 
     /// The prefixes as compact bytes and the values in the same order: what pickling keeps.
     fn _state<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyBytes>, Vec<Py<PyAny>>)> {
-        let mut blob = Vec::with_capacity(16 + 6 * self.check_size());
+        let mut blob = Vec::with_capacity(16 + 6 * self.count());
         blob.extend_from_slice(STATE_MAGIC);
-        blob.extend_from_slice(&(self.check_size() as u64).to_le_bytes());
+        blob.extend_from_slice(&(self.count() as u64).to_le_bytes());
         blob.push(self.frozen as u8);
         for (p, _) in self.v4.entries().iter() {
             blob.push(p.len());
@@ -464,7 +474,7 @@ impl PrefixTable {
     /// Fills this empty table with what `_state` gave; `ValueError` if the bytes are not such
     /// a state.
     fn _set_state(&mut self, blob: &[u8], values: Vec<Py<PyAny>>) -> PyResult<()> {
-        if self.check_size() != 0 {
+        if self.count() != 0 {
             return Err(PyValueError::new_err("_set_state fills an empty table"));
         }
         let bad =
@@ -526,9 +536,9 @@ impl PrefixTable {
         addrs: &Bound<'py, PyAny>,
         mapped_v4: bool,
     ) -> PyResult<batch::Answers<'py>> {
-        let slots = batch::slots_of(slf, addrs, mapped_v4)?;
+        let slots = Self::slots_of(slf, batch::keys_of(addrs, mapped_v4)?)?;
         let t = slf.try_borrow()?;
-        Ok(batch::gather(&t, slf.py(), &slots))
+        Ok(batch::gather(&t.slots, slf.py(), &slots))
     }
 
     /// The slot of each address's longest match as a numpy `int32` array (`-1`: none): an
@@ -539,7 +549,7 @@ impl PrefixTable {
         addrs: &Bound<'py, PyAny>,
         mapped_v4: bool,
     ) -> PyResult<Bound<'py, PyArray1<i32>>> {
-        let slots = batch::slots_of(slf, addrs, mapped_v4)?;
+        let slots = Self::slots_of(slf, batch::keys_of(addrs, mapped_v4)?)?;
         Ok(batch::slot_array(slf.py(), &slots))
     }
 
@@ -558,7 +568,7 @@ impl PrefixTable {
         let data = data.as_slice()?;
         let valid = valid.as_ref().map(|v| v.as_slice()).transpose()?;
         let keys = batch::text_keys(offsets, data, valid, mapped_v4)?;
-        let slots = batch::slots_of_keys(slf, keys)?;
+        let slots = Self::slots_of(slf, keys)?;
         Ok(batch::slot_array(slf.py(), &slots))
     }
 
@@ -570,7 +580,7 @@ impl PrefixTable {
         addrs: &Bound<'py, PyAny>,
         mapped_v4: bool,
     ) -> PyResult<batch::ArrowParts<'py>> {
-        let slots = batch::slots_of(slf, addrs, mapped_v4)?;
+        let slots = Self::slots_of(slf, batch::keys_of(addrs, mapped_v4)?)?;
         Ok(batch::arrow_parts(slf.py(), &slots))
     }
 
@@ -593,7 +603,7 @@ impl PrefixTable {
                 ))),
             })
             .collect::<PyResult<_>>()?;
-        Ok(batch::gather(self, py, &slots))
+        Ok(batch::gather(&self.slots, py, &slots))
     }
 
     /// Each slot's prefix as text (`None` for a free slot).

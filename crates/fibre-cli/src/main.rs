@@ -317,11 +317,10 @@ fn load_mrt(
     dev: &str,
     family: Option<Family>,
 ) -> Result<fibre::io::mrt::Installed, String> {
-    fibre::io::mrt::install_file(router, path, dev, family).map_err(|e| {
-        if e.starts_with("Cannot find device") {
-            format!("-mrt-dev {dev}: {e}")
-        } else {
-            e
-        }
-    })
+    let dev = router
+        .links()
+        .by_name(dev)
+        .ok_or_else(|| format!("-mrt-dev {dev}: Cannot find device \"{dev}\""))?
+        .index;
+    fibre::io::mrt::install_file(router, path, dev, family)
 }

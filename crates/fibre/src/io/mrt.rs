@@ -193,15 +193,10 @@ pub fn install(
 pub fn install_file(
     router: &mut Router,
     path: &std::path::Path,
-    dev: &str,
+    dev: IfIndex,
     family: Option<Family>,
 ) -> Result<Installed, String> {
     use std::io::BufRead;
-    let dev = router
-        .links()
-        .by_name(dev)
-        .ok_or_else(|| format!("Cannot find device \"{dev}\""))?
-        .index;
     let name = path.display();
     let file =
         std::fs::File::open(path).map_err(|e| format!("cannot read MRT file \"{name}\": {e}"))?;
