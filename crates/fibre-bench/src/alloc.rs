@@ -44,9 +44,10 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 }
 
-/// Live heap bytes, when [`CountingAlloc`] is the global allocator.
+/// Live heap bytes, when [`CountingAlloc`] is the global allocator, plus the FIB arenas fibre
+/// maps from the kernel itself (on huge pages, past the allocator).
 pub fn live_bytes() -> usize {
-    LIVE.load(Ordering::Relaxed)
+    LIVE.load(Ordering::Relaxed) + fibre::fib::mapped_bytes()
 }
 
 /// Whether heap use is being counted: true once any allocation went through [`CountingAlloc`].

@@ -34,6 +34,10 @@ pub struct BenchArgs {
     /// Timed repetitions per measurement
     #[arg(long)]
     pub runs: Option<usize>,
+    /// Measure each point K times, engines interleaved and built afresh each time; ratios to
+    /// the best peers are taken repeat by repeat (median, range)
+    #[arg(long, value_name = "K")]
+    pub repeat: Option<usize>,
     /// Seed of every generated table and address set
     #[arg(long)]
     pub seed: Option<u64>,
@@ -97,6 +101,12 @@ impl BenchArgs {
         if let Some(r) = self.runs {
             cfg.runs = r.max(1);
         }
+        if let Some(k) = self.repeat {
+            if k == 0 {
+                return Err("--repeat: give at least 1".into());
+            }
+            cfg.repeat = k;
+        }
         if let Some(s) = self.seed {
             cfg.seed = s;
         }
@@ -143,6 +153,12 @@ pub fn main(args: impl IntoIterator<Item = String>) -> ExitCode {
         Ok(out) => {
             for t in out.results.summary() {
                 println!("{}", t.to_markdown());
+            }
+            if !out.results.ratios.is_empty() {
+                println!(
+                    "{}",
+                    crate::report::repeats::to_markdown(&out.results.ratios)
+                );
             }
             for n in &out.results.notes {
                 println!("note: {n}");

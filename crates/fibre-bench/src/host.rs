@@ -1,4 +1,5 @@
-//! What the bench asks of the host: pinning threads to cores, and counting the cores online.
+//! What the bench asks of the host: pinning threads to cores, counting the cores online, and
+//! what the meta of a run records (the CPU and its features, huge pages, the machine's load).
 
 /// Pins the calling thread to `cpu`.
 pub fn pin_thread(cpu: usize) -> std::io::Result<()> {
@@ -23,7 +24,16 @@ pub fn online_cpus() -> usize {
 
 /// The machine, as the report names it: CPU model, cores, kernel release.
 pub fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+    let cpu = cpu_model();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    format!("{cpu}, {} cores, Linux {kernel}", online_cpus())
+}
+
+/// The CPU's model name, as /proc/cpuinfo gives it.
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {
             t.lines()
@@ -31,9 +41,177 @@ pub fn machine() -> String {
                 .and_then(|l| l.split(':').nth(1))
                 .map(|s| s.trim().to_string())
         })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    format!("{cpu}, {} cores, Linux {kernel}", online_cpus())
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+/// The instruction-set extensions lookups may select at run time, those this CPU has.
+pub fn cpu_features() -> Vec<&'static str> {
+    let mut out = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! probe {
+            ($($f:tt),*) => {
+                $(if std::arch::is_x86_feature_detected!($f) { out.push($f); })*
+            };
+        }
+        probe!(
+            "popcnt",
+            "sse4.2",
+            "bmi2",
+            "avx2",
+            "avx512f",
+            "avx512bw",
+            "avx512dq",
+            "avx512vl",
+            "avx512vbmi2",
+            "gfni"
+        );
+    }
+    out
+}
+
+/// Bytes of `regions` (start, length) backed by transparent huge pages, and their total bytes,
+/// from /proc/self/smaps. A region the kernel split into its own mappings (`madvise` does) is
+/// counted exactly; one sharing a mapping gets that mapping's share in proportion.
+pub fn huge_page_bytes(regions: &[(usize, usize)]) -> Option<(usize, usize)> {
+    let text = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let total: usize = regions.iter().map(|r| r.1).sum();
+    let mut huge = 0f64;
+    let mut vma: Option<(usize, usize)> = None;
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let Some(first) = words.next() else { continue };
+        if let Some((a, b)) = first.split_once('-') {
+            if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                vma = Some((a, b));
+                continue;
+            }
+        }
+        if first != "AnonHugePages:" {
+            continue;
+        }
+        let (Some((a, b)), Some(kb)) = (vma, words.next().and_then(|w| w.parse::<usize>().ok()))
+        else {
+            continue;
+        };
+        if kb == 0 || b <= a {
+            continue;
+        }
+        for &(start, len) in regions {
+            let overlap = (start + len).min(b).saturating_sub(start.max(a));
+            huge += (kb * 1024) as f64 * overlap as f64 / (b - a) as f64;
+        }
+    }
+    Some((huge.round() as usize, total))
+}
+
+/// CPU time of the whole machine and of this process (with its waited-for children), in clock
+/// ticks: what tells how busy the rest of the machine was during a measurement.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuTimes {
+    wall: std::time::Duration,
+    busy: u64,
+    steal: u64,
+    own: u64,
+}
+
+impl CpuTimes {
+    pub fn now(since: std::time::Instant) -> Self {
+        let mut t = CpuTimes {
+            wall: since.elapsed(),
+            ..Default::default()
+        };
+        if let Ok(stat) = std::fs::read_to_string("/proc/stat") {
+            if let Some(cpu) = stat.lines().next() {
+                // cpu user nice system idle iowait irq softirq steal ...
+                let v: Vec<u64> = cpu
+                    .split_whitespace()
+                    .skip(1)
+                    .filter_map(|w| w.parse().ok())
+                    .collect();
+                if v.len() >= 8 {
+                    t.busy = v[0] + v[1] + v[2] + v[5] + v[6];
+                    t.steal = v[7];
+                }
+            }
+        }
+        if let Ok(own) = std::fs::read_to_string("/proc/self/stat") {
+            // Fields after the command (which may hold spaces) start at state (field 3);
+            // utime, stime, cutime, cstime are fields 14..17.
+            if let Some(rest) = own.rsplit_once(')').map(|(_, r)| r) {
+                let v: Vec<u64> = rest
+                    .split_whitespace()
+                    .skip(11)
+                    .take(4)
+                    .filter_map(|w| w.parse().ok())
+                    .collect();
+                t.own = v.iter().sum();
+            }
+        }
+        t
+    }
+
+    /// Cores' worth of CPU time that other processes used (`.0`) and the hypervisor stole
+    /// (`.1`) between `self` and `later`.
+    pub fn others(&self, later: &CpuTimes) -> (f64, f64) {
+        // SAFETY: sysconf reads a system value; no pointer is passed.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        let secs = (later.wall.saturating_sub(self.wall))
+            .as_secs_f64()
+            .max(1e-3);
+        let busy = later.busy.saturating_sub(self.busy) as f64;
+        let own = later.own.saturating_sub(self.own) as f64;
+        let steal = later.steal.saturating_sub(self.steal) as f64;
+        (((busy - own).max(0.0) / hz / secs), (steal / hz / secs))
+    }
+}
+
+/// The load averages (1, 5, 15 minutes) as /proc/loadavg gives them.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The huge-page share of a FIB's arenas is read from /proc/self/smaps: the total is the
+    /// regions' size and the huge part never exceeds it (whether the kernel gave huge pages
+    /// depends on the machine, so only the bounds are asserted).
+    #[test]
+    fn huge_page_share_is_bounded_by_the_regions() {
+        let fib = fibre::fib::Fib::<std::net::Ipv4Addr, fibre::fib::Poptrie<_>>::from_routes(
+            (0..200_000u32).map(|i| {
+                let p = fibre::Prefix::new(std::net::Ipv4Addr::from(i << 8), 24);
+                (p, i % 64)
+            }),
+        )
+        .unwrap();
+        let regions = fib.regions();
+        assert_eq!(regions.len(), 3);
+        let (huge, total) = huge_page_bytes(&regions).expect("/proc/self/smaps");
+        assert_eq!(total, regions.iter().map(|r| r.1).sum::<usize>());
+        assert!(huge <= total, "{huge} > {total}");
+        assert!(huge_page_bytes(&[]).unwrap() == (0, 0));
+    }
+
+    #[test]
+    fn other_processes_load_is_never_negative() {
+        let clock = std::time::Instant::now();
+        let a = CpuTimes::now(clock);
+        // CPU time comes in clock ticks (10 ms at the usual 100 Hz): over a few milliseconds a
+        // single tick reads as several cores, so the window is long enough to bound.
+        let mut x = 0u64;
+        while clock.elapsed() < std::time::Duration::from_millis(400) {
+            for i in 0..100_000u64 {
+                x = x.wrapping_add(std::hint::black_box(i));
+            }
+        }
+        std::hint::black_box(x);
+        let (others, steal) = a.others(&CpuTimes::now(clock));
+        assert!(others >= 0.0 && steal >= 0.0);
+        assert!(others <= online_cpus() as f64 + 1.0, "{others}");
+    }
 }

@@ -30,11 +30,32 @@ pub struct Timings {
     pub insert: Vec<f64>,
     /// ns per lookup of the reader while the changes ran.
     pub reader_ns: f64,
+    /// The slowest changes: ns, what changed, and what the FIB did for it (where known).
+    pub slowest: Vec<(f64, String)>,
 }
 
 impl Timings {
     pub fn all(&self) -> Vec<f64> {
         self.delete.iter().chain(&self.insert).copied().collect()
+    }
+
+    /// Keeps `what` among the `SLOWEST` slowest changes if `ns` is slow enough.
+    fn note_slow(&mut self, ns: f64, what: impl FnOnce() -> String) {
+        const SLOWEST: usize = 8;
+        if self.slowest.len() < SLOWEST || ns > self.slowest[SLOWEST - 1].0 {
+            self.slowest.push((ns, what()));
+            self.slowest.sort_by(|a, b| b.0.total_cmp(&a.0));
+            self.slowest.truncate(SLOWEST);
+        }
+    }
+
+    /// The slowest changes, as a note.
+    pub fn slowest_note(&self) -> String {
+        self.slowest
+            .iter()
+            .map(|(ns, what)| format!("{:.1} µs {what}", ns / 1e3))
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 }
 
@@ -192,12 +213,17 @@ pub fn run<A: StudyFamily>(
         let s = spec::<A>(r, dev);
         let del = del(&s);
         let add = add(s);
+        let p = Prefix::new(A::from_bits(r.addr), r.len);
         let t = Instant::now();
         router.change(&del).map_err(|e| format!("delete: {e:?}"))?;
-        run.router.delete.push(t.elapsed().as_nanos() as f64);
+        let ns = t.elapsed().as_nanos() as f64;
+        run.router.delete.push(ns);
+        run.router.note_slow(ns, || format!("delete {p}"));
         let t = Instant::now();
         router.change(&add).map_err(|e| format!("insert: {e:?}"))?;
-        run.router.insert.push(t.elapsed().as_nanos() as f64);
+        let ns = t.elapsed().as_nanos() as f64;
+        run.router.insert.push(ns);
+        run.router.note_slow(ns, || format!("insert {p}"));
     }
     stop.store(true, Ordering::Relaxed);
     run.router.reader_ns = handle.join().map_err(|_| "reader panicked")?;
@@ -214,15 +240,30 @@ pub fn run<A: StudyFamily>(
     let handle = reader::<A, _>(fib.reader(), keys, stop.clone(), reader_cpu, sink);
     for r in &chosen {
         let p = Prefix::new(A::from_bits(r.addr), r.len);
+        let rebuilds = fib.rebuilds();
         let t = Instant::now();
         fib.set(p, None).expect("next-hop indexes are small");
         fib.publish();
-        run.fib.delete.push(t.elapsed().as_nanos() as f64);
+        let ns = t.elapsed().as_nanos() as f64;
+        run.fib.delete.push(ns);
+        let rebuilt = |fib: &Fib<A, Poptrie<A>>, before: u64| {
+            if fib.rebuilds() > before {
+                " (full rebuild)"
+            } else {
+                ""
+            }
+        };
+        run.fib
+            .note_slow(ns, || format!("delete {p}{}", rebuilt(&fib, rebuilds)));
+        let rebuilds = fib.rebuilds();
         let t = Instant::now();
         fib.set(p, Some(r.nh as u32))
             .expect("next-hop indexes are small");
         fib.publish();
-        run.fib.insert.push(t.elapsed().as_nanos() as f64);
+        let ns = t.elapsed().as_nanos() as f64;
+        run.fib.insert.push(ns);
+        run.fib
+            .note_slow(ns, || format!("insert {p}{}", rebuilt(&fib, rebuilds)));
     }
     stop.store(true, Ordering::Relaxed);
     run.fib.reader_ns = handle.join().map_err(|_| "reader panicked")?;

@@ -87,6 +87,9 @@ impl<A: StudyFamily, L: LpmAlgorithm<A>> Engine<A> for FibreFib<A, L> {
             nodes: s.nodes as f64,
         })
     }
+    fn regions(&self) -> Vec<(usize, usize)> {
+        self.fib.regions()
+    }
     fn structure_bytes(&self) -> Option<usize> {
         Some(self.fib.stats().bytes)
     }

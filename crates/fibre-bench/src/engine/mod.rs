@@ -51,6 +51,11 @@ pub trait Engine<A: StudyFamily>: Send {
     fn structure_bytes(&self) -> Option<usize> {
         None
     }
+    /// The address ranges (start, bytes) of the large arrays lookups read, to tell which pages
+    /// back them.
+    fn regions(&self) -> Vec<(usize, usize)> {
+        Vec::new()
+    }
     /// A note for the report (what the engine is, which API is timed).
     fn note(&self) -> &'static str {
         ""

@@ -7,7 +7,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 pub mod html;
+pub mod repeats;
 pub mod svg;
+
+use repeats::{Ratio, Repeat};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Record {
@@ -32,6 +35,12 @@ pub struct Results {
     /// Engines skipped and why, data caveats.
     pub notes: Vec<String>,
     pub records: Vec<Record>,
+    /// Each repeat's own records (`--repeat K`), with the load of the machine during it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<Repeat>,
+    /// fibre's engines against the best peers, repeat by repeat.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ratios: Vec<Ratio>,
 }
 
 /// Metrics, their units and how the report names them. Lower is better for all of them.

@@ -40,6 +40,9 @@ pub struct StudyConfig {
     pub sizes: Vec<usize>,
     /// Timed repetitions of each lookup measurement.
     pub runs: usize,
+    /// Times each point is measured, engines interleaved, every engine built afresh each time
+    /// (ratios to the peers are taken repeat by repeat).
+    pub repeat: usize,
     /// Batch size of bulk lookups.
     pub bulk: usize,
     pub seed: u64,
@@ -81,6 +84,7 @@ impl StudyConfig {
             ],
             sizes: vec![1_000, 10_000, 100_000],
             runs: 3,
+            repeat: 1,
             bulk: 64,
             seed: 1,
             out: PathBuf::from("target/bench-report"),
@@ -126,6 +130,7 @@ pub struct StudyOutput {
 /// is skipped with a note.
 pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
     let pinned = pin(cfg.cpu);
+    let load_at_start = crate::host::loadavg();
     let mut results = Results::default();
     let progress = Progress::new(cfg.progress);
     progress.phase("loading the full-view table");
@@ -144,6 +149,7 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
         harnesses: &harnesses,
         results: &mut results,
         progress,
+        clock: std::time::Instant::now(),
         history: BTreeMap::new(),
         disagreements: Vec::new(),
     };
@@ -163,6 +169,7 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
     results
         .notes
         .extend(disagreements.iter().map(|d| format!("DISAGREEMENT: {d}")));
+    machine_meta(&mut results, &load_at_start);
     let meta = &mut results.meta;
     meta.insert("machine".into(), crate::host::machine());
     meta.insert("pinned to cpu".into(), pinned);
@@ -171,8 +178,8 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
     meta.insert(
         "configuration".into(),
         format!(
-            "sizes {:?}, runs {}, bulk {}, seed {}, W1/W2 {} addresses, check {} answers",
-            cfg.sizes, cfg.runs, cfg.bulk, cfg.seed, cfg.w_count, cfg.check_n
+            "sizes {:?}, runs {}, repeats {}, bulk {}, seed {}, W1/W2 {} addresses, check {} answers",
+            cfg.sizes, cfg.runs, cfg.repeat, cfg.bulk, cfg.seed, cfg.w_count, cfg.check_n
         ),
     );
     let report =
@@ -188,12 +195,82 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
     Ok(StudyOutput { results, report })
 }
 
+/// What the meta records of the machine, beyond its name: the CPU's model and the extensions
+/// lookups may use, the huge pages the system and fibre's arenas got, and how busy the machine
+/// was (load averages at the start and the end; other processes' CPU and the hypervisor's steal
+/// during the repeats).
+fn machine_meta(results: &mut Results, load_at_start: &str) {
+    let meta = &mut results.meta;
+    meta.insert("cpu model".into(), crate::host::cpu_model());
+    meta.insert("cpu features".into(), crate::host::cpu_features().join(" "));
+    let sys = |f: &str| {
+        std::fs::read_to_string(format!("/sys/kernel/mm/transparent_hugepage/{f}"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into())
+    };
+    meta.insert(
+        "transparent huge pages".into(),
+        format!(
+            "enabled: {}; defrag: {}; FIBRE_NO_THP {}",
+            sys("enabled"),
+            sys("defrag"),
+            if std::env::var_os("FIBRE_NO_THP").is_some() {
+                "set"
+            } else {
+                "unset"
+            }
+        ),
+    );
+    let shares: Vec<f64> = results
+        .repeats
+        .iter()
+        .flat_map(|r| &r.records)
+        .filter(|r| r.metric == "huge_pages")
+        .map(|r| r.value)
+        .collect();
+    if !shares.is_empty() {
+        let lo = shares.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = shares.iter().copied().fold(0.0, f64::max);
+        meta.insert(
+            "fibre arenas on huge pages".into(),
+            format!(
+                "{:.0}% … {:.0}% over {} builds",
+                lo * 100.0,
+                hi * 100.0,
+                shares.len()
+            ),
+        );
+    }
+    meta.insert(
+        "load average".into(),
+        format!(
+            "{load_at_start} at the start, {} at the end",
+            crate::host::loadavg()
+        ),
+    );
+    if !results.repeats.is_empty() {
+        let max = |f: fn(&crate::report::repeats::Repeat) -> f64| {
+            results.repeats.iter().map(f).fold(0.0, f64::max)
+        };
+        meta.insert(
+            "others' load during repeats".into(),
+            format!(
+                "at most {:.2} cores busy with other processes, {:.2} stolen by the hypervisor",
+                max(|r| r.others_busy),
+                max(|r| r.steal)
+            ),
+        );
+    }
+}
+
 struct Ctx<'a> {
     cfg: &'a StudyConfig,
     views: &'a FullViews,
     harnesses: &'a [(HarnessSpec, PathBuf)],
     results: &'a mut Results,
     progress: Progress,
+    /// When the run began: the zero of the load measurements.
+    clock: std::time::Instant,
     /// Build times so far, by (engine, family, scenario): (routes, seconds).
     history: BuildHistory,
     /// Engines whose answers differed from the reference: their records of that point are
@@ -361,7 +438,11 @@ fn update_point<A: StudyFamily + PickView>(ctx: &mut Ctx) -> Result<(), String> 
             ("update_insert_median", crate::stats::median(&t.insert)),
             ("update_reader_lookup", t.reader_ns),
         ] {
-            rows.push((engine.to_string(), metric, v, note(what)));
+            let mut n = note(what);
+            if metric == "update_p999" && !t.slowest.is_empty() {
+                n = n.map(|n| format!("{n}; slowest: {}", t.slowest_note()));
+            }
+            rows.push((engine.to_string(), metric, v, n));
         }
     }
     rows.push((

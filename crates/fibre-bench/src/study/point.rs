@@ -4,6 +4,8 @@ use super::{over_budget, Ctx, StudyConfig};
 use crate::alloc;
 use crate::engine::harness::{self, HarnessRun};
 use crate::engine::{fibre_fib::FibreFib, in_process, Engine, MISS, REFERENCE};
+use crate::host::CpuTimes;
+use crate::report::repeats::{self, Repeat};
 use crate::report::{Record, Results};
 use crate::scenario::*;
 use crate::stats::Summary;
@@ -29,8 +31,32 @@ pub(super) fn study_point<A: StudyFamily + PickView>(
 ) -> Result<(), String> {
     let mut point = Point::<A>::prepare(ctx, scenario, routes)?;
     point.workloads(ctx, range, with_w)?;
-    point.measure_in_process(ctx);
-    point.measure_harnesses(ctx)?;
+    // Each repeat builds every engine afresh (a new arena, a new harness process), and the two
+    // kinds of engine take turns going first, so that neither always runs on a warmer or a
+    // quieter machine.
+    let mut repeats = Vec::new();
+    for repeat in 0..ctx.cfg.repeat.max(1) {
+        let first = ctx.results.records.len();
+        let before = CpuTimes::now(ctx.clock);
+        if repeat % 2 == 0 {
+            point.measure_in_process(ctx);
+            point.measure_harnesses(ctx)?;
+        } else {
+            point.measure_harnesses(ctx)?;
+            point.measure_in_process(ctx);
+        }
+        let (others_busy, steal) = before.others(&CpuTimes::now(ctx.clock));
+        repeats.push(Repeat {
+            family: A::LABEL.to_string(),
+            scenario: scenario.to_string(),
+            size: point.size,
+            repeat,
+            others_busy,
+            steal,
+            records: ctx.results.records.drain(first..).collect(),
+        });
+    }
+    repeats::fold(ctx.results, repeats);
     point.remember_builds(ctx);
     Ok(())
 }
@@ -237,6 +263,22 @@ impl<'a, A: StudyFamily> Point<'a, A> {
                     "bytes/route",
                     None,
                 );
+            }
+            let regions = engine.regions();
+            if let Some((huge, bytes)) = crate::host::huge_page_bytes(&regions) {
+                if bytes > 0 {
+                    self.record(
+                        ctx.results,
+                        name,
+                        "huge_pages",
+                        Summary::once(huge as f64 / bytes as f64),
+                        "share",
+                        Some(format!(
+                            "share of the {} MiB of arenas lookups read that transparent huge pages back",
+                            bytes >> 20
+                        )),
+                    );
+                }
             }
             if let Some(shape) = engine.shape() {
                 self.record(

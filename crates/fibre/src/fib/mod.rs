@@ -27,6 +27,7 @@ mod arena;
 pub mod poptrie;
 pub mod reference;
 
+pub use arena::mapped_bytes;
 pub use poptrie::{Poptrie, PoptrieView};
 pub use reference::{Reference, ReferenceView};
 
@@ -165,6 +166,16 @@ pub trait LpmAlgorithm<A: FibFamily>: Send + Sync + Sized + 'static {
     fn audit(&mut self) -> Result<(), String> {
         Ok(())
     }
+    /// Full re-encodings since the first build (cheap: a counter, where [`LpmAlgorithm::stats`]
+    /// walks the structure).
+    fn rebuilds(&self) -> u64 {
+        0
+    }
+    /// The address ranges (start, bytes) of the large arrays lookups read, for diagnostics
+    /// (which pages back them); empty where the algorithm keeps none.
+    fn regions(&self) -> Vec<(usize, usize)> {
+        Vec::new()
+    }
 }
 
 /// Something done once per registered algorithm (a test, a bench engine).
@@ -213,7 +224,9 @@ pub struct Fib<A: FibFamily, L: LpmAlgorithm<A> = Poptrie<A>> {
     routes: PrefixTrie<A, u32>,
     lpm: L,
     reader: Reader<L::View>,
-    staged: Vec<Prefix<A>>,
+    /// Each change staged since the last publication: the prefix, and its id before that
+    /// change (what readers still see for the first change of a prefix).
+    staged: Vec<(Prefix<A>, Option<u32>)>,
 }
 
 impl<A: FibFamily, L: LpmAlgorithm<A>> Default for Fib<A, L> {
@@ -292,25 +305,43 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
     /// Stages `prefix -> id` (`None`: no entry); readers see it after [`Fib::publish`]. An id
     /// above [`MAX_ID`] is refused and nothing is staged.
     pub fn set(&mut self, prefix: Prefix<A>, id: Option<u32>) -> Result<(), IdOutOfRange> {
-        let changed = match id {
+        let before = match id {
             Some(id) => {
                 check_ids(std::iter::once((prefix, id)))?;
-                self.routes.insert(prefix, id) != Some(id)
+                self.routes.insert(prefix, id)
             }
-            None => self.routes.remove(&prefix).is_some(),
+            None => self.routes.remove(&prefix),
         };
-        if changed {
-            self.staged.push(prefix);
+        if before != id {
+            self.staged.push((prefix, before));
         }
         Ok(())
     }
-    /// Re-encodes what the staged changes touch and publishes it as one version.
+    /// Re-encodes what the staged changes touch and publishes it as one version. Prefixes whose
+    /// id is back to what readers see (set, then unset, in one batch) are not changes: a batch
+    /// that leaves every id as it was publishes nothing.
     pub fn publish(&mut self) {
-        if !self.staged.is_empty() {
+        if self.staged.is_empty() {
+            return;
+        }
+        // The first change of each prefix holds what readers see; stable, so it stays first.
+        self.staged.sort_by_key(|&(p, _)| p);
+        let mut changed: Vec<Prefix<A>> = Vec::with_capacity(self.staged.len());
+        let mut last = None;
+        for &(p, published) in &self.staged {
+            if last == Some(p) {
+                continue;
+            }
+            last = Some(p);
+            if self.routes.get(&p).copied() != published {
+                changed.push(p);
+            }
+        }
+        self.staged.clear();
+        if !changed.is_empty() {
             self.lpm
-                .update(&self.routes, &self.staged)
+                .update(&self.routes, &changed)
                 .expect("Fib::set admits only storable ids");
-            self.staged.clear();
         }
     }
     /// The id stored for exactly `prefix`.
@@ -351,6 +382,14 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
     /// [`LpmAlgorithm::audit`]: call with no older version held by any reader.
     pub fn audit(&mut self) -> Result<(), String> {
         self.lpm.audit()
+    }
+    /// [`LpmAlgorithm::rebuilds`].
+    pub fn rebuilds(&self) -> u64 {
+        self.lpm.rebuilds()
+    }
+    /// [`LpmAlgorithm::regions`].
+    pub fn regions(&self) -> Vec<(usize, usize)> {
+        self.lpm.regions()
     }
     /// The `(prefix, id)` set, in order.
     pub fn routes(&self) -> impl Iterator<Item = (Prefix<A>, u32)> + '_ {

@@ -244,6 +244,50 @@ fn edges_of_the_encoding() {
     for_each_algorithm::<Ipv6Addr>(&mut Edges);
 }
 
+/// A batch whose changes cancel out (a prefix set then unset, an id changed and changed back)
+/// publishes nothing; a batch with one lasting change among cancelled ones publishes just it.
+#[test]
+fn a_batch_that_cancels_out_publishes_nothing() {
+    fn run<L: LpmAlgorithm<Ipv4Addr>>() {
+        let p = |s: &str| s.parse::<Prefix<Ipv4Addr>>().unwrap();
+        let mut fib = Fib::<Ipv4Addr, L>::from_routes([(p("10.0.0.0/8"), 1)]).unwrap();
+        let reader = fib.reader();
+        let v0 = reader.load().version();
+        fib.set(p("10.1.0.0/16"), Some(2)).unwrap();
+        fib.set(p("10.1.0.0/16"), None).unwrap();
+        fib.set(p("10.0.0.0/8"), Some(3)).unwrap();
+        fib.set(p("10.0.0.0/8"), Some(1)).unwrap();
+        fib.set(p("10.2.0.0/16"), None).unwrap(); // not stored: no change at all
+        assert_eq!(fib.staged(), 4, "{}", L::NAME);
+        fib.publish();
+        assert_eq!(fib.staged(), 0);
+        assert_eq!(
+            reader.load().version(),
+            v0,
+            "{}: nothing to publish",
+            L::NAME
+        );
+        fib.set(p("10.1.0.0/16"), Some(2)).unwrap();
+        fib.set(p("10.3.0.0/16"), Some(4)).unwrap();
+        fib.set(p("10.1.0.0/16"), None).unwrap();
+        fib.publish();
+        let view = reader.load();
+        assert_eq!(view.version(), v0 + 1, "{}", L::NAME);
+        let at = |s: &str| s.parse::<Ipv4Addr>().unwrap().to_bits();
+        assert_eq!(view.lookup(at("10.1.2.3")), 1);
+        assert_eq!(view.lookup(at("10.3.2.3")), 4);
+        drop(view);
+        fib.audit().unwrap();
+    }
+    struct Cancel;
+    impl AlgorithmVisitor<Ipv4Addr> for Cancel {
+        fn visit<L: LpmAlgorithm<Ipv4Addr>>(&mut self) {
+            run::<L>();
+        }
+    }
+    for_each_algorithm::<Ipv4Addr>(&mut Cancel);
+}
+
 /// Readers look up while a writer applies 10^6 random updates. Every answer is checked against
 /// the table of the version it was read in, replayed from the writer's log afterwards.
 #[test]

@@ -302,4 +302,13 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
     fn audit(&mut self) -> Result<(), String> {
         self.check_accounts()
     }
+
+    fn rebuilds(&self) -> u64 {
+        self.rebuilds
+    }
+
+    fn regions(&self) -> Vec<(usize, usize)> {
+        let a = &self.arenas;
+        vec![a.nodes.region(), a.leaves.region(), a.chunks.region()]
+    }
 }
