@@ -209,7 +209,7 @@ pub fn run<A: StudyFamily>(
         reader_cpu,
         sink.clone(),
     );
-    for r in &chosen {
+    for (i, r) in chosen.iter().enumerate() {
         let s = spec::<A>(r, dev);
         let del = del(&s);
         let add = add(s);
@@ -218,12 +218,12 @@ pub fn run<A: StudyFamily>(
         router.change(&del).map_err(|e| format!("delete: {e:?}"))?;
         let ns = t.elapsed().as_nanos() as f64;
         run.router.delete.push(ns);
-        run.router.note_slow(ns, || format!("delete {p}"));
+        run.router.note_slow(ns, || format!("delete {p} (#{i})"));
         let t = Instant::now();
         router.change(&add).map_err(|e| format!("insert: {e:?}"))?;
         let ns = t.elapsed().as_nanos() as f64;
         run.router.insert.push(ns);
-        run.router.note_slow(ns, || format!("insert {p}"));
+        run.router.note_slow(ns, || format!("insert {p} (#{i})"));
     }
     stop.store(true, Ordering::Relaxed);
     run.router.reader_ns = handle.join().map_err(|_| "reader panicked")?;
@@ -238,7 +238,7 @@ pub fn run<A: StudyFamily>(
     .expect("next-hop indexes are small");
     let stop = Arc::new(AtomicBool::new(false));
     let handle = reader::<A, _>(fib.reader(), keys, stop.clone(), reader_cpu, sink);
-    for r in &chosen {
+    for (i, r) in chosen.iter().enumerate() {
         let p = Prefix::new(A::from_bits(r.addr), r.len);
         let rebuilds = fib.rebuilds();
         let t = Instant::now();
@@ -253,8 +253,9 @@ pub fn run<A: StudyFamily>(
                 ""
             }
         };
-        run.fib
-            .note_slow(ns, || format!("delete {p}{}", rebuilt(&fib, rebuilds)));
+        run.fib.note_slow(ns, || {
+            format!("delete {p} (#{i}){}", rebuilt(&fib, rebuilds))
+        });
         let rebuilds = fib.rebuilds();
         let t = Instant::now();
         fib.set(p, Some(r.nh as u32))
@@ -262,8 +263,9 @@ pub fn run<A: StudyFamily>(
         fib.publish();
         let ns = t.elapsed().as_nanos() as f64;
         run.fib.insert.push(ns);
-        run.fib
-            .note_slow(ns, || format!("insert {p}{}", rebuilt(&fib, rebuilds)));
+        run.fib.note_slow(ns, || {
+            format!("insert {p} (#{i}){}", rebuilt(&fib, rebuilds))
+        });
     }
     stop.store(true, Ordering::Relaxed);
     run.fib.reader_ns = handle.join().map_err(|_| "reader panicked")?;

@@ -64,6 +64,8 @@ pub const INDEX: u32 = 1 << 31;
 /// A direct-pointing change of more slots than this rebuilds the whole structure (a short
 /// prefix such as a default route touches every slot).
 const FULL_REBUILD_SLOTS: usize = 1 << 12;
+/// The most spare chunks the chunk arena grows to after running full (16 MiB of IPv6 chunks).
+const MAX_SPARE_CHUNKS: usize = 4096;
 /// Lookups in flight at once in [`PoptrieView::lookup_bulk`].
 const LANES: usize = 16;
 
@@ -177,12 +179,27 @@ pub struct Poptrie<A: FibFamily> {
     scratch: Scratch<A::Bits>,
     /// Full rebuilds after the first build (short-prefix changes, full arenas).
     pub rebuilds: u64,
+    /// Chunks of room beyond the live ones in the chunk arena (see `rebuild`).
+    spare_chunks: usize,
 }
 
 impl<A: FibFamily> Poptrie<A> {
     const S: u32 = A::DP_BITS;
     const R: u32 = A::ROOT_BITS;
     const CHUNK: usize = 1 << (A::DP_BITS - A::ROOT_BITS);
+
+    /// Spare chunks of a first build of `chunk_cells` live cells (each change copies a chunk;
+    /// see `rebuild` for why they must not run out): 64 for a small table, and for a large one
+    /// as many as are live, at least 256 (1 MiB of IPv6 chunks; the full views have about 480
+    /// IPv4 and 100 IPv6 chunks).
+    fn first_spare_chunks(chunk_cells: usize) -> usize {
+        let live = chunk_cells / Self::CHUNK;
+        if live >= 16 {
+            live.max(256)
+        } else {
+            64
+        }
+    }
 
     fn publish(&mut self, retired: Vec<Block>) {
         let view = Arc::new(PoptrieView {
@@ -227,7 +244,8 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
         check_ids(routes.iter().map(|(p, &id)| (p, id)))?;
         let mut scratch = Scratch::default();
         let enc = Self::encode_all(routes, &mut scratch);
-        let (arenas, [nodes, leaves, chunks], root) = Self::install(enc);
+        let spare_chunks = Self::first_spare_chunks(enc.chunks.len());
+        let (arenas, [nodes, leaves, chunks], root) = Self::install(enc, spare_chunks);
         let (reclaim, returned) = channel();
         let view = Arc::new(PoptrieView {
             root: root.clone().into_boxed_slice(),
@@ -252,6 +270,7 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             returned: Mutex::new(returned),
             scratch,
             rebuilds: 0,
+            spare_chunks,
         })
     }
 
@@ -271,14 +290,14 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             .iter()
             .any(|p| s.saturating_sub(p.len() as u32) > FULL_REBUILD_SLOTS.trailing_zeros())
         {
-            self.rebuild(routes);
+            self.rebuild(routes, false);
             return Ok(());
         }
         let mut changed = changed.to_vec();
         changed.sort_unstable();
         changed.dedup();
         if self.patch(routes, &changed).is_none() {
-            self.rebuild(routes);
+            self.rebuild(routes, true);
         }
         Ok(())
     }
