@@ -102,6 +102,22 @@ pub fn del<A: StudyFamily>(spec: &RouteSpec<A>) -> Change {
     FamilyChange::RouteDel(TABLE_MAIN, RouteSelector::exact(spec)).into()
 }
 
+/// Full re-encodings of the router's FIBs that plain lookups read (IPv4's merged local+main,
+/// and main's), with the FIBs' identity: a FIB made anew counts as a change too.
+fn fib_rebuilds<A: StudyFamily>(router: &Router) -> (u64, usize) {
+    let st = router.family::<A>();
+    let mut n = 0;
+    let mut id = 0;
+    for f in [st.merged_fib(), st.table_fib(TABLE_MAIN)]
+        .into_iter()
+        .flatten()
+    {
+        n += f.fib().rebuilds();
+        id ^= f.fib() as *const _ as usize;
+    }
+    (n, id)
+}
+
 /// A reader thread on `cpu` doing bulk lookups of `keys` until `stop`; returns ns per lookup.
 fn reader<A: StudyFamily, V: LpmView<A>>(
     reader: Reader<V>,
@@ -214,16 +230,27 @@ pub fn run<A: StudyFamily>(
         let del = del(&s);
         let add = add(s);
         let p = Prefix::new(A::from_bits(r.addr), r.len);
+        let before = fib_rebuilds::<A>(&router);
         let t = Instant::now();
         router.change(&del).map_err(|e| format!("delete: {e:?}"))?;
         let ns = t.elapsed().as_nanos() as f64;
         run.router.delete.push(ns);
-        run.router.note_slow(ns, || format!("delete {p} (#{i})"));
+        let why = |router: &Router, before| {
+            if fib_rebuilds::<A>(router) != before {
+                " (a FIB rebuilt)"
+            } else {
+                ""
+            }
+        };
+        run.router
+            .note_slow(ns, || format!("delete {p} (#{i}){}", why(&router, before)));
+        let before = fib_rebuilds::<A>(&router);
         let t = Instant::now();
         router.change(&add).map_err(|e| format!("insert: {e:?}"))?;
         let ns = t.elapsed().as_nanos() as f64;
         run.router.insert.push(ns);
-        run.router.note_slow(ns, || format!("insert {p} (#{i})"));
+        run.router
+            .note_slow(ns, || format!("insert {p} (#{i}){}", why(&router, before)));
     }
     stop.store(true, Ordering::Relaxed);
     run.router.reader_ns = handle.join().map_err(|_| "reader panicked")?;

@@ -194,19 +194,13 @@ impl<A: FibFamily> Poptrie<A> {
         out
     }
 
-    /// Fresh arenas holding `enc`: room to grow by an eighth for nodes and leaves, and
-    /// `spare_chunks` chunks beyond the live ones.
-    pub(super) fn install(
-        enc: Encoded,
-        spare_chunks: usize,
-    ) -> (Arc<Arenas>, [BlockAlloc; 3], Vec<u32>) {
-        fn room(n: usize) -> usize {
-            n + n / 8 + 4096
-        }
+    /// Fresh arenas holding `enc`, with room to spare ([`Spare`]).
+    pub(super) fn install(enc: Encoded, spare: Spare) -> (Arc<Arenas>, [BlockAlloc; 3], Vec<u32>) {
+        let (nodes, leaves) = (enc.nodes.len(), enc.leaves.len());
         let arenas = Arenas {
-            nodes: RawArena::new(room(enc.nodes.len())),
-            leaves: RawArena::new(room(enc.leaves.len())),
-            chunks: RawArena::new(enc.chunks.len() + spare_chunks * Self::CHUNK),
+            nodes: RawArena::new(nodes + nodes * spare.nodes_per_8 / 8 + 4096),
+            leaves: RawArena::new(leaves + leaves * spare.leaves_per_8 / 8 + 4096),
+            chunks: RawArena::new(enc.chunks.len() + spare.chunks * Self::CHUNK),
         };
         // SAFETY: the arenas are new: no version has been published from them yet.
         unsafe {
@@ -229,24 +223,15 @@ impl<A: FibFamily> Poptrie<A> {
     }
 
     /// Re-encodes everything into fresh arenas and publishes it. `arena_full`: an arena ran
-    /// out of room. Chunks are what runs out first: every change copies the chunk it writes,
-    /// and the old copy comes back only once the last reader of the version before lets go, so
-    /// a reader descheduled for a few milliseconds holds back a chunk per change meanwhile (in
-    /// the update bench, 64 spare chunks of the IPv6 view filled, and each rebuild took 15 ms).
-    /// The spare chunks then double (up to four times the live ones, at least 64, at most
-    /// [`MAX_SPARE_CHUNKS`]), so the stall does not recur at the same pace.
+    /// out of room, and a large table's spare room then doubles ([`Spare::grown`]).
     pub(super) fn rebuild(&mut self, routes: &PrefixTrie<A, u32>, arena_full: bool) {
         let enc = Self::encode_all(routes, &mut self.scratch);
         self.generation += 1;
         self.rebuilds += 1;
-        if arena_full {
-            // Bounded by the table too: four times its live chunks (at least 64). A small
-            // table rebuilds fast, and must not map megabytes per rebuild once it ran full.
-            let live = enc.chunks.len() / Self::CHUNK;
-            let bound = (4 * live).clamp(64, MAX_SPARE_CHUNKS);
-            self.spare_chunks = (2 * self.spare_chunks).min(bound).max(self.spare_chunks);
+        if arena_full && routes.len() >= LARGE_TABLE {
+            self.spare = self.spare.grown();
         }
-        let (arenas, [nodes, leaves, chunks], root) = Self::install(enc, self.spare_chunks);
+        let (arenas, [nodes, leaves, chunks], root) = Self::install(enc, self.spare);
         self.arenas = arenas;
         self.nodes = nodes;
         self.leaves = leaves;

@@ -64,8 +64,52 @@ pub const INDEX: u32 = 1 << 31;
 /// A direct-pointing change of more slots than this rebuilds the whole structure (a short
 /// prefix such as a default route touches every slot).
 const FULL_REBUILD_SLOTS: usize = 1 << 12;
-/// The most spare chunks the chunk arena grows to after running full (16 MiB of IPv6 chunks).
-const MAX_SPARE_CHUNKS: usize = 4096;
+/// Prefixes from which a table counts as large for its spare room ([`Spare`]).
+const LARGE_TABLE: usize = 10_000;
+
+/// Room the arenas keep beyond what a build fills, for the blocks updates allocate while the
+/// blocks they replaced wait for the readers of older versions.
+///
+/// Why it matters: every change copies the chunk it writes and up to 64 node cells a level of
+/// its path, and the copies a version stopped using come back only when the last reader of
+/// that version lets go; a reader descheduled for a while holds back all of it. When an arena
+/// runs full the FIB is rebuilt (a compaction): in the update bench, with an eighth of room,
+/// that happened every few ten thousand changes and stalled one change for 15 ms (IPv6) to
+/// 66 ms (IPv4 router). A large table therefore starts with half again its nodes, an eighth of
+/// its leaves and 512 chunks (1 MiB for IPv4, 2 MiB for IPv6; the share of live chunks is no
+/// guide, the IPv6 view has only a few), and doubles all of it after each compaction, up to 8
+/// times. A small table rebuilds fast and keeps 64 chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Spare {
+    /// Spare node cells, in eighths of the live ones.
+    pub(super) nodes_per_8: usize,
+    /// Spare leaf cells, in eighths of the live ones.
+    pub(super) leaves_per_8: usize,
+    /// Spare chunks.
+    pub(super) chunks: usize,
+}
+
+impl Spare {
+    fn first(prefixes: usize) -> Self {
+        Spare {
+            nodes_per_8: 4,
+            leaves_per_8: 1,
+            chunks: if prefixes >= LARGE_TABLE { 512 } else { 64 },
+        }
+    }
+    /// Twice the room, up to eight times the first.
+    pub(super) fn grown(self) -> Self {
+        if self.leaves_per_8 >= 8 {
+            return self;
+        }
+        Spare {
+            nodes_per_8: 2 * self.nodes_per_8,
+            leaves_per_8: 2 * self.leaves_per_8,
+            chunks: 2 * self.chunks,
+        }
+    }
+}
+
 /// Lookups in flight at once in [`PoptrieView::lookup_bulk`].
 const LANES: usize = 16;
 
@@ -179,27 +223,14 @@ pub struct Poptrie<A: FibFamily> {
     scratch: Scratch<A::Bits>,
     /// Full rebuilds after the first build (short-prefix changes, full arenas).
     pub rebuilds: u64,
-    /// Chunks of room beyond the live ones in the chunk arena (see `rebuild`).
-    spare_chunks: usize,
+    /// Room the next arenas keep beyond what a build fills.
+    spare: Spare,
 }
 
 impl<A: FibFamily> Poptrie<A> {
     const S: u32 = A::DP_BITS;
     const R: u32 = A::ROOT_BITS;
     const CHUNK: usize = 1 << (A::DP_BITS - A::ROOT_BITS);
-
-    /// Spare chunks of a first build of `chunk_cells` live cells (each change copies a chunk;
-    /// see `rebuild` for why they must not run out): 64 for a small table, and for a large one
-    /// as many as are live, at least 256 (1 MiB of IPv6 chunks; the full views have about 480
-    /// IPv4 and 100 IPv6 chunks).
-    fn first_spare_chunks(chunk_cells: usize) -> usize {
-        let live = chunk_cells / Self::CHUNK;
-        if live >= 16 {
-            live.max(256)
-        } else {
-            64
-        }
-    }
 
     fn publish(&mut self, retired: Vec<Block>) {
         let view = Arc::new(PoptrieView {
@@ -244,8 +275,8 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
         check_ids(routes.iter().map(|(p, &id)| (p, id)))?;
         let mut scratch = Scratch::default();
         let enc = Self::encode_all(routes, &mut scratch);
-        let spare_chunks = Self::first_spare_chunks(enc.chunks.len());
-        let (arenas, [nodes, leaves, chunks], root) = Self::install(enc, spare_chunks);
+        let spare = Spare::first(routes.len());
+        let (arenas, [nodes, leaves, chunks], root) = Self::install(enc, spare);
         let (reclaim, returned) = channel();
         let view = Arc::new(PoptrieView {
             root: root.clone().into_boxed_slice(),
@@ -270,7 +301,7 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             returned: Mutex::new(returned),
             scratch,
             rebuilds: 0,
-            spare_chunks,
+            spare,
         })
     }
 
@@ -329,5 +360,26 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
     fn regions(&self) -> Vec<(usize, usize)> {
         let a = &self.arenas;
         vec![a.nodes.region(), a.leaves.region(), a.chunks.region()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Spare;
+
+    /// A large table starts with more spare chunks than a small one, and its room doubles after
+    /// each compaction up to eight times the first.
+    #[test]
+    fn spare_room_grows_to_eight_times_the_first() {
+        assert_eq!(Spare::first(100).chunks, 64);
+        let first = Spare::first(1_000_000);
+        assert_eq!(first.chunks, 512);
+        let mut s = first;
+        for _ in 0..10 {
+            s = s.grown();
+        }
+        assert_eq!(s.chunks, 8 * first.chunks);
+        assert_eq!(s.nodes_per_8, 8 * first.nodes_per_8);
+        assert_eq!(s.leaves_per_8, 8 * first.leaves_per_8);
     }
 }
