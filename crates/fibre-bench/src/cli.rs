@@ -54,6 +54,13 @@ pub struct BenchArgs {
     /// 0 skips it]
     #[arg(long, value_name = "N")]
     pub updates: Option<usize>,
+    /// A BGP4MP update file (MRT, plain or .gz) to replay into a router holding the full view,
+    /// one update at a time with a reader running: updates per second, median and tail
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// Times the update file is replayed [default: 1]
+    #[arg(long, value_name = "N", requires = "replay")]
+    pub replay_passes: Option<usize>,
     /// Directory of the peer harnesses [default: target/harness]
     #[arg(long, value_name = "DIR")]
     pub harness_dir: Option<PathBuf>,
@@ -119,6 +126,13 @@ impl BenchArgs {
         }
         if let Some(b) = self.max_build_secs {
             cfg.max_build_secs = b;
+        }
+        cfg.replay = self.replay.clone();
+        if let Some(n) = self.replay_passes {
+            if n == 0 {
+                return Err("--replay-passes: give at least 1".into());
+            }
+            cfg.replay_passes = n;
         }
         cfg.harness_dir = self.harness_dir.clone();
         cfg.cpu = self.cpu;

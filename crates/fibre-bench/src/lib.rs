@@ -15,6 +15,7 @@ pub mod host;
 pub mod key;
 pub mod mirror;
 pub mod progress;
+pub mod replay;
 pub mod report;
 pub mod scenario;
 pub mod snmp;

@@ -119,7 +119,7 @@ fn fib_rebuilds<A: StudyFamily>(router: &Router) -> (u64, usize) {
 }
 
 /// A reader thread on `cpu` doing bulk lookups of `keys` until `stop`; returns ns per lookup.
-fn reader<A: StudyFamily, V: LpmView<A>>(
+pub(crate) fn reader<A: StudyFamily, V: LpmView<A>>(
     reader: Reader<V>,
     keys: Arc<Vec<A::K>>,
     stop: Arc<AtomicBool>,

@@ -43,7 +43,8 @@ pub struct Results {
     pub ratios: Vec<Ratio>,
 }
 
-/// Metrics, their units and how the report names them. Lower is better for all of them.
+/// Metrics, their units and how the report names them. Lower is better for all of them but
+/// `replay_rate`.
 pub const METRICS: &[(&str, &str, &str)] = &[
     ("lookup_time", "ns", "lookup time (study set, hits only)"),
     ("lookup_time_bulk", "ns", "lookup time, bulk API"),
@@ -72,6 +73,19 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         "reader lookup time during updates",
     ),
     ("router_load", "s", "whole table into a router"),
+    (
+        "replay_rate",
+        "updates/s",
+        "BGP updates replayed per second (higher is better)",
+    ),
+    ("replay_median", "ns", "replayed update, median"),
+    ("replay_p999", "ns", "replayed update, 99.9th percentile"),
+    ("replay_max", "ns", "replayed update, slowest"),
+    (
+        "replay_reader_lookup",
+        "ns",
+        "reader lookup time during the replay",
+    ),
     ("route_get_fib", "ns", "route get through the FIB"),
     (
         "route_get_rib",
@@ -138,6 +152,13 @@ impl Results {
             "route_get_fib",
             "route_get_rib",
         ];
+        const REPLAY: &[&str] = &[
+            "replay_rate",
+            "replay_median",
+            "replay_p999",
+            "replay_max",
+            "replay_reader_lookup",
+        ];
         let mut tables = Vec::new();
         for family in ["ipv4", "ipv6"] {
             let largest = |scenario: &str, metric: &str| {
@@ -153,6 +174,13 @@ impl Results {
                      × = ratio to the best)"
                 );
                 tables.extend(self.table(title, family, "full-view", size, LOOKUPS));
+            }
+            if let Some(size) = largest("replay", "replay_median") {
+                let title = format!(
+                    "{family} BGP updates replayed on the full view, {size} routes (updates/s; ns \
+                     per update, a reader on the other core)"
+                );
+                tables.extend(self.table(title, family, "replay", size, REPLAY));
             }
             if let Some(size) = largest("updates", "update_median") {
                 let title = format!(

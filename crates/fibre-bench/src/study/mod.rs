@@ -64,6 +64,10 @@ pub struct StudyConfig {
     /// Routes of the full view deleted and put back one at a time in the update benchmark
     /// (0: no update benchmark).
     pub updates: usize,
+    /// A BGP4MP update file replayed into a router holding the full view (`--replay`).
+    pub replay: Option<PathBuf>,
+    /// Times the update file is replayed.
+    pub replay_passes: usize,
     /// Routes of the table the update benchmark runs on: a sample of the full view (`None`: all
     /// of it, as the study asks).
     pub update_table: Option<usize>,
@@ -96,6 +100,8 @@ impl StudyConfig {
             progress: true,
             max_build_secs: 60.0,
             updates: 20_000,
+            replay: None,
+            replay_passes: 1,
             update_table: None,
         }
     }
@@ -135,6 +141,13 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
     let progress = Progress::new(cfg.progress);
     progress.phase("loading the full-view table");
     let views = load_views(cfg, &mut results.notes)?;
+    let events = match &cfg.replay {
+        Some(path) => {
+            progress.phase("reading the update file to replay");
+            Some(crate::replay::read_events(path)?)
+        }
+        None => None,
+    };
     progress.phase("looking for the peer harnesses");
     let harnesses = available_harnesses(cfg, &mut results.notes);
     if !alloc::is_counting() {
@@ -149,12 +162,14 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
         harnesses: &harnesses,
         results: &mut results,
         progress,
+        events: events.as_deref(),
         clock: std::time::Instant::now(),
         history: BTreeMap::new(),
         disagreements: Vec::new(),
     };
     let (points4, points6) = (points::<Ipv4Addr>(&ctx), points::<Ipv6Addr>(&ctx));
-    let updates = (cfg.updates > 0 && cfg.scenarios.contains(&ScenarioKind::FullView)) as usize;
+    let updates = (cfg.updates > 0 && cfg.scenarios.contains(&ScenarioKind::FullView)) as usize
+        + cfg.replay.is_some() as usize;
     let total = (points4.len() + updates) * cfg.families.contains(&4) as usize
         + (points6.len() + updates) * cfg.families.contains(&6) as usize;
     ctx.progress.set_total(total as u64);
@@ -269,6 +284,8 @@ struct Ctx<'a> {
     harnesses: &'a [(HarnessSpec, PathBuf)],
     results: &'a mut Results,
     progress: Progress,
+    /// The update file's events (`--replay`).
+    events: Option<&'a [fibre::io::mrt::UpdateEvent]>,
     /// When the run began: the zero of the load measurements.
     clock: std::time::Instant,
     /// Build times so far, by (engine, family, scenario): (routes, seconds).
@@ -386,6 +403,76 @@ fn study_family<A: StudyFamily + PickView>(
     if ctx.cfg.updates > 0 && ctx.cfg.scenarios.contains(&ScenarioKind::FullView) {
         update_point::<A>(ctx)?;
     }
+    if let Some(events) = ctx.events {
+        replay_point::<A>(ctx, events)?;
+    }
+    Ok(())
+}
+
+/// The replay of a BGP4MP update file on the full view (see [`crate::replay`]).
+fn replay_point<A: StudyFamily + PickView>(
+    ctx: &mut Ctx,
+    events: &[fibre::io::mrt::UpdateEvent],
+) -> Result<(), String> {
+    let whole = A::view(ctx.views).prefixes.len();
+    ctx.progress.start(format!("{} replay", A::LABEL));
+    let Some((routes, _)) = generate::<A>(&ScenarioKind::FullView, whole, ctx.views, ctx.cfg.seed)
+    else {
+        ctx.progress.finish(Some("skipped, no full view"));
+        return Ok(());
+    };
+    let keys = workload::inside_prefixes::<A>(&routes, 1 << 16, ctx.cfg.seed);
+    let n = online_cpus();
+    let writer = ctx.cfg.cpu.unwrap_or(n - 1);
+    let reader_cpu = (n > 1).then_some(if writer == 0 { 1 } else { 0 });
+    let passes = ctx.cfg.replay_passes.max(1);
+    let (run, _) = crate::replay::run::<A>(&routes, events, passes, &keys, reader_cpu)?;
+    let file = ctx
+        .cfg
+        .replay
+        .as_ref()
+        .map_or(String::new(), |p| p.display().to_string());
+    if run.applied == 0 {
+        ctx.results.notes.push(format!(
+            "{} replay of {file}: no update of this family",
+            A::LABEL
+        ));
+        ctx.progress.finish(Some("no update of this family"));
+        return Ok(());
+    }
+    let note = format!(
+        "{file}, {passes} pass(es): {} announcements, {} withdrawals applied one change at a \
+         time, {} withdrawals of prefixes not held skipped; a reader doing bulk lookups on cpu {}",
+        run.announcements,
+        run.withdrawals,
+        run.unknown_withdrawals,
+        reader_cpu.map_or("-".to_string(), |c| c.to_string())
+    );
+    let max = run.per_update.iter().copied().fold(0.0, f64::max);
+    for (metric, value) in [
+        ("replay_rate", run.applied as f64 / run.secs.max(1e-9)),
+        ("replay_median", crate::stats::median(&run.per_update)),
+        (
+            "replay_p999",
+            crate::stats::quantile(&run.per_update, 0.999),
+        ),
+        ("replay_max", max),
+        ("replay_reader_lookup", run.reader_ns),
+    ] {
+        ctx.results.records.push(Record {
+            engine: "fibre-router".to_string(),
+            family: A::LABEL.to_string(),
+            scenario: "replay".to_string(),
+            size: routes.len(),
+            metric: metric.to_string(),
+            value,
+            unit: crate::report::unit_of(metric).to_string(),
+            runs: run.applied,
+            spread: 0.0,
+            note: Some(note.clone()),
+        });
+    }
+    ctx.progress.finish(None);
     Ok(())
 }
 

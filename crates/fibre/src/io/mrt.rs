@@ -73,6 +73,43 @@ pub fn rib_routes<R: Read>(input: R) -> Result<Vec<RibRoute>, String> {
     Ok(out)
 }
 
+/// One element of an MRT stream, in file order: a prefix announced (with its next hop of the
+/// prefix's family, where the element names one) or withdrawn. BGP4MP update files are read so;
+/// a RIB dump's entries read as announcements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UpdateEvent {
+    /// Announced (else withdrawn).
+    pub announce: bool,
+    /// The prefix's address, host bits masked.
+    pub addr: IpAddr,
+    /// Its length.
+    pub len: u8,
+    /// The BGP next hop of an announcement, of the prefix's family.
+    pub next_hop: Option<IpAddr>,
+}
+
+/// Every announcement and withdrawal of an (uncompressed) MRT stream, in file order. A record
+/// that cannot be parsed ends the read with an error naming the element's position; nothing is
+/// returned half-read.
+pub fn update_events<R: Read>(input: R) -> Result<Vec<UpdateEvent>, String> {
+    let mut out = Vec::new();
+    for (n, elem) in BgpkitParser::from_reader(input)
+        .into_fallible_elem_iter()
+        .enumerate()
+    {
+        let elem = elem.map_err(|e| format!("element {}: {e}", n + 1))?;
+        let net = elem.prefix.prefix.trunc();
+        let addr = net.addr();
+        out.push(UpdateEvent {
+            announce: elem.elem_type == ElemType::ANNOUNCE,
+            addr,
+            len: net.prefix_len(),
+            next_hop: elem.next_hop.filter(|h| h.is_ipv4() == addr.is_ipv4()),
+        });
+    }
+    Ok(out)
+}
+
 /// Distinct announced prefixes of an (uncompressed) MRT stream, host bits masked, in
 /// first-seen order.
 pub fn rib_prefixes<R: Read>(input: R) -> Result<Vec<(IpAddr, u8)>, String> {
@@ -252,6 +289,35 @@ mod tests {
         assert!(prefixes.len() > 50_000, "{}", prefixes.len());
         assert!(prefixes.iter().all(|(a, _)| a.is_ipv4()));
         assert!(prefixes.contains(&("3.0.0.0".parse().unwrap(), 8)));
+    }
+
+    /// The RIPE updates file (BGP4MP): announcements and withdrawals in file order, each
+    /// announcement's next hop of its prefix's family, and the same prefixes the RIB reader
+    /// sees announced.
+    #[test]
+    fn reads_bgp4mp_updates_in_order() {
+        let Some(f) = shared("ripe-rrc03-updates.20100227.1600.first-796-records.gz") else {
+            return;
+        };
+        let mut bytes = Vec::new();
+        flate2::read::GzDecoder::new(f)
+            .read_to_end(&mut bytes)
+            .unwrap();
+        let events = update_events(&bytes[..]).unwrap();
+        let announced = events.iter().filter(|e| e.announce).count();
+        assert!(announced > 100, "{announced}");
+        assert!(events.iter().any(|e| !e.announce), "withdrawals too");
+        assert!(events
+            .iter()
+            .filter_map(|e| e.next_hop.map(|h| (h, e.addr)))
+            .all(|(h, a)| h.is_ipv4() == a.is_ipv4()));
+        let mut first_seen: Vec<(IpAddr, u8)> = Vec::new();
+        for e in events.iter().filter(|e| e.announce) {
+            if !first_seen.contains(&(e.addr, e.len)) {
+                first_seen.push((e.addr, e.len));
+            }
+        }
+        assert_eq!(first_seen, rib_prefixes(&bytes[..]).unwrap());
     }
 
     #[test]
