@@ -55,7 +55,7 @@ impl<A: StudyFamily, L: LpmAlgorithm<A>> Engine<A> for FibreFib<A, L> {
         self.name
     }
     fn note(&self) -> &'static str {
-        "fibre::fib compiled FIB (next-hop index as id); bulk = lookup_bulk, 16 lookups interleaved"
+        "fibre::fib compiled FIB (next-hop index as id); bulk = lookup_bulk on the path chosen for the family and CPU (meta: fibre lookup path)"
     }
     fn build(&mut self, routes: &[BenchRoute<A::K>]) {
         self.fib = Fib::from_routes(

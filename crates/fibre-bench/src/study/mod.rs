@@ -218,6 +218,27 @@ fn machine_meta(results: &mut Results, load_at_start: &str) {
     let meta = &mut results.meta;
     meta.insert("cpu model".into(), crate::host::cpu_model());
     meta.insert("cpu features".into(), crate::host::cpu_features().join(" "));
+    // The bulk path fibre's FIB took per family (FIBRE_LOOKUP forces one), and why a request
+    // was refused.
+    let requested = std::env::var("FIBRE_LOOKUP").ok();
+    use fibre::fib::LookupPath;
+    let paths = format!(
+        "IPv4 {}, IPv6 {} (this CPU: {})",
+        LookupPath::chosen(32),
+        LookupPath::chosen(128),
+        LookupPath::available()
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    meta.insert(
+        "fibre lookup path".into(),
+        match LookupPath::choose(requested.as_deref(), 32) {
+            Ok(_) => paths,
+            Err(e) => format!("{paths}; {e}"),
+        },
+    );
     let sys = |f: &str| {
         std::fs::read_to_string(format!("/sys/kernel/mm/transparent_hugepage/{f}"))
             .map(|s| s.trim().to_string())

@@ -24,10 +24,12 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 mod arena;
+mod path;
 pub mod poptrie;
 pub mod reference;
 
 pub use arena::mapped_bytes;
+pub use path::LookupPath;
 pub use poptrie::{Poptrie, PoptrieView};
 pub use reference::{Reference, ReferenceView};
 
@@ -116,6 +118,12 @@ pub trait LpmView<A: Address>: Send + Sync + 'static {
         for (k, o) in keys.iter().zip(out.iter_mut()) {
             *o = self.lookup(*k);
         }
+    }
+    /// [`LpmView::lookup_bulk`] on a given [`LookupPath`] (the tests force each one the CPU
+    /// has). An algorithm with one path, or a path the CPU lacks, runs the default.
+    fn lookup_bulk_on(&self, path: LookupPath, keys: &[A::Bits], out: &mut [u32]) {
+        let _ = path;
+        self.lookup_bulk(keys, out)
     }
 }
 

@@ -33,12 +33,21 @@ fn check<A: FibFamily, L: LpmAlgorithm<A>>(
 ) -> Result<(), TestCaseError> {
     let view = fib.reader().snapshot();
     let oracle = oracle(model);
-    let mut bulk = vec![0; keys.len()];
-    view.lookup_bulk(keys, &mut bulk);
-    for (k, b) in keys.iter().zip(&bulk) {
-        let want = oracle.view().lookup(*k);
-        prop_assert_eq!(view.lookup(*k), want, "{} {:?}", L::NAME, A::from_bits(*k));
-        prop_assert_eq!(*b, want, "bulk {} {:?}", L::NAME, A::from_bits(*k));
+    let want: Vec<u32> = keys.iter().map(|k| oracle.view().lookup(*k)).collect();
+    for (k, w) in keys.iter().zip(&want) {
+        prop_assert_eq!(view.lookup(*k), *w, "{} {:?}", L::NAME, A::from_bits(*k));
+    }
+    // Every bulk path this CPU has, forced; batches of odd sizes leave partial groups.
+    for path in LookupPath::available() {
+        for batch in [keys.len().max(1), 7] {
+            let mut bulk = vec![0; keys.len()];
+            for (k, o) in keys.chunks(batch).zip(bulk.chunks_mut(batch)) {
+                view.lookup_bulk_on(path, k, o);
+            }
+            for ((k, b), w) in keys.iter().zip(&bulk).zip(&want) {
+                prop_assert_eq!(*b, *w, "bulk {} {} {:?}", L::NAME, path, A::from_bits(*k));
+            }
+        }
     }
     Ok(())
 }
@@ -335,6 +344,7 @@ fn concurrent<L: LpmAlgorithm<Ipv4Addr>>(updates: usize) {
             .map(|r| {
                 let reader = fib.reader();
                 let (keys, stop) = (&keys, &stop);
+                let paths = LookupPath::available();
                 s.spawn(move || {
                     let mut seen = Vec::new();
                     let mut out = vec![0u32; keys.len()];
@@ -342,7 +352,9 @@ fn concurrent<L: LpmAlgorithm<Ipv4Addr>>(updates: usize) {
                     while !stop.load(Ordering::Relaxed) {
                         let view = reader.load();
                         if round % 2 == r {
-                            view.lookup_bulk(keys, &mut out);
+                            // Each bulk path the CPU has, in turn.
+                            let path = paths[(round / 2) as usize % paths.len()];
+                            view.lookup_bulk_on(path, keys, &mut out);
                         } else {
                             for (k, o) in keys.iter().zip(out.iter_mut()) {
                                 *o = view.lookup(*k);

@@ -1,6 +1,7 @@
 //! Lookups: one key at a time, and in bulk with the memory accesses of a group of keys
 //! overlapped.
 use super::*;
+use crate::fib::LookupPath;
 
 /// The 6 bits of `key` from bit `off` on (most significant first), zero-padded past the end.
 #[inline(always)]
@@ -83,11 +84,35 @@ impl<A: FibFamily> PoptrieView<A> {
         }
     }
 
-    /// Lookups of `keys` into `out`, `LANES` (16) at a time: each step of every lane issues a
-    /// prefetch for its next cell before any lane reads it, so the cache misses of one group
-    /// overlap instead of queueing. No allocation, no lock.
+    /// Lookups of `keys` into `out` on the [`LookupPath::chosen`] path. No allocation, no lock.
     pub fn lookup_bulk(&self, keys: &[A::Bits], out: &mut [u32]) {
+        self.lookup_bulk_on(LookupPath::chosen(A::WIDTH), keys, out)
+    }
+
+    /// Lookups of `keys` into `out` on `path`, or on the scalar path where the CPU cannot run
+    /// it. The scalar path takes `LANES` (16) keys at a time: each step of every lane issues a
+    /// prefetch for its next cell before any lane reads it, so the cache misses of one group
+    /// overlap instead of queueing; the vector paths go stage by stage (see `simd`).
+    pub fn lookup_bulk_on(&self, path: LookupPath, keys: &[A::Bits], out: &mut [u32]) {
         assert_eq!(keys.len(), out.len(), "one answer slot per key");
+        #[cfg(target_arch = "x86_64")]
+        match path {
+            // SAFETY: `supported` checked the CPU's features.
+            LookupPath::Avx512 if path.supported() => {
+                for (k, o) in keys.chunks(simd::GROUP).zip(out.chunks_mut(simd::GROUP)) {
+                    unsafe { self.group_avx512(k, o) }
+                }
+                return;
+            }
+            LookupPath::Avx2 if path.supported() => {
+                for (k, o) in keys.chunks(simd::GROUP).zip(out.chunks_mut(simd::GROUP)) {
+                    unsafe { self.group_avx2(k, o) }
+                }
+                return;
+            }
+            _ => {}
+        }
+        let _ = path;
         for (k, o) in keys.chunks(LANES).zip(out.chunks_mut(LANES)) {
             self.lookup_group(k, o);
         }
@@ -182,5 +207,8 @@ impl<A: FibFamily> LpmView<A> for PoptrieView<A> {
     }
     fn lookup_bulk(&self, keys: &[A::Bits], out: &mut [u32]) {
         PoptrieView::lookup_bulk(self, keys, out)
+    }
+    fn lookup_bulk_on(&self, path: LookupPath, keys: &[A::Bits], out: &mut [u32]) {
+        PoptrieView::lookup_bulk_on(self, path, keys, out)
     }
 }

@@ -43,6 +43,7 @@ mod audit;
 mod build;
 mod lookup;
 mod patch;
+mod simd;
 
 use build::{encode_node, encode_slot, Scratch};
 use lookup::{bits, stride, top};
