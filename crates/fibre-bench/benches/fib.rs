@@ -54,6 +54,11 @@ fn bench_family<A: StudyFamily>(c: &mut Criterion, routes: &[BenchRoute<A::K>]) 
     g.bench_function("w1-bulk", |b| {
         b.iter(|| view.lookup_bulk(black_box(&keys), &mut out))
     });
+    // W2: uniform addresses, most ending at the root or a chunk entry.
+    let w2 = workload::uniform::<A>(keys.len(), 7);
+    g.bench_function("w2-bulk", |b| {
+        b.iter(|| view.lookup_bulk(black_box(&w2), &mut out))
+    });
     g.bench_function("w1-latency", |b| {
         b.iter(|| {
             // Each address depends on the previous answer (ids are below 2^24, so the address is
