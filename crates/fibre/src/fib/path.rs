@@ -63,12 +63,11 @@ impl LookupPath {
     /// for the life of the process.
     pub fn chosen(key_bits: u8) -> LookupPath {
         static REQUESTED: OnceLock<Option<LookupPath>> = OnceLock::new();
+        // An unusable request falls back to the default; `choose` names the problem for
+        // callers that report it (the bench does).
         let requested = REQUESTED.get_or_init(|| {
-            // An unusable request falls back to the default; `choose` names the problem for
-            // callers that report it (the bench does).
-            Self::choose(std::env::var("FIBRE_LOOKUP").ok().as_deref(), 32)
-                .ok()
-                .filter(|_| std::env::var_os("FIBRE_LOOKUP").is_some())
+            let value = std::env::var("FIBRE_LOOKUP").ok()?;
+            Self::parse(value.trim()).filter(|p| p.supported())
         });
         requested.unwrap_or_else(|| Self::default_for(key_bits))
     }
