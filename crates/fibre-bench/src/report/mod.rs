@@ -329,10 +329,11 @@ pub fn write_all(results: &Results, dir: &Path) -> std::io::Result<PathBuf> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn rec(engine: &str, metric: &str, value: f64) -> Record {
+    /// A full-view IPv4 record of 1000 routes (also the repeats' tests' maker).
+    pub(crate) fn rec(engine: &str, metric: &str, value: f64) -> Record {
         Record {
             engine: engine.into(),
             family: "ipv4".into(),
