@@ -21,6 +21,28 @@ use crate::prefix::Prefix;
 
 const NIL: u32 = u32::MAX;
 
+/// Where a descent to a prefix ended: its node, its parent and grandparent, and the sides
+/// taken from them (what removing the node needs to splice the trie).
+#[derive(Clone, Copy)]
+enum Located {
+    Found(Descent),
+    /// `p` would go below `parent` on `side`, where `at` (possibly `NIL`) is now.
+    Missing {
+        parent: u32,
+        side: usize,
+        at: u32,
+    },
+}
+
+#[derive(Clone, Copy)]
+struct Descent {
+    gp: u32,
+    gside: usize,
+    parent: u32,
+    side: usize,
+    node: u32,
+}
+
 #[derive(Clone, Debug)]
 struct Node<A: Address, V> {
     prefix: Prefix<A>,
@@ -153,39 +175,67 @@ impl<A: Address, V> PrefixTrie<A, V> {
 
     /// Finds or creates the node of `p` (without a value if new).
     fn node_for(&mut self, p: Prefix<A>) -> u32 {
-        let (mut parent, mut side, mut n) = (NIL, 0usize, self.root);
-        loop {
-            if n == NIL {
-                let new = self.alloc(p);
-                self.set_link(parent, side, new);
-                return new;
-            }
+        match self.locate(&p) {
+            Located::Found(d) => d.node,
+            Located::Missing { parent, side, at } => self.place(p, parent, side, at),
+        }
+    }
+
+    /// One descent toward `p`: its node (with its two nearest ancestors), or where a node for
+    /// it would go.
+    fn locate(&self, p: &Prefix<A>) -> Located {
+        let (mut gp, mut gside, mut parent, mut side, mut n) =
+            (NIL, 0usize, NIL, 0usize, self.root);
+        while n != NIL {
             let q = self.nodes[n as usize].prefix;
-            if q == p {
-                return n;
+            if q == *p {
+                return Located::Found(Descent {
+                    gp,
+                    gside,
+                    parent,
+                    side,
+                    node: n,
+                });
             }
-            if q.covers(&p) {
-                parent = n;
-                side = p.bit(q.len()) as usize;
-                n = self.nodes[n as usize].child[side];
-                continue;
+            if !q.covers(p) {
+                break;
             }
-            if p.covers(&q) {
-                // The new prefix sits between parent and n.
-                let new = self.alloc(p);
-                self.nodes[new as usize].child[q.bit(p.len()) as usize] = n;
-                self.set_link(parent, side, new);
-                return new;
-            }
-            // Neither covers the other: a glue node at their common prefix joins them.
-            let c = q.common(&p);
-            let glue = self.alloc(c);
-            let new = self.alloc(p);
-            self.nodes[glue as usize].child[q.bit(c.len()) as usize] = n;
-            self.nodes[glue as usize].child[p.bit(c.len()) as usize] = new;
-            self.set_link(parent, side, glue);
+            gp = parent;
+            gside = side;
+            parent = n;
+            side = p.bit(q.len()) as usize;
+            n = self.nodes[n as usize].child[side];
+        }
+        Located::Missing {
+            parent,
+            side,
+            at: n,
+        }
+    }
+
+    /// Creates the node of `p` where [`PrefixTrie::locate`] found it missing: below `parent`
+    /// on `side`, in place of `at` (empty, covered by `p`, or beside `p` under a new glue
+    /// node at their common prefix).
+    fn place(&mut self, p: Prefix<A>, parent: u32, side: usize, at: u32) -> u32 {
+        let new = self.alloc(p);
+        if at == NIL {
+            self.set_link(parent, side, new);
             return new;
         }
+        let q = self.nodes[at as usize].prefix;
+        if p.covers(&q) {
+            // The new prefix sits between parent and `at`.
+            self.nodes[new as usize].child[q.bit(p.len()) as usize] = at;
+            self.set_link(parent, side, new);
+            return new;
+        }
+        // Neither covers the other: a glue node at their common prefix joins them.
+        let c = q.common(&p);
+        let glue = self.alloc(c);
+        self.nodes[glue as usize].child[q.bit(c.len()) as usize] = at;
+        self.nodes[glue as usize].child[p.bit(c.len()) as usize] = new;
+        self.set_link(parent, side, glue);
+        new
     }
 
     /// Inserts or replaces; returns the previous value.
@@ -208,30 +258,58 @@ impl<A: Address, V> PrefixTrie<A, V> {
         self.nodes[i].value.as_mut().expect("just set")
     }
 
+    /// Runs `f` on the value slot of `p` (`None` if absent) in one descent: a value it puts in
+    /// an absent slot is inserted where the descent stopped, and a value it takes out is
+    /// removed with the nodes that no longer branch.
+    pub fn update<R>(&mut self, p: Prefix<A>, f: impl FnOnce(&mut Option<V>) -> R) -> R {
+        let path = match self.locate(&p) {
+            Located::Found(d) => d,
+            Located::Missing { parent, side, at } => {
+                let mut slot = None;
+                let r = f(&mut slot);
+                if let Some(v) = slot {
+                    let n = self.place(p, parent, side, at);
+                    self.nodes[n as usize].value = Some(v);
+                    self.len += 1;
+                }
+                return r;
+            }
+        };
+        let n = path.node as usize;
+        let had = self.nodes[n].value.is_some();
+        let r = f(&mut self.nodes[n].value);
+        match (had, self.nodes[n].value.is_some()) {
+            (false, true) => self.len += 1,
+            (true, false) => {
+                self.len -= 1;
+                self.prune(path);
+            }
+            _ => {}
+        }
+        r
+    }
+
     /// Removes the value at `p`, and the nodes that no longer branch.
     pub fn remove(&mut self, p: &Prefix<A>) -> Option<V> {
-        // Descend remembering the two nearest ancestors and the sides taken.
-        let (mut gp, mut gside, mut parent, mut side, mut n) =
-            (NIL, 0usize, NIL, 0usize, self.root);
-        while n != NIL {
-            let q = self.nodes[n as usize].prefix;
-            if !q.covers(p) {
-                return None;
-            }
-            if q.len() == p.len() {
-                break;
-            }
-            gp = parent;
-            gside = side;
-            parent = n;
-            side = p.bit(q.len()) as usize;
-            n = self.nodes[n as usize].child[side];
-        }
-        if n == NIL {
+        let Located::Found(path) = self.locate(p) else {
             return None;
-        }
-        let old = self.nodes[n as usize].value.take()?;
+        };
+        let old = self.nodes[path.node as usize].value.take()?;
         self.len -= 1;
+        self.prune(path);
+        Some(old)
+    }
+
+    /// Takes out the node of `at`, which has just lost its value, if it no longer branches
+    /// (and its glue parent, if that no longer branches either).
+    fn prune(&mut self, at: Descent) {
+        let Descent {
+            gp,
+            gside,
+            parent,
+            side,
+            node: n,
+        } = at;
         let [c0, c1] = self.nodes[n as usize].child;
         match (c0 != NIL, c1 != NIL) {
             (true, true) => {} // still a branch point: stays as glue
@@ -251,7 +329,6 @@ impl<A: Address, V> PrefixTrie<A, V> {
                 }
             }
         }
-        Some(old)
     }
 
     /// Calls `f` on every stored prefix containing `addr`, longest first, until it returns `Some`.
@@ -568,6 +645,43 @@ mod tests {
         }
     }
 
+    /// One operation on the trie and on the model: 0 insert, 1 remove, 2 `update` (which,
+    /// by `v`, takes the value out, puts one in, or changes one in place).
+    fn apply_op<A: Address>(
+        t: &mut PrefixTrie<A, u32>,
+        m: &mut BTreeMap<Prefix<A>, u32>,
+        op: u8,
+        p: Prefix<A>,
+        v: u32,
+    ) {
+        match op {
+            0 => assert_eq!(t.insert(p, v), m.insert(p, v)),
+            1 => assert_eq!(t.remove(&p), m.remove(&p)),
+            _ => {
+                let edit = |slot: &mut Option<u32>| {
+                    let was = *slot;
+                    match v % 3 {
+                        0 => *slot = None,
+                        1 => *slot = Some(v),
+                        _ => {
+                            if let Some(x) = slot.as_mut() {
+                                *x = x.wrapping_add(1);
+                            }
+                        }
+                    }
+                    was
+                };
+                let mut model_slot = m.get(&p).copied();
+                let want = edit(&mut model_slot);
+                match model_slot {
+                    Some(x) => m.insert(p, x),
+                    None => m.remove(&p),
+                };
+                assert_eq!(t.update(p, edit), want);
+            }
+        }
+    }
+
     fn arb_prefix4() -> impl Strategy<Value = Prefix<Ipv4Addr>> {
         // Few distinct high bits so that prefixes nest and collide often.
         (0u32..16, 0u8..=32)
@@ -581,13 +695,12 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(10_000))]
         #[test]
-        fn trie_matches_model_v4(ops in prop::collection::vec((any::<bool>(), arb_prefix4(), any::<u32>()), 0..40),
+        fn trie_matches_model_v4(ops in prop::collection::vec((0u8..3, arb_prefix4(), any::<u32>()), 0..40),
                                  probes in prop::collection::vec(any::<u32>(), 1..8)) {
             let mut t = PrefixTrie::new();
             let mut m = BTreeMap::new();
-            for (ins, p, v) in ops {
-                if ins { prop_assert_eq!(t.insert(p, v), m.insert(p, v)); }
-                else { prop_assert_eq!(t.remove(&p), m.remove(&p)); }
+            for (op, p, v) in ops {
+                apply_op(&mut t, &mut m, op, p, v);
             }
             let probes: Vec<Ipv4Addr> = probes.into_iter().map(|x| Ipv4Addr::from(x & 0xf0f0_0fff)).collect();
             check_against_model(&t, &m, &probes);
@@ -595,16 +708,16 @@ mod tests {
         }
 
         #[test]
-        fn trie_matches_model_v6(ops in prop::collection::vec((any::<bool>(), arb_prefix6(), any::<u32>()), 0..40),
+        fn trie_matches_model_v6(ops in prop::collection::vec((0u8..3, arb_prefix6(), any::<u32>()), 0..40),
                                  probes in prop::collection::vec(any::<u128>(), 1..8)) {
             let mut t = PrefixTrie::new();
             let mut m = BTreeMap::new();
-            for (ins, p, v) in ops {
-                if ins { prop_assert_eq!(t.insert(p, v), m.insert(p, v)); }
-                else { prop_assert_eq!(t.remove(&p), m.remove(&p)); }
+            for (op, p, v) in ops {
+                apply_op(&mut t, &mut m, op, p, v);
             }
             let probes: Vec<Ipv6Addr> = probes.into_iter().map(|x| Ipv6Addr::from(x & !(0x0fffu128 << 100))).collect();
             check_against_model(&t, &m, &probes);
+            prop_assert!(t.stats().nodes <= 2 * t.len().max(1));
         }
 
         #[test]

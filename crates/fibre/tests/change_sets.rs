@@ -73,6 +73,67 @@ fn atomic_batches_keep_nothing_of_a_failed_batch() {
     );
 }
 
+/// Gateway checks are remembered between route changes (`router::gateways`): whatever changes
+/// a gateway's answer (a delete, a more specific route, a rollback, a rule) must make the next
+/// route through that gateway be checked again, inside a change set and across them.
+#[test]
+fn remembered_gateway_checks_follow_what_decides_them() {
+    let run = |r: &mut Router, line: &str| {
+        let c = changes(r, line).remove(0);
+        r.change(&c).map_err(|e| e.errno)
+    };
+    let shown = |r: &Router| {
+        let mut b = Batch::new(r.clone());
+        b.run_text("route show 203.0.114.0/24\n").stdout
+    };
+    let link = "route add 192.0.2.0/24 dev veth0";
+    let via = "route add 203.0.113.0/24 via 192.0.2.7";
+    let again = "route add 203.0.114.0/24 via 192.0.2.7";
+    for takes_it_away in [
+        "route del 192.0.2.0/24",
+        "route add blackhole 192.0.2.7/32 scope link",
+    ] {
+        // In one change set.
+        let mut r = router();
+        let text = format!("{link}\n{via}\n{takes_it_away}\n{again}");
+        let (i, e) = r.apply(&changes(&r, &text)).expect_err(takes_it_away);
+        assert_eq!((i, e.errno), (3, Errno::EINVAL), "{takes_it_away}");
+        // One change set each.
+        let mut r = router();
+        for line in [link, via, takes_it_away] {
+            run(&mut r, line).unwrap();
+        }
+        assert_eq!(run(&mut r, again), Err(Errno::EINVAL), "{takes_it_away}");
+    }
+    // A more specific route to the gateway lends its device; one beside it changes nothing.
+    for (beside, dev) in [
+        ("route add 192.0.2.0/28 dev veth1", "veth1"),
+        ("route add 192.0.2.8/29 dev veth1", "veth0"),
+    ] {
+        let mut r = router();
+        run(&mut r, "link set veth1 up").unwrap();
+        for line in [link, via, beside, again] {
+            run(&mut r, line).unwrap();
+        }
+        assert!(
+            shown(&r).contains(&format!("dev {dev}")),
+            "{beside}: {}",
+            shown(&r)
+        );
+    }
+    // A change set that made the gateway reachable, checked through it, then failed.
+    let mut r = router();
+    let set = changes(&r, &format!("{link}\n{via}\n{via}"));
+    assert_eq!(r.apply(&set).unwrap_err().0, 2);
+    assert_eq!(run(&mut r, again), Err(Errno::EINVAL));
+    // A rule that forbids the gateway.
+    let mut r = router();
+    for line in [link, via, "rule add to 192.0.2.7 prohibit pref 1"] {
+        run(&mut r, line).unwrap();
+    }
+    assert_eq!(run(&mut r, again), Err(Errno::EINVAL));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2_000))]
 

@@ -63,7 +63,9 @@ impl NhId {
 pub struct NhTable<A: Address> {
     groups: Vec<Vec<NextHop<A>>>,
     refs: Vec<u32>,
-    index: HashMap<Vec<NextHop<A>>, NhId>,
+    /// Hashed with foldhash: every route insert interns its group, and SipHash cost more than
+    /// the rest of the intern.
+    index: HashMap<Vec<NextHop<A>>, NhId, foldhash::fast::RandomState>,
     free: Vec<u32>,
     /// While a change set is open: references taken (dropped on rollback) and releases put off
     /// until commit, so that a rolled-back route never points at a freed or reused slot.
@@ -75,7 +77,7 @@ impl<A: Address> Default for NhTable<A> {
         NhTable {
             groups: vec![Vec::new()],
             refs: vec![u32::MAX],
-            index: HashMap::new(),
+            index: HashMap::default(),
             free: Vec::new(),
             txn: None,
         }

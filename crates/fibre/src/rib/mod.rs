@@ -220,12 +220,42 @@ impl<A: Address> DstEntry<A> {
                 .flat_map(|s| s.iter().map(|(_, l)| l.as_slice())),
         )
     }
+    /// Runs `f` on the list of `src` (made if missing), and drops a source list it leaves
+    /// empty (the source-less list stays, empty, for the caller to judge the entry).
+    fn edit_list<R>(&mut self, src: Prefix<A>, f: impl FnOnce(&mut Vec<Route<A>>) -> R) -> R {
+        if src.is_default() {
+            first_room(&mut self.routes);
+            return f(&mut self.routes);
+        }
+        let sources = self.sources.get_or_insert_with(Default::default);
+        let r = sources.update(src, |slot| {
+            let list = slot.get_or_insert_with(Vec::new);
+            first_room(list);
+            let r = f(list);
+            if list.is_empty() {
+                *slot = None;
+            }
+            r
+        });
+        if sources.is_empty() {
+            self.sources = None;
+        }
+        r
+    }
     fn list(&self, src: &Prefix<A>) -> Option<&Vec<Route<A>>> {
         if src.is_default() {
             Some(&self.routes)
         } else {
             self.sources.as_ref()?.get(src)
         }
+    }
+}
+
+/// Most destinations have one route: a new list is made for one, not the four a first push
+/// would make room for.
+fn first_room<A: Address>(list: &mut Vec<Route<A>>) {
+    if list.capacity() == 0 {
+        list.reserve_exact(1);
     }
 }
 
@@ -310,7 +340,8 @@ impl<A: KernelSemantics> Rib<A> {
     }
 
     /// Runs `f` on the list of (`dst`, `src`), creating it if needed and dropping it if left empty;
-    /// `saved` receives the list as it was before, for [`Rib::restore`].
+    /// `saved` receives the list as it was before, for [`Rib::restore`]. One walk of the trie
+    /// (two where `dst` is new).
     fn edit<R>(
         &mut self,
         dst: Prefix<A>,
@@ -318,20 +349,25 @@ impl<A: KernelSemantics> Rib<A> {
         saved: &mut Vec<SavedList<A>>,
         f: impl FnOnce(&mut Vec<Route<A>>) -> R,
     ) -> R {
-        let list = self.list_mut(dst, src);
-        let before = list.len();
-        saved.push(SavedList {
-            dst,
-            src,
-            routes: list.clone(),
-        });
-        let r = f(list);
-        let after = list.len();
-        self.routes = self.routes + after - before;
-        if after == 0 {
-            self.drop_if_empty(dst, src);
-        }
-        r
+        let routes = &mut self.routes;
+        self.trie.update(dst, |slot| {
+            let entry = slot.get_or_insert_with(DstEntry::default);
+            let r = entry.edit_list(src, |list| {
+                let before = list.len();
+                saved.push(SavedList {
+                    dst,
+                    src,
+                    routes: list.clone(),
+                });
+                let r = f(list);
+                *routes = *routes + list.len() - before;
+                r
+            });
+            if entry.is_empty() {
+                *slot = None;
+            }
+            r
+        })
     }
 
     /// The list of (`dst`, `src`), made if missing.
@@ -345,35 +381,13 @@ impl<A: KernelSemantics> Rib<A> {
                 .get_or_insert_with(Default::default)
                 .get_or_insert_with(src, Vec::new)
         };
-        // Most destinations have one route: a new list is made for one, not the four a first
-        // push would make room for.
-        if list.capacity() == 0 {
-            list.reserve_exact(1);
-        }
+        first_room(list);
         list
     }
 
     /// Room for `n` more destinations (a load that knows its size).
     pub(crate) fn reserve(&mut self, n: usize) {
         self.trie.reserve(n);
-    }
-
-    fn drop_if_empty(&mut self, dst: Prefix<A>, src: Prefix<A>) {
-        if let Some(entry) = self.trie.get_mut(&dst) {
-            if !src.is_default() {
-                if let Some(s) = entry.sources.as_mut() {
-                    if s.get(&src).is_some_and(|l| l.is_empty()) {
-                        s.remove(&src);
-                    }
-                    if s.is_empty() {
-                        entry.sources = None;
-                    }
-                }
-            }
-            if entry.is_empty() {
-                self.trie.remove(&dst);
-            }
-        }
     }
 
     /// Puts a saved list back as it was (undo of a failed change set). The caller restores the
@@ -406,11 +420,15 @@ impl<A: KernelSemantics> Rib<A> {
     ) -> Result<Vec<Route<A>>, Errno> {
         // fib6_locate: a source prefix is looked for only where a source subtree exists; a
         // destination without one answers with its source-less routes.
-        let src = match self.trie.get(&sel.dst) {
-            Some(e) if e.sources.is_none() => Prefix::any(),
-            _ => sel.src,
+        let Some(entry) = self.trie.get(&sel.dst) else {
+            return Err(Errno::ESRCH);
         };
-        if self.get(&sel.dst, &src).is_empty() {
+        let src = if entry.sources.is_none() {
+            Prefix::any()
+        } else {
+            sel.src
+        };
+        if entry.list(&src).is_none_or(|l| l.is_empty()) {
             return Err(Errno::ESRCH);
         }
         self.edit(sel.dst, src, saved, |list| A::delete(list, sel, nhs))

@@ -21,7 +21,7 @@ use crate::prefix::Prefix;
 use crate::rib::KernelSemantics;
 use crate::rib::{LinkState, TableLookup};
 use crate::route::{TableId, TABLE_LOCAL, TABLE_MAIN};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// The id of a destination the FIB cannot decide alone.
 pub const ASK_RIB: u32 = MAX_ID;
@@ -79,7 +79,8 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
             }
         }
         if tf.tables.len() > 1 {
-            all.sort_unstable();
+            // One sorted run per table: the stable sort merges runs in linear time.
+            all.sort();
         }
         let mut pairs = Vec::with_capacity(all.len());
         for group in all.chunk_by(|a, b| a.0 == b.0) {
@@ -166,7 +167,7 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
     }
 
     /// Re-derives the entries of `dsts` and publishes once.
-    fn refresh(&mut self, st: &FamilyState<A>, dsts: &BTreeSet<Prefix<A>>, links: &dyn LinkState) {
+    fn refresh(&mut self, st: &FamilyState<A>, dsts: &[Prefix<A>], links: &dyn LinkState) {
         for &dst in dsts {
             // The old id is freed first, so an unchanged answer gets it back and the FIB sees
             // no change there (the second walk of the set finds its path in cache).
@@ -276,14 +277,17 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
         touched: &[(TableId, Prefix<A>)],
         links: &dyn LinkState,
     ) {
-        let mut by_table: BTreeMap<TableId, BTreeSet<Prefix<A>>> = BTreeMap::new();
-        for &(t, dst) in touched {
-            by_table.entry(t).or_default().insert(dst);
-        }
-        let mut merged = BTreeSet::new();
-        for (t, dsts) in by_table {
+        // Sorted and without repeats, grouped by table: a sort of a short list for one change,
+        // and of the journal's runs, already in prefix order, for a load.
+        let mut touched = touched.to_vec();
+        touched.sort();
+        touched.dedup();
+        let mut merged = Vec::new();
+        for group in touched.chunk_by(|a, b| a.0 == b.0) {
+            let t = group[0].0;
+            let dsts: Vec<Prefix<A>> = group.iter().map(|&(_, dst)| dst).collect();
             if t == TABLE_LOCAL || t == TABLE_MAIN {
-                merged.extend(dsts.iter().copied());
+                merged.extend_from_slice(&dsts);
             }
             if !Self::own_fib(st, t) {
                 continue;
@@ -295,6 +299,9 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
                 }
             }
         }
+        // Local's and main's destinations, each list sorted: one merge of two runs.
+        merged.sort();
+        merged.dedup();
         self.tables.retain(|t, _| st.tables.contains_key(t));
         // Rules customised in this change set: the tables that had no FIB of their own get one.
         for &t in st.tables.keys() {

@@ -17,6 +17,7 @@ use crate::rules::RuleSet;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 /// One family's part of an image.
 #[derive(Serialize, Deserialize)]
@@ -137,8 +138,8 @@ fn image_of<A: RouterFamily>(st: &FamilyState<A>) -> FamilyImage<A> {
     FamilyImage {
         groups,
         tables,
-        rules: st.rules.clone(),
-        addrs: st.addrs.clone(),
+        rules: (*st.rules).clone(),
+        addrs: (*st.addrs).clone(),
         objects: st.objects.values().cloned().collect(),
         custom_local_routes: st.custom_local_routes,
     }
@@ -177,7 +178,12 @@ fn fill<A: RouterFamily>(
                     })
             }
         };
-        if o.id == 0 || bad || st.objects.insert(o.id, o.clone()).is_some() {
+        if o.id == 0
+            || bad
+            || Arc::make_mut(&mut st.objects)
+                .insert(o.id, o.clone())
+                .is_some()
+        {
             return Err(format!(
                 "{name} next-hop object {} does not hang together",
                 o.id
@@ -262,8 +268,8 @@ fn fill<A: RouterFamily>(
         }
     }
     st.journal.clear();
-    st.rules = img.rules;
-    st.addrs = img.addrs;
+    st.rules = Arc::new(img.rules);
+    st.addrs = Arc::new(img.addrs);
     st.custom_local_routes = img.custom_local_routes;
     Ok(())
 }
@@ -280,7 +286,7 @@ fn load_family<A: RouterFamily>(
     // Which routes the kernel derived is known from the addresses, as it always is (the
     // tables already hold them, or what became of them).
     if !mirrored {
-        st.derived = st.derived_routes(links);
+        st.derived = Arc::new(st.derived_routes(links));
     }
     st.follow_commit(links);
     Ok(())
@@ -290,7 +296,7 @@ impl Router {
     /// The router as data, for a snapshot.
     pub(crate) fn image(&self) -> RouterImage {
         RouterImage {
-            links: self.links.clone(),
+            links: (*self.links).clone(),
             last_nhid: self.last_nhid,
             mirrored: self.mirrored,
             v4: image_of(&self.v4),
@@ -302,7 +308,7 @@ impl Router {
     pub(crate) fn from_image(img: RouterImage) -> Result<Router, String> {
         img.links.check()?;
         let mut r = Router {
-            links: img.links,
+            links: Arc::new(img.links),
             last_nhid: img.last_nhid,
             mirrored: img.mirrored,
             ..Router::default()

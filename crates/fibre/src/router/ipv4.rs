@@ -3,6 +3,7 @@
 //! next-hop checks of `fib_create_info`.
 use super::*;
 use crate::rib::AllUp;
+use gateways::GatewayKey;
 
 /// IPv4 route queries without `ipproto` are asked as UDP (`inet_rtm_getroute` builds a UDP
 /// packet); IPv6 ones carry protocol 0.
@@ -300,7 +301,11 @@ impl family::Kernel for Ipv4Addr {
         Ok(a)
     }
 
-    fn prepare(r: &Router, spec: &mut RouteSpec<Self>) -> Result<(), ChangeError> {
+    fn prepare(
+        r: &Router,
+        gateways: &mut GatewayMemo<Self>,
+        spec: &mut RouteSpec<Self>,
+    ) -> Result<(), ChangeError> {
         // fib_create_info: a scope above host, or below what the type needs (`fib_props`).
         let least = match spec.kind {
             RouteType::Local => SCOPE_HOST,
@@ -379,12 +384,25 @@ impl family::Kernel for Ipv4Addr {
                     })?;
                     r.links.by_index(dev).ok_or(Errno::ENODEV)?;
                 } else {
-                    let found = gateway_route(r, gw, hop.dev, spec.scope, spec.table)?;
-                    let dev =
-                        r.v4.nhs
-                            .get(found.route.hops)
-                            .get(found.hop)
-                            .and_then(|h| h.dev);
+                    let key = GatewayKey {
+                        gw,
+                        dev: hop.dev,
+                        scope: spec.scope,
+                        table: spec.table,
+                    };
+                    let dev = match gateways.get(&key) {
+                        Some(dev) => dev,
+                        None => {
+                            let found = gateway_route(r, gw, hop.dev, spec.scope, spec.table)?;
+                            let dev =
+                                r.v4.nhs
+                                    .get(found.route.hops)
+                                    .get(found.hop)
+                                    .and_then(|h| h.dev);
+                            gateways.put(key, dev);
+                            dev
+                        }
+                    };
                     hop.dev = hop.dev.or(dev);
                 }
             }
@@ -472,7 +490,7 @@ fn validate_source(r: &Router, flow: &Flow<Ipv4Addr>, out_dev: IfIndex) -> Resul
         )
     };
     let (iif_name, _) = r.names(reverse.iif, None);
-    match Ipv4Addr::policy_lookup(st, &reverse, iif_name, None, &r.links) {
+    match Ipv4Addr::policy_lookup(st, &reverse, iif_name, None, &*r.links) {
         Ok(m) if m.route.kind != RouteType::Unicast => Err(Errno::EINVAL),
         Ok(m) => {
             let (uses_dev, direct) = direct_on(&m);
@@ -598,7 +616,7 @@ fn route_output(
                 ..Flow::to(dst)
             };
             let (iif_name, oif_name) = r.names(flow.iif, flow.oif);
-            match Ipv4Addr::policy_lookup(st, &flow, iif_name, oif_name, &r.links) {
+            match Ipv4Addr::policy_lookup(st, &flow, iif_name, oif_name, &*r.links) {
                 Ok(m) => {
                     let mut a = r.answer(&m, dst, src, None);
                     if m.route.kind == RouteType::Local {
@@ -739,7 +757,7 @@ fn route_input(
         return Err(Errno::EINVAL);
     }
     let (iif_name, _) = r.names(Some(iif), None);
-    let m = Ipv4Addr::policy_lookup(st, &flow, iif_name, None, &r.links)?;
+    let m = Ipv4Addr::policy_lookup(st, &flow, iif_name, None, &*r.links)?;
     let mut a = r.answer(&m, dst, Some(s), Some(iif));
     a.prefsrc = None;
     match m.route.kind {

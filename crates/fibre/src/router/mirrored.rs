@@ -21,6 +21,7 @@ use crate::nexthop::{NhObject, NhObjectKind, NhObjectRef};
 use crate::rib::{InsertMode, RouteSelector};
 use crate::route::*;
 use crate::rules::Rule;
+use std::sync::Arc;
 
 /// IPv6 `ipv6_addr_scope` as `ipv6_link_dev_addr` sorts by it: a device's addresses are kept
 /// by falling scope value, a new one before the first of lower or equal scope.
@@ -58,10 +59,11 @@ fn legs<A: RouterFamily>(spec: &RouteSpec<A>) -> Vec<RouteSpec<A>> {
 impl Router {
     /// `RTM_NEWLINK`: a new device, or a device's new state.
     pub(crate) fn mirror_link(&mut self, link: Link) {
+        self.forget_gateways();
         let dev = link.index;
         // What the device was, asked of the links themselves (no second copy of "ready").
         let (was_up, was_ready) = (self.links.is_up(dev), self.links.is_ready(dev));
-        self.links.mirror_upsert(link);
+        Arc::make_mut(&mut self.links).mirror_upsert(link);
         self.v4.fibs.links_changed = true;
         self.v6.fibs.links_changed = true;
         if was_ready && !self.links.is_ready(dev) {
@@ -74,6 +76,7 @@ impl Router {
 
     /// `RTM_DELLINK`: the device and everything on it go.
     pub(crate) fn mirror_link_gone(&mut self, dev: IfIndex) {
+        self.forget_gateways();
         if self.links.by_index(dev).is_none() {
             return;
         }
@@ -81,16 +84,17 @@ impl Router {
         self.v6.fibs.links_changed = true;
         let (v4_before, v6_before) = (self.v4.addrs.clone(), self.v6.addrs.clone());
         self.flush_objects_on(dev);
-        self.v4.addrs.retain(|a| a.dev != dev);
-        self.v6.addrs.retain(|a| a.dev != dev);
+        Arc::make_mut(&mut self.v4.addrs).retain(|a| a.dev != dev);
+        Arc::make_mut(&mut self.v6.addrs).retain(|a| a.dev != dev);
         self.flush_dev(dev, true);
-        self.links.remove(dev);
+        Arc::make_mut(&mut self.links).remove(dev);
         <std::net::Ipv4Addr as super::family::Kernel>::addresses_gone(self, &v4_before);
         <std::net::Ipv6Addr as super::family::Kernel>::addresses_gone(self, &v6_before);
     }
 
     /// `RTM_NEWADDR` (`present`) or `RTM_DELADDR`.
     pub(crate) fn mirror_addr<A: RouterFamily>(&mut self, a: IfAddr<A>, present: bool) {
+        self.forget_gateways();
         let st = A::state_mut(self);
         // IPv4 tells addresses apart by length too; IPv6 by the address alone.
         let same = |o: &IfAddr<A>| {
@@ -98,7 +102,7 @@ impl Router {
         };
         let at = st.addrs.iter().position(same);
         match (at, present) {
-            (Some(i), true) => st.addrs[i] = a,
+            (Some(i), true) => Arc::make_mut(&mut st.addrs)[i] = a,
             (None, true) if A::FAMILY == Family::Inet6 => {
                 let scope = v6_scope(&a.addr);
                 let same_dev = |o: &IfAddr<A>| o.dev == a.dev;
@@ -108,12 +112,12 @@ impl Router {
                     .position(|o| same_dev(o) && v6_scope(&o.addr) <= scope)
                     .or_else(|| st.addrs.iter().rposition(same_dev).map(|i| i + 1))
                     .unwrap_or(st.addrs.len());
-                st.addrs.insert(at, a);
+                Arc::make_mut(&mut st.addrs).insert(at, a);
             }
-            (None, true) => st.addrs.push(a),
+            (None, true) => Arc::make_mut(&mut st.addrs).push(a),
             (Some(i), false) => {
                 let before = st.addrs.clone();
-                let dev = st.addrs.remove(i).dev;
+                let dev = Arc::make_mut(&mut st.addrs).remove(i).dev;
                 A::addresses_gone(self, &before);
                 if A::FAMILY == Family::Inet {
                     self.last_v4_address_gone(dev);
@@ -233,14 +237,15 @@ impl Router {
 
     /// `RTM_NEWRULE` (`present`) or `RTM_DELRULE`.
     pub(crate) fn mirror_rule<A: RouterFamily>(&mut self, rule: Rule<A>, present: bool) {
+        self.forget_gateways();
         let st = A::state_mut(self);
         if present {
             if let crate::rules::RuleAction::Lookup(t) = rule.action {
                 st.table_mut(t);
             }
-            st.rules.mirror_add(rule);
+            Arc::make_mut(&mut st.rules).mirror_add(rule);
         } else {
-            st.rules.mirror_remove(&rule);
+            Arc::make_mut(&mut st.rules).mirror_remove(&rule);
         }
     }
 
@@ -250,6 +255,7 @@ impl Router {
         &mut self,
         obj: NhObject<A>,
     ) -> Result<(), String> {
+        self.forget_gateways();
         let id = obj.id;
         match self.object_family(id) {
             Some(f) if f != A::FAMILY => {
@@ -268,11 +274,11 @@ impl Router {
                         }
                     }
                 }
-                st.objects.insert(id, obj);
+                Arc::make_mut(&mut st.objects).insert(id, obj);
                 st.refresh_routes_through(&affected);
             }
             None => {
-                A::state_mut(self).objects.insert(id, obj);
+                Arc::make_mut(&mut A::state_mut(self).objects).insert(id, obj);
             }
         }
         Ok(())
@@ -282,18 +288,20 @@ impl Router {
     /// `fib_has_custom_rules`, which never goes back): a router that had seen them changed
     /// passes that on to the one that replaces it.
     pub(crate) fn mirror_inherit_rules_customised(&mut self, from: &Router) {
+        self.forget_gateways();
         if from.v4.rules.customised && !self.v4.rules.customised {
-            self.v4.rules.customised = true;
+            Arc::make_mut(&mut self.v4.rules).customised = true;
             // IPv4 local and main get FIBs of their own.
-            self.v4.fibs = super::fibs::Fibs::rebuild(&self.v4, &self.links);
+            self.v4.fibs = super::fibs::Fibs::rebuild(&self.v4, &*self.links);
         }
         if from.v6.rules.customised {
-            self.v6.rules.customised = true;
+            Arc::make_mut(&mut self.v6.rules).customised = true;
         }
     }
 
     /// `RTM_DELNEXTHOP`: the object, with what deleting it takes along.
     pub(crate) fn mirror_object_gone(&mut self, id: u32) {
+        self.forget_gateways();
         self.v4.remove_object(id);
         self.v6.remove_object(id);
     }

@@ -16,6 +16,7 @@ use crate::rib::{InsertMode, KernelSemantics, LinkState, Rib, RouteSelector, Tab
 use crate::route::*;
 use crate::rules::{Rule, RuleAction};
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 mod change;
 pub mod fibs;
@@ -36,6 +37,7 @@ mod query;
 mod state;
 
 pub use change::{Change, FamilyChange};
+use gateways::GatewayMemo;
 pub use query::{CacheFlags, Matched, RouteAnswer, RouteQuery};
 pub use state::FamilyState;
 use state::{FamilySnapshot, FlowNames};
@@ -50,6 +52,7 @@ pub trait RouterFamily: family::Kernel {}
 impl RouterFamily for Ipv4Addr {}
 impl RouterFamily for Ipv6Addr {}
 
+mod gateways;
 mod family {
     use super::*;
 
@@ -92,7 +95,11 @@ mod family {
         /// The whole `ip route get` for this family (`ipproto` already checked).
         fn route_get(r: &Router, q: &RouteQuery<Self>) -> Result<RouteAnswer<Self>, Errno>;
         /// Checks and completes a route before insert (gateway reachability, device state).
-        fn prepare(r: &Router, spec: &mut RouteSpec<Self>) -> Result<(), ChangeError>;
+        fn prepare(
+            r: &Router,
+            gateways: &mut GatewayMemo<Self>,
+            spec: &mut RouteSpec<Self>,
+        ) -> Result<(), ChangeError>;
         /// The next hops a match reports: IPv4 the route's group; IPv6 the ECMP siblings, the
         /// matched one first (the kernel's circular sibling list).
         fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> Vec<NextHop<Self>>;
@@ -124,7 +131,7 @@ impl LinkState for Links {
 
 #[derive(Clone, Debug)]
 struct Snapshot {
-    links: Links,
+    links: Arc<Links>,
     last_nhid: u32,
     v4: FamilySnapshot<Ipv4Addr>,
     v6: FamilySnapshot<Ipv6Addr>,
@@ -137,7 +144,8 @@ struct Snapshot {
 /// [`Router::begin`]…[`Router::commit`]), so the FIBs and next-hop groups always follow.
 #[derive(Clone, Debug, Default)]
 pub struct Router {
-    links: Links,
+    /// Shared with an open change set's snapshot until the first link change copies it.
+    links: Arc<Links>,
     v4: FamilyState<Ipv4Addr>,
     v6: FamilyState<Ipv6Addr>,
     /// The last next-hop object id handed out to a request without one (`nh_find_unused_id`
@@ -206,8 +214,13 @@ impl Router {
     pub fn commit(&mut self) {
         if self.snapshot.take().is_some() {
             self.version = Version::next();
-            self.v4.follow_commit(&self.links);
-            self.v6.follow_commit(&self.links);
+            self.v4.follow_commit(&*self.links);
+            self.v6.follow_commit(&*self.links);
+            let (v4, v6) = (&mut self.v4, &mut self.v6);
+            v4.gateways.follow(&v4.journal);
+            v6.gateways.follow(&v6.journal);
+            v4.gateways.journal_cleared();
+            v6.gateways.journal_cleared();
             self.v4.journal.clear();
             self.v6.journal.clear();
             self.v4.nhs.commit();
@@ -222,6 +235,7 @@ impl Router {
             self.last_nhid = s.last_nhid;
             s.v4.restore(&mut self.v4);
             s.v6.restore(&mut self.v6);
+            self.forget_gateways();
         }
     }
 
@@ -256,6 +270,7 @@ impl Router {
             Change::LinkAddVeth { .. } | Change::LinkSet { .. } | Change::LinkDel { .. } => {}
         }
         // Next hops die or come back: the FIBs are rebuilt at commit.
+        self.forget_gateways();
         self.v4.fibs.links_changed = true;
         self.v6.fibs.links_changed = true;
         let (v4_before, v6_before) = (self.v4.addrs.clone(), self.v6.addrs.clone());
@@ -267,7 +282,7 @@ impl Router {
                 {
                     return Err(Errno::EEXIST.into());
                 }
-                self.links.add_veth(name, peer);
+                Arc::make_mut(&mut self.links).add_veth(name, peer);
             }
             Change::LinkSet { dev, up } => self.set_link(*dev, *up)?,
             Change::LinkDel { dev } => {
@@ -275,10 +290,10 @@ impl Router {
                 if l.kind == LinkKind::Loopback {
                     return Err(Errno::EOPNOTSUPP.into());
                 }
-                for d in self.links.remove(*dev) {
+                for d in Arc::make_mut(&mut self.links).remove(*dev) {
                     self.flush_objects_on(d);
-                    self.v4.addrs.retain(|a| a.dev != d);
-                    self.v6.addrs.retain(|a| a.dev != d);
+                    Arc::make_mut(&mut self.v4.addrs).retain(|a| a.dev != d);
+                    Arc::make_mut(&mut self.v6.addrs).retain(|a| a.dev != d);
                     self.flush_dev(d, true);
                 }
                 self.sync_derived();
@@ -292,6 +307,10 @@ impl Router {
 
     /// One family's part of [`Router::change`].
     fn family_change<A: RouterFamily>(&mut self, c: &FamilyChange<A>) -> Result<(), ChangeError> {
+        if !matches!(c, FamilyChange::Route(..) | FamilyChange::RouteDel(..)) {
+            // Addresses, rules and next-hop objects decide gateway checks too.
+            self.forget_gateways();
+        }
         match c {
             FamilyChange::AddrAdd(a) => self.addr_add(a.clone())?,
             FamilyChange::AddrDel(a) => {
@@ -311,14 +330,18 @@ impl Router {
             FamilyChange::RuleAdd(r) if r.action == RuleAction::Lookup(0) => {
                 let st = A::state_mut(self);
                 let id = A::unspecified_table(st)?;
-                st.rules.add(Rule {
+                Arc::make_mut(&mut st.rules).add(Rule {
                     action: RuleAction::Lookup(id),
                     ..r.clone()
                 })?;
                 st.table_mut(id);
             }
-            FamilyChange::RuleAdd(r) => A::state_mut(self).rules.add(r.clone())?,
-            FamilyChange::RuleDel(s) => drop(A::state_mut(self).rules.delete(s)?),
+            FamilyChange::RuleAdd(r) => {
+                Arc::make_mut(&mut A::state_mut(self).rules).add(r.clone())?
+            }
+            FamilyChange::RuleDel(s) => {
+                drop(Arc::make_mut(&mut A::state_mut(self).rules).delete(s)?)
+            }
             FamilyChange::NexthopAdd(o, replace) => self.nexthop_add(o.clone(), *replace)?,
             FamilyChange::NexthopDel(id) => self.nexthop_del::<A>(*id)?,
         }
@@ -407,14 +430,14 @@ impl Router {
             return Ok(());
         }
         let loopback = link.kind == LinkKind::Loopback;
-        self.links.set_up(dev, up);
+        Arc::make_mut(&mut self.links).set_up(dev, up);
         if !up {
             // Next-hop objects go with the link, and with the carrier of its veth peer.
             for d in std::iter::once(dev).chain(self.links.peer(dev)) {
                 self.flush_objects_on(d);
             }
             // IPv6 addresses go with the link (keep_addr_on_down is off).
-            self.v6.addrs.retain(|a| a.dev != dev);
+            Arc::make_mut(&mut self.v6.addrs).retain(|a| a.dev != dev);
             self.flush_dev(dev, false);
             self.sync_derived();
             return Ok(());
@@ -422,10 +445,10 @@ impl Router {
         if loopback {
             // The kernel gives lo its addresses when it first comes up.
             if !self.v4.addrs.iter().any(|a| a.dev == dev) {
-                self.v4.addrs.push(loopback_v4());
+                Arc::make_mut(&mut self.v4.addrs).push(loopback_v4());
             }
             if !self.v6.addrs.iter().any(|a| a.dev == dev) {
-                self.v6.addrs.push(loopback_v6());
+                Arc::make_mut(&mut self.v6.addrs).push(loopback_v6());
             }
         }
         self.sync_derived();
@@ -433,7 +456,7 @@ impl Router {
         // veth peer if this brought the peer's carrier.
         for d in std::iter::once(dev).chain(self.links.peer(dev)) {
             if self.links.is_ready(d) && !self.links.by_index(d).is_some_and(|l| l.v6_configured) {
-                self.links.set_v6_configured(d);
+                Arc::make_mut(&mut self.links).set_v6_configured(d);
                 self.sync_derived();
             }
         }
@@ -445,7 +468,7 @@ impl Router {
         let newly_configured = A::FAMILY == Family::Inet6 && link.up && !link.v6_configured;
         if newly_configured {
             // addrconf_add_dev: an IPv6 address configures the device, before its checks.
-            self.links.set_v6_configured(a.dev);
+            Arc::make_mut(&mut self.links).set_v6_configured(a.dev);
             self.sync_derived();
         }
         if let Err(e) = A::check_address(&a, self.links.by_index(a.dev).map(|l| &l.kind)) {
@@ -473,7 +496,7 @@ impl Router {
                 },
             ));
         }
-        st.addrs.push(a);
+        Arc::make_mut(&mut st.addrs).push(a);
         self.sync_derived();
         Ok(())
     }
@@ -483,8 +506,13 @@ impl Router {
         mut spec: RouteSpec<A>,
         mode: InsertMode,
     ) -> Result<(), ChangeError> {
-        A::prepare(self, &mut spec)?;
         let st = A::state_mut(self);
+        let mut gateways = std::mem::take(&mut st.gateways);
+        gateways.follow(&st.journal);
+        let prepared = A::prepare(self, &mut gateways, &mut spec);
+        let st = A::state_mut(self);
+        st.gateways = gateways;
+        prepared?;
         st.insert(&spec, mode)?;
         if A::FAMILY == Family::Inet && spec.kind == RouteType::Local {
             st.custom_local_routes = true;
@@ -510,6 +538,13 @@ impl Router {
             ));
         }
         Ok(())
+    }
+
+    /// Forgets the remembered gateway checks of both families (see [`gateways`]): for every
+    /// change that is not a route's.
+    pub(crate) fn forget_gateways(&mut self) {
+        self.v4.gateways.clear();
+        self.v6.gateways.clear();
     }
 
     /// Is `addr` configured on any device (`__ip_dev_find` / `ipv6_chk_addr`)?
@@ -670,13 +705,13 @@ fn addr_del<A: RouterFamily>(st: &mut FamilyState<A>, a: &IfAddr<A>) -> Result<(
                 },
             )
         })?;
-    let gone = st.addrs.remove(i);
+    let gone = Arc::make_mut(&mut st.addrs).remove(i);
     // Removing a primary IPv4 address removes its secondaries too (promote_secondaries is off).
     let primary = !st.addrs[..i]
         .iter()
         .any(|o| o.dev == gone.dev && o.len == gone.len && o.subnet() == gone.subnet());
     if A::FAMILY == Family::Inet && primary {
-        st.addrs
+        Arc::make_mut(&mut st.addrs)
             .retain(|o| !(o.dev == gone.dev && o.len == gone.len && o.subnet() == gone.subnet()));
     }
     Ok(())

@@ -8,6 +8,7 @@ use crate::link::IfIndex;
 use crate::nexthop::{NextHop, NhObject, NhObjectKind, NhObjectRef};
 use crate::route::*;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 fn invalid(message: &'static str) -> ChangeError {
     ChangeError::with(Errno::EINVAL, message)
@@ -116,7 +117,7 @@ impl<A: RouterFamily> FamilyState<A> {
     /// Deletes object `id` (`remove_nexthop`): the routes through it go; each group holding it
     /// shrinks, and a group it leaves empty is deleted in turn.
     pub(super) fn remove_object(&mut self, id: u32) {
-        let Some(obj) = self.objects.remove(&id) else {
+        let Some(obj) = Arc::make_mut(&mut self.objects).remove(&id) else {
             return;
         };
         self.remove_where(|r, _| r.nhid.is_some_and(|n| n.id == id));
@@ -125,7 +126,7 @@ impl<A: RouterFamily> FamilyState<A> {
         }
         let mut shrunk = BTreeSet::new();
         let mut emptied = Vec::new();
-        for g in self.objects.values_mut() {
+        for g in Arc::make_mut(&mut self.objects).values_mut() {
             if let NhObjectKind::Group(members) = &mut g.kind {
                 if members.iter().any(|m| m.id == id) {
                     members.retain(|m| m.id != id);
@@ -241,7 +242,7 @@ impl Router {
         let id = obj.id;
         match self.object_family(id) {
             None => {
-                A::state_mut(self).objects.insert(id, obj);
+                Arc::make_mut(&mut A::state_mut(self).objects).insert(id, obj);
                 Ok(())
             }
             Some(_) if !replace => Err(Errno::EEXIST.into()),
@@ -301,8 +302,7 @@ impl Router {
         }
         // The routes are checked against the new object in place; a refusal puts the old one
         // back, so that a failed replace changes nothing even inside a change set.
-        let old = st
-            .objects
+        let old = Arc::make_mut(&mut st.objects)
             .insert(id, new)
             .expect("replace of an existing object");
         let st = A::state(self);
@@ -313,7 +313,7 @@ impl Router {
         });
         let st = A::state_mut(self);
         if let Some(e) = refused {
-            st.objects.insert(id, old);
+            Arc::make_mut(&mut st.objects).insert(id, old);
             return Err(e);
         }
         st.refresh_routes_through(&affected);

@@ -1,6 +1,7 @@
 //! One family's state: its tables, next-hop groups, rules and addresses, with the edits a
 //! change set makes to them and the rule walk of a lookup.
 use super::fibs::Fibs;
+use super::gateways::GatewayMemo;
 use super::{Matched, RouterFamily};
 use crate::error::{ChangeError, Errno};
 use crate::fib::FibFamily;
@@ -13,6 +14,7 @@ use crate::rib::{
 use crate::route::*;
 use crate::rules::{RuleAction, RuleSet};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Everything one family keeps. Outside the router it is a read-only view
 /// ([`Router::family`](super::Router::family)): every change goes through a change set.
@@ -20,18 +22,22 @@ use std::collections::BTreeMap;
 pub struct FamilyState<A: KernelSemantics + FibFamily> {
     pub(super) tables: BTreeMap<TableId, Rib<A>>,
     pub(super) nhs: NhTable<A>,
-    pub(super) rules: RuleSet<A>,
-    pub(super) addrs: Vec<IfAddr<A>>,
+    // The small parts below sit behind `Arc`s: a change set's snapshot shares them, and the
+    // first change to one copies it (`Arc::make_mut`), so a route change copies none of them.
+    pub(super) rules: Arc<RuleSet<A>>,
+    pub(super) addrs: Arc<Vec<IfAddr<A>>>,
     /// Routes currently derived from addresses and link state (proto kernel).
-    pub(super) derived: Vec<RouteSpec<A>>,
+    pub(super) derived: Arc<Vec<RouteSpec<A>>>,
     /// IPv4: a user added a `local` route (the kernel then checks sources the slow way).
     pub(super) custom_local_routes: bool,
     pub(super) journal: Vec<(TableId, SavedList<A>)>,
     /// The family's next-hop objects (`ip nexthop`), by id (ids are shared with the other
     /// family: one id is in one family's map at most).
-    pub(super) objects: BTreeMap<u32, NhObject<A>>,
+    pub(super) objects: Arc<BTreeMap<u32, NhObject<A>>>,
     /// The compiled FIBs of the tables, following the RIB at each commit.
     pub(super) fibs: Fibs<A>,
+    /// Gateway checks remembered between route changes.
+    pub(super) gateways: GatewayMemo<A>,
 }
 
 impl<A: KernelSemantics + FibFamily> Default for FamilyState<A> {
@@ -42,16 +48,17 @@ impl<A: KernelSemantics + FibFamily> Default for FamilyState<A> {
         FamilyState {
             tables,
             nhs: NhTable::new(),
-            rules: RuleSet::default(),
-            addrs: Vec::new(),
-            derived: Vec::new(),
+            rules: Arc::default(),
+            addrs: Arc::default(),
+            derived: Arc::default(),
             custom_local_routes: false,
             journal: Vec::new(),
-            objects: BTreeMap::new(),
+            objects: Arc::default(),
             fibs: Fibs {
                 links_changed: true,
                 ..Fibs::default()
             },
+            gateways: GatewayMemo::default(),
         }
     }
 }
@@ -161,7 +168,7 @@ impl<A: RouterFamily> FamilyState<A> {
         for spec in want.iter().filter(|s| !old.contains(s)) {
             let _ = self.insert(spec, InsertMode::Append);
         }
-        self.derived = want;
+        self.derived = Arc::new(want);
     }
 
     /// The routes the kernel derives from the addresses and link state now. Two addresses may
@@ -252,12 +259,12 @@ pub(super) struct FlowNames<'a> {
 /// The small parts of a family, copied when a change set opens.
 #[derive(Clone, Debug)]
 pub(super) struct FamilySnapshot<A: RouterFamily> {
-    rules: RuleSet<A>,
-    addrs: Vec<IfAddr<A>>,
-    derived: Vec<RouteSpec<A>>,
+    rules: Arc<RuleSet<A>>,
+    addrs: Arc<Vec<IfAddr<A>>>,
+    derived: Arc<Vec<RouteSpec<A>>>,
     custom_local_routes: bool,
     tables: Vec<TableId>,
-    objects: BTreeMap<u32, NhObject<A>>,
+    objects: Arc<BTreeMap<u32, NhObject<A>>>,
 }
 
 impl<A: RouterFamily> FamilySnapshot<A> {

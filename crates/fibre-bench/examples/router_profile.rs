@@ -1,0 +1,95 @@
+//! The router's own paths, for instruction-level profilers (callgrind: this VM exposes no
+//! hardware counters):
+//!
+//! ```sh
+//! cargo build --release -p fibre-bench --example router_profile
+//! valgrind --tool=callgrind --callgrind-out-file=target/router.callgrind \
+//!     target/release/examples/router_profile 4 100000
+//! callgrind_annotate --inclusive=yes target/router.callgrind | grep router_profile::
+//! ```
+//!
+//! Loads the full view (the shared real table when present, else synthetic) of family 4 or 6
+//! into a router as one change set (`load`), then does N `route_get`s of W1 addresses
+//! (`gets`) and N/10 deletes and inserts of random routes, one change set each (`updates`), in
+//! functions of their own: their instruction counts divided by N (or 2·N/10 changes) are per
+//! operation. Without valgrind it prints the wall-clock time of each.
+use fibre::{RouteQuery, Router};
+use fibre_bench::scenario::{
+    load_table, synthetic_view, with_next_hops, BenchRoute, FullViews, StudyFamily,
+};
+use fibre_bench::updates::{add, del, loaded_router, spec};
+use fibre_bench::workload;
+use std::hint::black_box;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::Path;
+use std::time::Instant;
+
+#[inline(never)]
+fn load<A: StudyFamily>(routes: &[BenchRoute<A::K>]) -> (Router, u32, f64) {
+    loaded_router::<A>(routes).expect("router loads")
+}
+
+#[inline(never)]
+fn gets<A: StudyFamily>(router: &Router, queries: &[RouteQuery<A>]) -> usize {
+    queries
+        .iter()
+        .filter(|q| router.route_get(black_box(q)).is_ok())
+        .count()
+}
+
+#[inline(never)]
+fn updates<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], dev: u32) {
+    for r in routes {
+        let s = spec::<A>(r, dev);
+        router.change(&del(&s)).expect("delete");
+        router.change(&add(s)).expect("insert");
+    }
+}
+
+fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
+    let routes: Vec<BenchRoute<A::K>> = with_next_hops(prefixes);
+    // The load's own time: one change set of every route (as `fibre bench` reports it).
+    let (mut router, dev, load_s) = load::<A>(&routes);
+    let keys = workload::inside_prefixes::<A>(&routes, n, 7);
+    let queries: Vec<RouteQuery<A>> = keys
+        .iter()
+        .map(|&k| RouteQuery::to(A::from_bits(k)))
+        .collect();
+    let t = Instant::now();
+    let ok = gets::<A>(&router, &queries);
+    let get_ns = t.elapsed().as_nanos() as f64 / queries.len().max(1) as f64;
+    let step = (routes.len() / (n / 10).max(1)).max(1);
+    let chosen: Vec<&BenchRoute<A::K>> = routes.iter().step_by(step).take(n / 10).collect();
+    let t = Instant::now();
+    updates::<A>(&mut router, &chosen, dev);
+    let change_ns = t.elapsed().as_nanos() as f64 / (2 * chosen.len()).max(1) as f64;
+    println!(
+        "{}: {} routes loaded in {load_s:.3} s; {} route gets ({ok} answered), {get_ns:.0} ns \
+         each; {} changes, {change_ns:.0} ns each",
+        A::LABEL,
+        routes.len(),
+        queries.len(),
+        2 * chosen.len(),
+    );
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let family = args.next().unwrap_or_else(|| "4".into());
+    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let table = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../")
+        .join(fibre_bench::study::SHARED_TABLE);
+    let views: FullViews = if table.exists() {
+        load_table(&table).expect("shared table")
+    } else {
+        FullViews {
+            v4: synthetic_view::<Ipv4Addr>(900_000, 1),
+            v6: synthetic_view::<Ipv6Addr>(160_000, 1),
+        }
+    };
+    match family.as_str() {
+        "6" => run::<Ipv6Addr>(&views.v6.prefixes, n),
+        _ => run::<Ipv4Addr>(&views.v4.prefixes, n),
+    }
+}
