@@ -10,9 +10,9 @@
 //!
 //! Loads the full view (the shared real table when present, else synthetic) of family 4 or 6
 //! into a router as one change set (`load`), then does N `route_get`s of W1 addresses
-//! (`gets`) and N/10 deletes and inserts of random routes, one change set each (`updates`), in
-//! functions of their own: their instruction counts divided by N (or 2·N/10 changes) are per
-//! operation. Without valgrind it prints the wall-clock time of each.
+//! (`gets`) and N/10 deletes then N/10 inserts of the same routes, one change set each
+//! (`updates`: `deletes`, then `inserts`), in functions of their own: their instruction counts
+//! divided by N (or N/10 changes each) are per operation. Without valgrind it prints the wall-clock time of each.
 use fibre::{RouteQuery, Router};
 use fibre_bench::scenario::{
     load_table, synthetic_view, with_next_hops, BenchRoute, FullViews, StudyFamily,
@@ -39,10 +39,21 @@ fn gets<A: StudyFamily>(router: &Router, queries: &[RouteQuery<A>]) -> usize {
 
 #[inline(never)]
 fn updates<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], dev: u32) {
+    deletes::<A>(router, routes, dev);
+    inserts::<A>(router, routes, dev);
+}
+
+#[inline(never)]
+fn deletes<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], dev: u32) {
     for r in routes {
-        let s = spec::<A>(r, dev);
-        router.change(&del(&s)).expect("delete");
-        router.change(&add(s)).expect("insert");
+        router.change(&del(&spec::<A>(r, dev))).expect("delete");
+    }
+}
+
+#[inline(never)]
+fn inserts<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], dev: u32) {
+    for r in routes {
+        router.change(&add(spec::<A>(r, dev))).expect("insert");
     }
 }
 

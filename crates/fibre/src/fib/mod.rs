@@ -266,10 +266,18 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
         let routes = routes.into_iter();
         let mut set = PrefixTrie::new();
         set.reserve(routes.size_hint().0);
-        for (p, id) in routes {
-            check_ids(std::iter::once((p, id)))?;
-            set.insert(p, id);
-        }
+        let mut bad = Ok(());
+        // In prefix order (the router's builds) each insert is a step or two from the last.
+        set.insert_all(
+            routes.map_while(|(p, id)| match check_ids(std::iter::once((p, id))) {
+                Ok(()) => Some((p, id)),
+                Err(e) => {
+                    bad = Err(e);
+                    None
+                }
+            }),
+        );
+        bad?;
         Self::from_set(set)
     }
     /// Builds from a `(prefix, id)` set the caller already holds as a trie, taking it over
