@@ -48,7 +48,7 @@ pub enum MirrorError {
     Io(std::io::Error),
     /// A message could not be read.
     Decode(String),
-    /// What the kernel said does not make a router, three times over: state fibre does not
+    /// What the kernel said does not make a router, eight times over: state fibre does not
     /// model (an `fdb` object, a group mixing families), or a fibre bug to report.
     Inconsistent(String),
 }
@@ -450,17 +450,22 @@ impl Mirror {
 
     /// Dumps the kernel's whole state into a fresh router and puts it in place. The dumps are
     /// one per kind: a change between them (or during one) can leave parts that do not fit
-    /// together, so a sync that finds that tries again, up to three times.
+    /// together, so a sync that finds that tries again, up to eight times, pausing a little
+    /// longer each time (5 ms, doubling, at most 200 ms): a kernel changed fast enough to
+    /// spoil one dump (thousands of changes a second) spoiled three in a row now and then.
     pub fn sync(&mut self) -> Result<SyncReport, MirrorError> {
+        const TRIES: u32 = 8;
         let mut tries = 0;
         loop {
             tries += 1;
             match self.sync_once() {
-                Err(MirrorError::Inconsistent(_)) if tries < 3 => {}
+                Err(MirrorError::Inconsistent(_)) if tries < TRIES => {}
                 Err(MirrorError::Io(e))
-                    if e.kind() == std::io::ErrorKind::Interrupted && tries < 3 => {}
+                    if e.kind() == std::io::ErrorKind::Interrupted && tries < TRIES => {}
                 other => return other,
             }
+            let pause = (5u64 << (tries - 1)).min(200);
+            std::thread::sleep(std::time::Duration::from_millis(pause));
         }
     }
 
