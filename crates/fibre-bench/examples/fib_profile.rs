@@ -13,13 +13,10 @@
 //! in functions of their own, so their instruction counts divided by N are per lookup.
 use fibre::fib::{Fib, PoptrieView};
 use fibre::Prefix;
-use fibre_bench::scenario::{
-    load_table, synthetic_view, with_next_hops, BenchRoute, FullViews, StudyFamily,
-};
+use fibre_bench::scenario::{with_next_hops, workspace_views, BenchRoute, StudyFamily};
 use fibre_bench::workload;
 use std::hint::black_box;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::path::Path;
 
 #[inline(never)]
 fn single<A: StudyFamily>(view: &PoptrieView<A>, keys: &[A::K]) -> u32 {
@@ -62,17 +59,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let family = args.next().unwrap_or_else(|| "4".into());
     let n: usize = args.next().map_or(1_000_000, |s| s.parse().expect("N"));
-    let table = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(fibre_bench::study::SHARED_TABLE);
-    let views = if table.exists() {
-        load_table(&table).expect("shared table")
-    } else {
-        FullViews {
-            v4: synthetic_view::<Ipv4Addr>(900_000, 1),
-            v6: synthetic_view::<Ipv6Addr>(160_000, 1),
-        }
-    };
+    let views = workspace_views();
     match family.as_str() {
         "4" => run::<Ipv4Addr>(&views.v4.prefixes, n),
         "6" => run::<Ipv6Addr>(&views.v6.prefixes, n),

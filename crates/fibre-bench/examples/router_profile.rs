@@ -14,14 +14,11 @@
 //! (`updates`: `deletes`, then `inserts`), in functions of their own: their instruction counts
 //! divided by N (or N/10 changes each) are per operation. Without valgrind it prints the wall-clock time of each.
 use fibre::{RouteQuery, Router};
-use fibre_bench::scenario::{
-    load_table, synthetic_view, with_next_hops, BenchRoute, FullViews, StudyFamily,
-};
+use fibre_bench::scenario::{with_next_hops, workspace_views, BenchRoute, StudyFamily};
 use fibre_bench::updates::{add, del, loaded_router, spec};
 use fibre_bench::workload;
 use std::hint::black_box;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::path::Path;
 use std::time::Instant;
 
 #[inline(never)]
@@ -88,17 +85,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let family = args.next().unwrap_or_else(|| "4".into());
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
-    let table = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../")
-        .join(fibre_bench::study::SHARED_TABLE);
-    let views: FullViews = if table.exists() {
-        load_table(&table).expect("shared table")
-    } else {
-        FullViews {
-            v4: synthetic_view::<Ipv4Addr>(900_000, 1),
-            v6: synthetic_view::<Ipv6Addr>(160_000, 1),
-        }
-    };
+    let views = workspace_views();
     match family.as_str() {
         "6" => run::<Ipv6Addr>(&views.v6.prefixes, n),
         _ => run::<Ipv4Addr>(&views.v4.prefixes, n),

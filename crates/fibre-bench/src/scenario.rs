@@ -256,6 +256,22 @@ impl ViewArgs {
     }
 }
 
+/// The full views for the profiling examples, which run from any directory: the shared real
+/// table found from this crate's workspace when it is there, else synthetic views of its sizes.
+pub fn workspace_views() -> FullViews {
+    let table = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(crate::study::SHARED_TABLE);
+    if table.exists() {
+        load_table(&table).expect("shared table")
+    } else {
+        FullViews {
+            v4: synthetic_view::<Ipv4Addr>(901_899, 1),
+            v6: synthetic_view::<Ipv6Addr>(160_147, 1),
+        }
+    }
+}
+
 /// Reads a prefix list (one prefix per line, `#` comments; gzip-compressed or plain), or an MRT
 /// RIB dump. Host bits are masked, duplicates dropped, and the bench's reserved subnets left out.
 pub fn load_table(path: &Path) -> Result<FullViews, String> {
