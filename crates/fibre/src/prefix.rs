@@ -125,11 +125,14 @@ impl<A: Address> Prefix<A> {
     /// Does this prefix cover `addr`?
     #[inline]
     pub fn contains(&self, addr: A) -> bool {
-        addr.to_bits() & A::Bits::mask(self.len) == self.bits
+        self.contains_bits(addr.to_bits())
     }
+    /// The first `len` bits agree: a count of leading zeros, where a mask would be a shift by a
+    /// variable amount (for `u128` a branchy sequence, on every trie level). Exact because a
+    /// prefix's bits past its length are always zero (every constructor masks them).
     #[inline]
     fn contains_bits(&self, bits: A::Bits) -> bool {
-        bits & A::Bits::mask(self.len) == self.bits
+        (bits ^ self.bits).leading_zeros() >= self.len as u32
     }
     /// Does this prefix cover all of `other` (itself included)?
     #[inline]
@@ -304,5 +307,25 @@ mod tests {
         assert!(P4::any() < a);
         assert_eq!(b.last(), Ipv4Addr::new(10, 1, 255, 255));
         assert_eq!(P6::any().common(&P6::any()), P6::any());
+    }
+
+    proptest::proptest! {
+        /// `contains` and `covers` count leading zeros: the same answers as the mask, at every
+        /// length, with addresses that share long runs of bits.
+        #[test]
+        fn containment_is_the_mask(a in proptest::prelude::any::<u128>(), flips in 0u32..130,
+                                   la in 0u8..=128, lb in 0u8..=128) {
+            let b = if flips < 128 { a ^ (1u128 << flips) } else { a };
+            let (pa, pb) = (P6::new(Ipv6Addr::from(a), la), P6::new(Ipv6Addr::from(b), lb));
+            let mask = |l: u8| if l == 0 { 0 } else { u128::MAX << (128 - l as u32) };
+            proptest::prop_assert_eq!(pa.contains(Ipv6Addr::from(b)), b & mask(la) == a & mask(la));
+            proptest::prop_assert_eq!(pa.covers(&pb), la <= lb && b & mask(la) == a & mask(la));
+            let (a4, b4) = ((a >> 96) as u32, (b >> 96) as u32);
+            let (la4, lb4) = (la.min(32), lb.min(32));
+            let (qa, qb) = (P4::new(Ipv4Addr::from(a4), la4), P4::new(Ipv4Addr::from(b4), lb4));
+            let mask4 = |l: u8| if l == 0 { 0 } else { u32::MAX << (32 - l as u32) };
+            proptest::prop_assert_eq!(qa.contains(Ipv4Addr::from(b4)), b4 & mask4(la4) == a4 & mask4(la4));
+            proptest::prop_assert_eq!(qa.covers(&qb), la4 <= lb4 && b4 & mask4(la4) == a4 & mask4(la4));
+        }
     }
 }
