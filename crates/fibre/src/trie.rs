@@ -21,8 +21,7 @@ use crate::prefix::Prefix;
 
 const NIL: u32 = u32::MAX;
 
-/// Where a descent to a prefix ended: its node, its parent and grandparent, and the sides
-/// taken from them (what removing the node needs to splice the trie).
+/// What a descent toward a prefix found.
 #[derive(Clone, Copy)]
 enum Located {
     Found(Descent),
@@ -34,6 +33,8 @@ enum Located {
     },
 }
 
+/// Where a descent to a prefix ended: its node, its parent and grandparent, and the sides
+/// taken from them (what removing the node needs to splice the trie).
 #[derive(Clone, Copy)]
 struct Descent {
     gp: u32,
@@ -184,8 +185,21 @@ impl<A: Address, V> PrefixTrie<A, V> {
     /// One descent toward `p`: its node (with its two nearest ancestors), or where a node for
     /// it would go.
     fn locate(&self, p: &Prefix<A>) -> Located {
-        let (mut gp, mut gside, mut parent, mut side, mut n) =
-            (NIL, 0usize, NIL, 0usize, self.root);
+        self.descend(p, NIL, 0, self.root, |_| {})
+    }
+
+    /// [`PrefixTrie::locate`]'s descent from `n`, reached from `parent` on `side`; `visit` sees
+    /// every node passed on the way (each covers `p`). A `Found`'s grandparent is exact only for
+    /// a descent from the root.
+    fn descend(
+        &self,
+        p: &Prefix<A>,
+        mut parent: u32,
+        mut side: usize,
+        mut n: u32,
+        mut visit: impl FnMut(u32),
+    ) -> Located {
+        let (mut gp, mut gside) = (NIL, 0usize);
         while n != NIL {
             let q = self.nodes[n as usize].prefix;
             if q == *p {
@@ -200,6 +214,7 @@ impl<A: Address, V> PrefixTrie<A, V> {
             if !q.covers(p) {
                 break;
             }
+            visit(n);
             gp = parent;
             gside = side;
             parent = n;
@@ -262,46 +277,36 @@ impl<A: Address, V> PrefixTrie<A, V> {
             {
                 path.pop();
             }
-            let (mut parent, mut side, mut n) = match path.last() {
-                Some(&top) => {
-                    let q = self.nodes[top as usize].prefix;
-                    if q == p {
-                        (NIL, 0, top)
-                    } else {
-                        let side = p.bit(q.len()) as usize;
-                        (top, side, self.nodes[top as usize].child[side])
+            let node = match path.last() {
+                Some(&top) if self.nodes[top as usize].prefix == p => top,
+                top => {
+                    let (parent, side, n) = match top {
+                        Some(&top) => {
+                            let side = p.bit(self.nodes[top as usize].prefix.len()) as usize;
+                            (top, side, self.nodes[top as usize].child[side])
+                        }
+                        None => (NIL, 0, self.root),
+                    };
+                    match self.descend(&p, parent, side, n, |n| path.push(n)) {
+                        Located::Found(d) => {
+                            path.push(d.node);
+                            d.node
+                        }
+                        Located::Missing { parent, side, at } => {
+                            let new = self.place(p, parent, side, at);
+                            let joined = if parent == NIL {
+                                self.root
+                            } else {
+                                self.nodes[parent as usize].child[side]
+                            };
+                            if joined != new {
+                                path.push(joined); // the glue node above it
+                            }
+                            path.push(new);
+                            new
+                        }
                     }
                 }
-                None => (NIL, 0, self.root),
-            };
-            // Descend from there as `locate` does, keeping the path.
-            while n != NIL {
-                let q = self.nodes[n as usize].prefix;
-                if q == p || !q.covers(&p) {
-                    break;
-                }
-                path.push(n);
-                parent = n;
-                side = p.bit(q.len()) as usize;
-                n = self.nodes[n as usize].child[side];
-            }
-            let node = if n != NIL && self.nodes[n as usize].prefix == p {
-                if path.last() != Some(&n) {
-                    path.push(n);
-                }
-                n
-            } else {
-                let new = self.place(p, parent, side, n);
-                let joined = if parent == NIL {
-                    self.root
-                } else {
-                    self.nodes[parent as usize].child[side]
-                };
-                if joined != new {
-                    path.push(joined); // the glue node above it
-                }
-                path.push(new);
-                new
             };
             if self.nodes[node as usize].value.replace(v).is_none() {
                 self.len += 1;

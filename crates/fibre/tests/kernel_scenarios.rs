@@ -193,6 +193,14 @@ fn nexthop_objects_match_the_kernel() {
 }
 
 #[test]
+fn gateway_checks_after_what_changes_them_match_the_kernel() {
+    if skip_or_fail("gateway_checks_after_what_changes_them_match_the_kernel") {
+        return;
+    }
+    scenario(&scenarios().join("gateways.batch"));
+}
+
+#[test]
 fn edge_router_example_matches_kernel() {
     if skip_or_fail("edge_router_example_matches_kernel") {
         return;

@@ -263,21 +263,12 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
     pub fn from_routes(
         routes: impl IntoIterator<Item = (Prefix<A>, u32)>,
     ) -> Result<Self, IdOutOfRange> {
-        let routes = routes.into_iter();
+        let routes: Vec<(Prefix<A>, u32)> = routes.into_iter().collect();
+        check_ids(routes.iter().copied())?;
         let mut set = PrefixTrie::new();
-        set.reserve(routes.size_hint().0);
-        let mut bad = Ok(());
+        set.reserve(routes.len());
         // In prefix order (the router's builds) each insert is a step or two from the last.
-        set.insert_all(
-            routes.map_while(|(p, id)| match check_ids(std::iter::once((p, id))) {
-                Ok(()) => Some((p, id)),
-                Err(e) => {
-                    bad = Err(e);
-                    None
-                }
-            }),
-        );
-        bad?;
+        set.insert_all(routes);
         Self::from_set(set)
     }
     /// Builds from a `(prefix, id)` set the caller already holds as a trie, taking it over

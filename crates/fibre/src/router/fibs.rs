@@ -274,12 +274,11 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
     pub fn follow(
         &mut self,
         st: &FamilyState<A>,
-        touched: &[(TableId, Prefix<A>)],
+        mut touched: Vec<(TableId, Prefix<A>)>,
         links: &dyn LinkState,
     ) {
         // Sorted and without repeats, grouped by table: a sort of a short list for one change,
         // and of the journal's runs, already in prefix order, for a load.
-        let mut touched = touched.to_vec();
         touched.sort();
         touched.dedup();
         let mut merged = Vec::new();
@@ -359,7 +358,7 @@ impl<A: KernelSemantics + FibFamily> FamilyState<A> {
         } else if !self.journal.is_empty() {
             let touched: Vec<(TableId, Prefix<A>)> =
                 self.journal.iter().map(|(t, s)| (*t, s.dst)).collect();
-            fibs.follow(self, &touched, links);
+            fibs.follow(self, touched, links);
         }
         self.fibs = fibs;
     }

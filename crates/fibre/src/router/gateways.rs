@@ -10,7 +10,9 @@
 //! - route edits are read from the family's journal (every edit of a change set is there,
 //!   since rollback needs it) before each use and at commit, and drop the checks of the
 //!   gateways their prefix contains;
-//! - any other change, and a rollback, forget everything ([`GatewayMemo::clear`]).
+//! - any other change through `Router::change`, and a rollback, forget everything
+//!   ([`GatewayMemo::clear`]); a mirror's router, which also changes through mirror events,
+//!   remembers nothing.
 use crate::addr::Address;
 use crate::link::IfIndex;
 use crate::rib::SavedList;

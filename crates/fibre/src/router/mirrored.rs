@@ -59,7 +59,6 @@ fn legs<A: RouterFamily>(spec: &RouteSpec<A>) -> Vec<RouteSpec<A>> {
 impl Router {
     /// `RTM_NEWLINK`: a new device, or a device's new state.
     pub(crate) fn mirror_link(&mut self, link: Link) {
-        self.forget_gateways();
         let dev = link.index;
         // What the device was, asked of the links themselves (no second copy of "ready").
         let (was_up, was_ready) = (self.links.is_up(dev), self.links.is_ready(dev));
@@ -76,7 +75,6 @@ impl Router {
 
     /// `RTM_DELLINK`: the device and everything on it go.
     pub(crate) fn mirror_link_gone(&mut self, dev: IfIndex) {
-        self.forget_gateways();
         if self.links.by_index(dev).is_none() {
             return;
         }
@@ -94,7 +92,6 @@ impl Router {
 
     /// `RTM_NEWADDR` (`present`) or `RTM_DELADDR`.
     pub(crate) fn mirror_addr<A: RouterFamily>(&mut self, a: IfAddr<A>, present: bool) {
-        self.forget_gateways();
         let st = A::state_mut(self);
         // IPv4 tells addresses apart by length too; IPv6 by the address alone.
         let same = |o: &IfAddr<A>| {
@@ -237,7 +234,6 @@ impl Router {
 
     /// `RTM_NEWRULE` (`present`) or `RTM_DELRULE`.
     pub(crate) fn mirror_rule<A: RouterFamily>(&mut self, rule: Rule<A>, present: bool) {
-        self.forget_gateways();
         let st = A::state_mut(self);
         if present {
             if let crate::rules::RuleAction::Lookup(t) = rule.action {
@@ -255,7 +251,6 @@ impl Router {
         &mut self,
         obj: NhObject<A>,
     ) -> Result<(), String> {
-        self.forget_gateways();
         let id = obj.id;
         match self.object_family(id) {
             Some(f) if f != A::FAMILY => {
@@ -288,7 +283,6 @@ impl Router {
     /// `fib_has_custom_rules`, which never goes back): a router that had seen them changed
     /// passes that on to the one that replaces it.
     pub(crate) fn mirror_inherit_rules_customised(&mut self, from: &Router) {
-        self.forget_gateways();
         if from.v4.rules.customised && !self.v4.rules.customised {
             Arc::make_mut(&mut self.v4.rules).customised = true;
             // IPv4 local and main get FIBs of their own.
@@ -301,7 +295,6 @@ impl Router {
 
     /// `RTM_DELNEXTHOP`: the object, with what deleting it takes along.
     pub(crate) fn mirror_object_gone(&mut self, id: u32) {
-        self.forget_gateways();
         self.v4.remove_object(id);
         self.v6.remove_object(id);
     }

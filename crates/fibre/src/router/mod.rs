@@ -264,13 +264,21 @@ impl Router {
             }
             return r;
         }
+        let route = |c: &Change| match c {
+            Change::Inet(c) => matches!(c, FamilyChange::Route(..) | FamilyChange::RouteDel(..)),
+            Change::Inet6(c) => matches!(c, FamilyChange::Route(..) | FamilyChange::RouteDel(..)),
+            _ => false,
+        };
+        if !route(c) {
+            // Links, addresses, rules and next-hop objects decide gateway checks too.
+            self.forget_gateways();
+        }
         match c {
             Change::Inet(c) => return self.family_change(c),
             Change::Inet6(c) => return self.family_change(c),
             Change::LinkAddVeth { .. } | Change::LinkSet { .. } | Change::LinkDel { .. } => {}
         }
         // Next hops die or come back: the FIBs are rebuilt at commit.
-        self.forget_gateways();
         self.v4.fibs.links_changed = true;
         self.v6.fibs.links_changed = true;
         let (v4_before, v6_before) = (self.v4.addrs.clone(), self.v6.addrs.clone());
@@ -307,10 +315,6 @@ impl Router {
 
     /// One family's part of [`Router::change`].
     fn family_change<A: RouterFamily>(&mut self, c: &FamilyChange<A>) -> Result<(), ChangeError> {
-        if !matches!(c, FamilyChange::Route(..) | FamilyChange::RouteDel(..)) {
-            // Addresses, rules and next-hop objects decide gateway checks too.
-            self.forget_gateways();
-        }
         match c {
             FamilyChange::AddrAdd(a) => self.addr_add(a.clone())?,
             FamilyChange::AddrDel(a) => {
@@ -506,8 +510,14 @@ impl Router {
         mut spec: RouteSpec<A>,
         mode: InsertMode,
     ) -> Result<(), ChangeError> {
+        let mirrored = self.mirrored;
         let st = A::state_mut(self);
         let mut gateways = std::mem::take(&mut st.gateways);
+        if mirrored {
+            // A mirror's router also changes through mirror events, which do not forget
+            // gateway checks: it checks afresh.
+            gateways.clear();
+        }
         gateways.follow(&st.journal);
         let prepared = A::prepare(self, &mut gateways, &mut spec);
         let st = A::state_mut(self);
@@ -541,8 +551,8 @@ impl Router {
     }
 
     /// Forgets the remembered gateway checks of both families (see [`gateways`]): for every
-    /// change that is not a route's.
-    pub(crate) fn forget_gateways(&mut self) {
+    /// change that is not a route's, and a rollback.
+    fn forget_gateways(&mut self) {
         self.v4.gateways.clear();
         self.v6.gateways.clear();
     }
