@@ -1,4 +1,4 @@
-//! Arbitrary prefixes and ids through the public FIB API (`PrefixTrie`, `Fib`, `Poptrie`): no
+//! Arbitrary prefixes and ids through the public FIB API (`PrefixSet`, `Fib`, `Poptrie`): no
 //! panic, no out-of-bounds read, ids above `MAX_ID` refused, answers those of a linear scan.
 #![no_main]
 use libfuzzer_sys::fuzz_target;

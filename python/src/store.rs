@@ -1,31 +1,30 @@
-//! One family's `(prefix, slot)` set: a plain trie while it is being filled, compiled into the
-//! FIB (Poptrie) at the first batch lookup and patched from then on.
-use fibre::fib::{Fib, FibFamily, PoptrieView, NO_ROUTE};
+//! One family's `(prefix, slot)` set: a plain ordered set while it is being filled, compiled
+//! into the FIB (Poptrie) at the first batch lookup and patched from then on.
+use fibre::fib::{Fib, FibFamily, PoptrieView, PrefixSet, NO_ROUTE};
 use fibre::prefix::Prefix;
-use fibre::trie::PrefixTrie;
 use std::sync::Arc;
 
-/// Compiled changes past this share of the set are rebuilt from the trie rather than patched
+/// Compiled changes past this share of the set are rebuilt from the set rather than patched
 /// (a table loaded after its first lookup).
 const REBUILD_SHARE: usize = 4;
 
 pub enum Store<A: FibFamily> {
-    /// Not compiled: single lookups need only the trie, and a table that is never batch-looked
+    /// Not compiled: single lookups need only the set, and a table that is never batch-looked
     /// up never pays for the FIB.
-    Plain(PrefixTrie<A, u32>),
-    /// Compiled; the FIB keeps the trie (`Fib::entries`), changes are staged in it.
+    Plain(PrefixSet<A>),
+    /// Compiled; the FIB keeps the set (`Fib::entries`), changes are staged in it.
     Compiled(Box<Fib<A>>),
 }
 
 impl<A: FibFamily> Default for Store<A> {
     fn default() -> Self {
-        Store::Plain(PrefixTrie::new())
+        Store::Plain(PrefixSet::new())
     }
 }
 
 impl<A: FibFamily> Store<A> {
     /// The set, staged changes included.
-    pub fn entries(&self) -> &PrefixTrie<A, u32> {
+    pub fn entries(&self) -> &PrefixSet<A> {
         match self {
             Store::Plain(t) => t,
             Store::Compiled(f) => f.entries(),
@@ -68,7 +67,7 @@ impl<A: FibFamily> Store<A> {
     }
 
     /// The slot of the longest match of `addr` through the compiled FIB, when it is compiled
-    /// with every change published (`None`: ask the trie).
+    /// with every change published (`None`: ask the set).
     pub fn lookup_compiled(&self, addr: A) -> Option<Option<u32>> {
         match self {
             Store::Compiled(f) if f.staged() == 0 => {

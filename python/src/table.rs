@@ -10,8 +10,8 @@ use crate::batch;
 use crate::key::{key_of, Key};
 use crate::slot::Slot;
 use crate::store::Store;
+use fibre::fib::{FibFamily, PrefixSet};
 use fibre::prefix::Prefix;
-use fibre::trie::PrefixTrie;
 use numpy::PyArray1;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -201,11 +201,8 @@ fn postorder<'a, A: fibre::addr::Address>(
 }
 
 /// The most specific stored prefix covering `p` (`p` included).
-fn covering_last<A: fibre::addr::Address>(t: &PrefixTrie<A, u32>, p: &Prefix<A>) -> Option<u32> {
-    if p.is_host() {
-        return t.longest_match(p.addr()).map(|(_, &id)| id);
-    }
-    t.covering(p).last().map(|&(_, &id)| id)
+fn covering_last<A: FibFamily>(t: &PrefixSet<A>, p: &Prefix<A>) -> Option<u32> {
+    t.longest_covering(p).map(|(_, &id)| id)
 }
 
 #[pymethods]
@@ -315,16 +312,8 @@ impl PrefixTable {
     fn parent(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyString>>> {
         let key = key_of(key)?;
         self.exact(key).ok_or_else(not_stored)?;
-        let above: Vec<u32> = with_key!(self, key, |t, p| t
-            .covering(&p)
-            .iter()
-            .map(|(_, &id)| id)
-            .collect());
-        Ok(above
-            .iter()
-            .rev()
-            .nth(1)
-            .map(|&id| self.slot(id).text(py).clone_ref(py)))
+        let above = with_key!(self, key, |t, p| t.covering_shorter(&p).map(|(_, &id)| id));
+        Ok(above.map(|id| self.slot(id).text(py).clone_ref(py)))
     }
 
     /// Every more specific stored prefix of a stored prefix (not only the direct ones), in
@@ -425,10 +414,9 @@ impl PrefixTable {
         let key = key_of(key)?;
         let ids: Vec<u32> = with_key!(self, key, |t, p| t
             .covering(&p)
-            .iter()
             .map(|(_, &id)| id)
             .collect());
-        ids.into_iter().rev().map(|id| self.pair(py, id)).collect()
+        ids.into_iter().map(|id| self.pair(py, id)).collect()
     }
 
     /// Stored prefixes covered by the key (itself included), each after its more specific

@@ -1,5 +1,5 @@
 //! The fuzz target `fib_api`'s property on stable Rust: arbitrary prefixes and ids through the
-//! public `PrefixTrie`/`Fib`/`Poptrie` API never panic, ids above `MAX_ID` are refused, and
+//! public `PrefixSet`/`Fib`/`Poptrie` API never panic, ids above `MAX_ID` are refused, and
 //! what was accepted answers as a linear scan does.
 use proptest::prelude::*;
 
@@ -17,12 +17,12 @@ proptest! {
 /// The case of the report: an id with bit 31 set went into the encoding as a cell index.
 #[test]
 fn an_id_above_max_is_refused_not_encoded() {
+    use fibre::fib::PrefixSet;
     use fibre::fib::{Fib, LpmAlgorithm, Poptrie, MAX_ID, NO_ROUTE};
-    use fibre::rib::PrefixTrie;
     use fibre::Prefix;
     use std::net::Ipv4Addr;
     let p: Prefix<Ipv4Addr> = "10.0.0.0/8".parse().unwrap();
-    let mut t = PrefixTrie::new();
+    let mut t = PrefixSet::new();
     t.insert(p, u32::MAX);
     let e = Poptrie::build(&t).err().expect("refused");
     assert_eq!(e.id, u32::MAX);

@@ -18,7 +18,6 @@
 //!   it (RCU-style). Lookups neither allocate nor lock.
 use crate::addr::Address;
 use crate::prefix::Prefix;
-use crate::trie::PrefixTrie;
 use arc_swap::ArcSwap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -27,11 +26,13 @@ mod arena;
 mod path;
 pub mod poptrie;
 pub mod reference;
+mod set;
 
 pub use arena::mapped_bytes;
 pub use path::LookupPath;
 pub use poptrie::{Poptrie, PoptrieView};
 pub use reference::{Reference, ReferenceView};
+pub use set::{PackedPrefix, PrefixSet};
 
 /// The answer where no prefix matches.
 pub const NO_ROUTE: u32 = 0x7FFF_FFFF;
@@ -73,8 +74,8 @@ pub(crate) fn check_ids<A: Address>(
 
 /// [`check_ids`] over the ids stored at the `changed` prefixes of `routes`: what an update
 /// refuses before it changes anything.
-pub(crate) fn check_changed<A: Address>(
-    routes: &PrefixTrie<A, u32>,
+pub(crate) fn check_changed<A: FibFamily>(
+    routes: &PrefixSet<A>,
     changed: &[Prefix<A>],
 ) -> Result<(), IdOutOfRange> {
     check_ids(
@@ -90,12 +91,15 @@ pub trait FibFamily: Address {
     const DP_BITS: u32;
     /// Of those, bits resolved by the root of the direct-pointing array (the rest by chunks).
     const ROOT_BITS: u32;
+    /// A prefix packed as [`PrefixSet`] keys it.
+    type Packed: PackedPrefix<Self>;
 }
 
 impl FibFamily for Ipv4Addr {
     /// 2^18 slots: /24s, most of the table, end in the first node level (18 + 6).
     const DP_BITS: u32 = 18;
     const ROOT_BITS: u32 = 9;
+    type Packed = u64;
 }
 
 impl FibFamily for Ipv6Addr {
@@ -103,6 +107,7 @@ impl FibFamily for Ipv6Addr {
     /// the rest are single leaves), /32s end in the first node level and /48s in the fifth.
     const DP_BITS: u32 = 20;
     const ROOT_BITS: u32 = 10;
+    type Packed = [u8; 17];
 }
 
 /// A published version of a compiled structure.
@@ -151,15 +156,11 @@ pub trait LpmAlgorithm<A: FibFamily>: Send + Sync + Sized + 'static {
     /// A published version, as readers see it.
     type View: LpmView<A>;
     /// Encodes `routes` (prefix -> id) and publishes it; refuses an id above [`MAX_ID`].
-    fn build(routes: &PrefixTrie<A, u32>) -> Result<Self, IdOutOfRange>;
+    fn build(routes: &PrefixSet<A>) -> Result<Self, IdOutOfRange>;
     /// `routes` changed at `changed` (already applied): re-encodes what that touches and
     /// publishes once. An id above [`MAX_ID`] at a changed prefix is refused before anything
     /// changes. A change not named in `changed` leaves lookups unspecified (never unsound).
-    fn update(
-        &mut self,
-        routes: &PrefixTrie<A, u32>,
-        changed: &[Prefix<A>],
-    ) -> Result<(), IdOutOfRange>;
+    fn update(&mut self, routes: &PrefixSet<A>, changed: &[Prefix<A>]) -> Result<(), IdOutOfRange>;
     /// A handle readers on any thread load versions from.
     fn reader(&self) -> Reader<Self::View>;
     /// The version last published, as the writer holds it (no load through the shared cell).
@@ -229,12 +230,13 @@ impl<V> Reader<V> {
 
 /// A FIB: the `(prefix, id)` set and its compiled encoding.
 pub struct Fib<A: FibFamily, L: LpmAlgorithm<A> = Poptrie<A>> {
-    routes: PrefixTrie<A, u32>,
+    routes: PrefixSet<A>,
     lpm: L,
     reader: Reader<L::View>,
-    /// Each change staged since the last publication: the prefix, and its id before that
-    /// change (what readers still see for the first change of a prefix).
-    staged: Vec<(Prefix<A>, Option<u32>)>,
+    /// Each change staged since the last publication: the prefix, its id before that change
+    /// (what readers still see, for the first change of a prefix) and after it (the set's, for
+    /// the last change).
+    staged: Vec<(Prefix<A>, Option<u32>, Option<u32>)>,
 }
 
 impl<A: FibFamily, L: LpmAlgorithm<A>> Default for Fib<A, L> {
@@ -265,15 +267,11 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
     ) -> Result<Self, IdOutOfRange> {
         let routes: Vec<(Prefix<A>, u32)> = routes.into_iter().collect();
         check_ids(routes.iter().copied())?;
-        let mut set = PrefixTrie::new();
-        set.reserve(routes.len());
-        // In prefix order (the router's builds) each insert is a step or two from the last.
-        set.insert_all(routes);
-        Self::from_set(set)
+        Self::from_set(routes.into_iter().collect())
     }
-    /// Builds from a `(prefix, id)` set the caller already holds as a trie, taking it over
+    /// Builds from a `(prefix, id)` set the caller already holds, taking it over
     /// (no copy); refuses an id above [`MAX_ID`].
-    pub fn from_set(set: PrefixTrie<A, u32>) -> Result<Self, IdOutOfRange> {
+    pub fn from_set(set: PrefixSet<A>) -> Result<Self, IdOutOfRange> {
         let lpm = L::build(&set)?;
         Ok(Fib {
             reader: lpm.reader(),
@@ -282,14 +280,14 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
             staged: Vec::new(),
         })
     }
-    /// The `(prefix, id)` set, staged changes included, as the trie it is kept in (exact,
-    /// longest, covering and covered queries without a copy).
-    pub fn entries(&self) -> &PrefixTrie<A, u32> {
+    /// The `(prefix, id)` set, staged changes included (exact, longest, covering and covered
+    /// queries without a copy).
+    pub fn entries(&self) -> &PrefixSet<A> {
         &self.routes
     }
     /// Gives the `(prefix, id)` set back, dropping the encoding (what a caller that is about to
     /// change most of the set rebuilds from).
-    pub fn into_entries(self) -> PrefixTrie<A, u32> {
+    pub fn into_entries(self) -> PrefixSet<A> {
         self.routes
     }
     /// Changes staged since the last [`Fib::publish`].
@@ -320,7 +318,7 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
             None => self.routes.remove(&prefix),
         };
         if before != id {
-            self.staged.push((prefix, before));
+            self.staged.push((prefix, before, id));
         }
         Ok(())
     }
@@ -331,16 +329,13 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
         if self.staged.is_empty() {
             return;
         }
-        // The first change of each prefix holds what readers see; stable, so it stays first.
-        self.staged.sort_by_key(|&(p, _)| p);
+        // The first change of each prefix holds what readers see and the last what the set
+        // holds; the sort is stable, so they stay first and last.
+        self.staged.sort_by_key(|&(p, _, _)| p);
         let mut changed: Vec<Prefix<A>> = Vec::with_capacity(self.staged.len());
-        let mut last = None;
-        for &(p, published) in &self.staged {
-            if last == Some(p) {
-                continue;
-            }
-            last = Some(p);
-            if self.routes.get(&p).copied() != published {
+        for run in self.staged.chunk_by(|a, b| a.0 == b.0) {
+            let (p, published, _) = run[0];
+            if run[run.len() - 1].2 != published {
                 changed.push(p);
             }
         }

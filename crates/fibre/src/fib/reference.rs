@@ -10,12 +10,12 @@
 //!
 //! Not built for speed: an update copies the tables of the lengths it changes (readers keep the
 //! version they loaded).
+use super::PrefixSet;
 use super::{
     check_changed, check_ids, FibStats, IdOutOfRange, LpmAlgorithm, LpmView, Reader, NO_ROUTE,
 };
 use crate::addr::{Address, Bits};
 use crate::prefix::Prefix;
-use crate::trie::PrefixTrie;
 use arc_swap::ArcSwap;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -84,7 +84,7 @@ impl<A: super::FibFamily> LpmAlgorithm<A> for Reference<A> {
     const NAME: &'static str = "reference";
     type View = ReferenceView<A>;
 
-    fn build(routes: &PrefixTrie<A, u32>) -> Result<Self, IdOutOfRange> {
+    fn build(routes: &PrefixSet<A>) -> Result<Self, IdOutOfRange> {
         check_ids(routes.iter().map(|(p, &id)| (p, id)))?;
         let mut view = ReferenceView {
             lengths: Vec::new(),
@@ -100,11 +100,7 @@ impl<A: super::FibFamily> LpmAlgorithm<A> for Reference<A> {
         })
     }
 
-    fn update(
-        &mut self,
-        routes: &PrefixTrie<A, u32>,
-        changed: &[Prefix<A>],
-    ) -> Result<(), IdOutOfRange> {
+    fn update(&mut self, routes: &PrefixSet<A>, changed: &[Prefix<A>]) -> Result<(), IdOutOfRange> {
         check_changed(routes, changed)?;
         let mut next = (*self.current).clone();
         next.version += 1;

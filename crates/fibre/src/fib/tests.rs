@@ -3,6 +3,7 @@
 //! is checked against the definition in its own module.
 use super::*;
 use crate::addr::Bits;
+use crate::trie::PrefixTrie;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 

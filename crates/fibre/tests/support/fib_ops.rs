@@ -1,11 +1,11 @@
-//! Arbitrary bytes as a sequence of calls on the public FIB API (`PrefixTrie`, `Fib`,
+//! Arbitrary bytes as a sequence of calls on the public FIB API (`PrefixSet`, `Fib`,
 //! `Poptrie`), with arbitrary prefixes and ids: no call may panic or touch memory out of bounds,
 //! refused ids are refused with an error, and whatever was accepted answers as the reference
 //! algorithm given the accepted `(prefix, id)` set does. Shared by the fuzz target (`fuzz/fuzz_targets/fib_api.rs`)
 //! and the no-panic property test (`tests/fib_api_never_panics.rs`).
 use fibre::addr::Bits;
+use fibre::fib::PrefixSet;
 use fibre::fib::{Fib, LpmAlgorithm, Poptrie, Reference, MAX_ID, NO_ROUTE};
-use fibre::rib::PrefixTrie;
 use fibre::{Address, Prefix};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -55,7 +55,7 @@ pub fn run<A: fibre::fib::FibFamily>(data: &[u8]) {
     let mut fib: Fib<A> = Fib::new();
     // What was accepted, in the reference.
     let mut accepted: Fib<A, Reference<A>> = Fib::new();
-    let mut trie: PrefixTrie<A, u32> = PrefixTrie::new();
+    let mut set: PrefixSet<A> = PrefixSet::new();
     let mut poptrie: Option<Poptrie<A>> = None;
     while let Some(op) = input.byte() {
         let Some(bits) = input.bits::<A>() else { break };
@@ -85,12 +85,12 @@ pub fn run<A: fibre::fib::FibFamily>(data: &[u8]) {
                     assert_eq!(fib.lookup(key), accepted.lookup(key), "lookup of {key}");
                 }
             }
-            // The bare encoding: a trie with any ids, built or patched.
+            // The bare encoding: a set with any ids, built or patched.
             3 => {
                 let Some(id) = input.id() else { break };
-                trie.insert(p, id);
-                let bad = trie.iter().any(|(_, &id)| id > MAX_ID);
-                match Poptrie::build(&trie) {
+                set.insert(p, id);
+                let bad = set.iter().any(|(_, &id)| id > MAX_ID);
+                match Poptrie::build(&set) {
                     Ok(built) => {
                         assert!(!bad, "build accepted an id above MAX_ID");
                         poptrie = Some(built);
@@ -100,12 +100,12 @@ pub fn run<A: fibre::fib::FibFamily>(data: &[u8]) {
             }
             4 => {
                 let named = input.byte().unwrap_or(0) % 2 == 0;
-                trie.remove(&p);
+                set.remove(&p);
                 if let Some(pt) = poptrie.as_mut() {
                     // A change not named to `update` may leave answers unspecified, never
                     // unsound: the lookups below must still return.
                     let changed = if named { vec![p] } else { vec![] };
-                    let _ = pt.update(&trie, &changed);
+                    let _ = pt.update(&set, &changed);
                 }
             }
             _ => {

@@ -126,10 +126,7 @@ impl<A: FibFamily> Poptrie<A> {
 
     /// Encodes every route from scratch. Work is in proportion to the root, the chunks that
     /// hold a prefix longer than the root step, and the prefixes: a small table costs little.
-    pub(super) fn encode_all(
-        routes: &PrefixTrie<A, u32>,
-        scratch: &mut Scratch<A::Bits>,
-    ) -> Encoded {
+    pub(super) fn encode_all(routes: &PrefixSet<A>, scratch: &mut Scratch<A::Bits>) -> Encoded {
         let (r, s) = (Self::R, Self::S);
         let mut out = Encoded {
             root: vec![NO_ROUTE; 1 << r],
@@ -224,7 +221,7 @@ impl<A: FibFamily> Poptrie<A> {
 
     /// Re-encodes everything into fresh arenas and publishes it. `arena_full`: an arena ran
     /// out of room, and a large table's spare room then doubles ([`Spare::grown`]).
-    pub(super) fn rebuild(&mut self, routes: &PrefixTrie<A, u32>, arena_full: bool) {
+    pub(super) fn rebuild(&mut self, routes: &PrefixSet<A>, arena_full: bool) {
         let enc = Self::encode_all(routes, &mut self.scratch);
         self.generation += 1;
         self.rebuilds += 1;

@@ -27,13 +27,13 @@
 //! by path copying), `audit` (the walk behind stats, images and the memory audit); here the
 //! structure's types and the publication and reclamation of versions.
 use super::arena::{BlockAlloc, RawArena};
+use super::PrefixSet;
 use super::{
     check_changed, check_ids, FibFamily, FibStats, IdOutOfRange, LpmAlgorithm, LpmView, Reader,
     MAX_ID, NO_ROUTE,
 };
 use crate::addr::Bits;
 use crate::prefix::Prefix;
-use crate::trie::PrefixTrie;
 use arc_swap::ArcSwap;
 use std::marker::PhantomData;
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -169,8 +169,18 @@ impl Block {
     }
 }
 
-/// Blocks a version stopped using, sent back to the writer when no reader can see them.
-type Retired = (u64, Vec<Block>);
+/// What a version sends back to the writer when no reader can see it: the blocks only it and
+/// older versions use, and its root and block list for the writer to reuse. (A root is 2-4 KiB,
+/// too large for the allocator's per-thread cache: allocating one per publication and freeing
+/// it later cost a thousand instructions a change.)
+struct Retired {
+    generation: u64,
+    blocks: Vec<Block>,
+    root: Box<[u32]>,
+}
+
+/// Roots and block lists the writer keeps for reuse (more come back only when readers lag).
+const REUSED_BUFFERS: usize = 4;
 
 /// One published version: what readers load and look up in.
 ///
@@ -193,7 +203,11 @@ impl<A: FibFamily> Drop for PoptrieView<A> {
     fn drop(&mut self) {
         if let Some(blocks) = self.retired.take() {
             // The writer may be gone; then so are the arenas' bookkeeping, and nothing leaks.
-            let _ = self.reclaim.send((self.generation, blocks));
+            let _ = self.reclaim.send(Retired {
+                generation: self.generation,
+                blocks,
+                root: std::mem::take(&mut self.root),
+            });
         }
         // Unlink the chain iteratively: a reader that held an old version through a million
         // updates would otherwise drop a million versions recursively.
@@ -221,6 +235,10 @@ pub struct Poptrie<A: FibFamily> {
     reclaim: Sender<Retired>,
     /// Only the writer receives; the lock is never contended (it makes the writer `Sync`).
     returned: Mutex<Receiver<Retired>>,
+    /// Roots of dropped versions, to publish the next ones in.
+    spare_roots: Vec<Box<[u32]>>,
+    /// Emptied block lists of dropped versions, to retire the next changes' blocks in.
+    spare_lists: Vec<Vec<Block>>,
     scratch: Scratch<A::Bits>,
     /// Full rebuilds after the first build (short-prefix changes, full arenas).
     pub rebuilds: u64,
@@ -234,8 +252,15 @@ impl<A: FibFamily> Poptrie<A> {
     const CHUNK: usize = 1 << (A::DP_BITS - A::ROOT_BITS);
 
     fn publish(&mut self, retired: Vec<Block>) {
+        let root = match self.spare_roots.pop() {
+            Some(mut root) => {
+                root.copy_from_slice(&self.root);
+                root
+            }
+            None => self.root.clone().into_boxed_slice(),
+        };
         let view = Arc::new(PoptrieView {
-            root: self.root.clone().into_boxed_slice(),
+            root,
             arenas: self.arenas.clone(),
             generation: self.generation,
             version: self.current.version + 1,
@@ -250,21 +275,38 @@ impl<A: FibFamily> Poptrie<A> {
         self.current = view;
     }
 
-    /// Takes back the blocks no reader can reach any more.
+    /// Takes back the blocks no reader can reach any more, and buffers to reuse.
     fn reclaim(&mut self) {
         let returned = self.returned.lock().expect("only the writer locks");
-        while let Ok((generation, blocks)) = returned.try_recv() {
-            if generation != self.generation {
-                continue; // its arenas are gone or going
-            }
-            for b in blocks {
-                match b.kind {
-                    Kind::Node => self.nodes.free(b.off, b.len),
-                    Kind::Leaf => self.leaves.free(b.off, b.len),
-                    Kind::Chunk => self.chunks.free(b.off, b.len),
+        while let Ok(Retired {
+            generation,
+            mut blocks,
+            root,
+        }) = returned.try_recv()
+        {
+            // Blocks of older arenas are not ours any more: those arenas are gone or going.
+            if generation == self.generation {
+                for b in blocks.drain(..) {
+                    match b.kind {
+                        Kind::Node => self.nodes.free(b.off, b.len),
+                        Kind::Leaf => self.leaves.free(b.off, b.len),
+                        Kind::Chunk => self.chunks.free(b.off, b.len),
+                    }
                 }
             }
+            if root.len() == self.root.len() && self.spare_roots.len() < REUSED_BUFFERS {
+                self.spare_roots.push(root);
+            }
+            if self.spare_lists.len() < REUSED_BUFFERS {
+                blocks.clear();
+                self.spare_lists.push(blocks);
+            }
         }
+    }
+
+    /// An empty list to retire a publication's blocks in.
+    fn retired_list(&mut self) -> Vec<Block> {
+        self.spare_lists.pop().unwrap_or_default()
     }
 }
 
@@ -272,7 +314,7 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
     const NAME: &'static str = "poptrie";
     type View = PoptrieView<A>;
 
-    fn build(routes: &PrefixTrie<A, u32>) -> Result<Self, IdOutOfRange> {
+    fn build(routes: &PrefixSet<A>) -> Result<Self, IdOutOfRange> {
         check_ids(routes.iter().map(|(p, &id)| (p, id)))?;
         let mut scratch = Scratch::default();
         let enc = Self::encode_all(routes, &mut scratch);
@@ -300,17 +342,15 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             chunks,
             reclaim,
             returned: Mutex::new(returned),
+            spare_roots: Vec::new(),
+            spare_lists: Vec::new(),
             scratch,
             rebuilds: 0,
             spare,
         })
     }
 
-    fn update(
-        &mut self,
-        routes: &PrefixTrie<A, u32>,
-        changed: &[Prefix<A>],
-    ) -> Result<(), IdOutOfRange> {
+    fn update(&mut self, routes: &PrefixSet<A>, changed: &[Prefix<A>]) -> Result<(), IdOutOfRange> {
         check_changed(routes, changed)?;
         if changed.is_empty() {
             return Ok(());
@@ -325,10 +365,16 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             self.rebuild(routes, false);
             return Ok(());
         }
-        let mut changed = changed.to_vec();
-        changed.sort_unstable();
-        changed.dedup();
-        if self.patch(routes, &changed).is_none() {
+        // `Fib` hands them over sorted and distinct; other callers may not.
+        let sorted = if changed.windows(2).all(|w| w[0] < w[1]) {
+            std::borrow::Cow::Borrowed(changed)
+        } else {
+            let mut changed = changed.to_vec();
+            changed.sort_unstable();
+            changed.dedup();
+            std::borrow::Cow::Owned(changed)
+        };
+        if self.patch(routes, &sorted).is_none() {
             self.rebuild(routes, true);
         }
         Ok(())

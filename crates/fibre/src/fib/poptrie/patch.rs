@@ -127,7 +127,7 @@ impl<A: FibFamily> Poptrie<A> {
     /// what covered it) in all of them.
     pub(super) fn reencode_span(
         &mut self,
-        routes: &PrefixTrie<A, u32>,
+        routes: &PrefixSet<A>,
         p: Prefix<A>,
         fresh: &mut Vec<usize>,
         retired: &mut Vec<Block>,
@@ -136,8 +136,8 @@ impl<A: FibFamily> Poptrie<A> {
         let first = top(p.bits(), s);
         let n = 1usize << (s - p.len() as u32);
         let default = routes
-            .find_map_matches(p.addr(), |q, v| (q.len() < p.len()).then_some(stored(*v)))
-            .unwrap_or(NO_ROUTE);
+            .covering_shorter(&p)
+            .map_or(NO_ROUTE, |(_, &id)| stored(id));
         self.scratch.prefixes.clear();
         self.scratch.prefixes.extend(
             routes
@@ -196,7 +196,7 @@ impl<A: FibFamily> Poptrie<A> {
     /// placed: its cell is the caller's.
     pub(super) fn reencode_node(
         &mut self,
-        routes: &PrefixTrie<A, u32>,
+        routes: &PrefixSet<A>,
         old: Node,
         off: u32,
         region: Prefix<A>,
@@ -219,10 +219,8 @@ impl<A: FibFamily> Poptrie<A> {
         let width = 1usize << (off + 6 - region.len() as u32);
         let region_mask = (u64::MAX >> (64 - width)) << first;
         let default = routes
-            .find_map_matches(region.addr(), |q, v| {
-                (q.len() < region.len()).then_some(stored(*v))
-            })
-            .unwrap_or(NO_ROUTE);
+            .covering_shorter(&region)
+            .map_or(NO_ROUTE, |(_, &id)| stored(id));
         leaf[first..first + width].fill(default);
         self.scratch.prefixes.clear();
         self.scratch.prefixes.extend(
@@ -333,7 +331,7 @@ impl<A: FibFamily> Poptrie<A> {
     /// copies the ancestors' children blocks up to the direct-pointing entry.
     pub(super) fn patch_long(
         &mut self,
-        routes: &PrefixTrie<A, u32>,
+        routes: &PrefixSet<A>,
         p: Prefix<A>,
         fresh: &mut Vec<usize>,
         retired: &mut Vec<Block>,
@@ -418,12 +416,8 @@ impl<A: FibFamily> Poptrie<A> {
     /// come with them), a longer one its node's path. Slots are visited in ascending order, so
     /// each chunk is copied once. `None`: an arena ran out of room (nothing was published; the
     /// caller rebuilds).
-    pub(super) fn patch(
-        &mut self,
-        routes: &PrefixTrie<A, u32>,
-        changed: &[Prefix<A>],
-    ) -> Option<()> {
-        let mut retired = Vec::new();
+    pub(super) fn patch(&mut self, routes: &PrefixSet<A>, changed: &[Prefix<A>]) -> Option<()> {
+        let mut retired = self.retired_list();
         let mut fresh = Vec::new();
         let mut done: Option<Prefix<A>> = None;
         for &p in changed {
