@@ -32,7 +32,7 @@ pub use arena::mapped_bytes;
 pub use path::LookupPath;
 pub use poptrie::{Poptrie, PoptrieView};
 pub use reference::{Reference, ReferenceView};
-pub use set::{PackedPrefix, PrefixSet};
+pub use set::{PackedPrefix, PackedV6, PrefixSet};
 
 /// The answer where no prefix matches.
 pub const NO_ROUTE: u32 = 0x7FFF_FFFF;
@@ -107,7 +107,7 @@ impl FibFamily for Ipv6Addr {
     /// the rest are single leaves), /32s end in the first node level and /48s in the fifth.
     const DP_BITS: u32 = 20;
     const ROOT_BITS: u32 = 10;
-    type Packed = [u8; 17];
+    type Packed = PackedV6;
 }
 
 /// A published version of a compiled structure.
