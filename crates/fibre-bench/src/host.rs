@@ -72,20 +72,33 @@ pub fn cpu_features() -> Vec<&'static str> {
 
 /// Bytes of `regions` (start, length) backed by transparent huge pages, and their total bytes,
 /// from /proc/self/smaps. A region the kernel split into its own mappings (`madvise` does) is
-/// counted exactly; one sharing a mapping gets that mapping's share in proportion.
+/// counted exactly; one sharing a mapping gets that mapping's huge pages in proportion to the
+/// region's part of the mapping's resident bytes (not of its size: a FIB arena reserves
+/// address space it has not touched, which holds no page of either kind). Regions are taken
+/// to be resident (the arenas' regions are the parts they touched).
 pub fn huge_page_bytes(regions: &[(usize, usize)]) -> Option<(usize, usize)> {
     let text = std::fs::read_to_string("/proc/self/smaps").ok()?;
     let total: usize = regions.iter().map(|r| r.1).sum();
     let mut huge = 0f64;
     let mut vma: Option<(usize, usize)> = None;
+    let mut rss = 0usize;
     for line in text.lines() {
         let mut words = line.split_whitespace();
         let Some(first) = words.next() else { continue };
         if let Some((a, b)) = first.split_once('-') {
             if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
                 vma = Some((a, b));
+                rss = 0;
                 continue;
             }
+        }
+        if first == "Rss:" {
+            rss = words
+                .next()
+                .and_then(|w| w.parse::<usize>().ok())
+                .unwrap_or(0)
+                * 1024;
+            continue;
         }
         if first != "AnonHugePages:" {
             continue;
@@ -94,12 +107,12 @@ pub fn huge_page_bytes(regions: &[(usize, usize)]) -> Option<(usize, usize)> {
         else {
             continue;
         };
-        if kb == 0 || b <= a {
+        if kb == 0 || b <= a || rss == 0 {
             continue;
         }
         for &(start, len) in regions {
-            let overlap = (start + len).min(b).saturating_sub(start.max(a));
-            huge += (kb * 1024) as f64 * overlap as f64 / (b - a) as f64;
+            let overlap = (start + len).min(b).saturating_sub(start.max(a)).min(rss);
+            huge += (kb * 1024) as f64 * overlap as f64 / rss as f64;
         }
     }
     Some((huge.round() as usize, total))

@@ -14,12 +14,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 const HUGE_PAGE: usize = 2 << 20;
 const PAGE: usize = 4096;
 
-/// Bytes of arenas mapped straight from the kernel (see [`map_fresh`]), which a counting global
-/// allocator does not see.
+/// Bytes of arenas mapped straight from the kernel (see [`map_fresh`]) and touched, which a
+/// counting global allocator does not see.
 static MAPPED: AtomicUsize = AtomicUsize::new(0);
 
-/// Bytes of the FIB arenas mapped from the kernel rather than taken from the heap, now: what a
-/// measurement of memory through the global allocator adds.
+/// Bytes of the FIB arenas mapped from the kernel rather than taken from the heap, and backed
+/// by memory now (an arena reserves more address space than it touches: see
+/// [`RawArena::reserving`]): what a measurement of memory through the global allocator adds.
 pub fn mapped_bytes() -> usize {
     MAPPED.load(Ordering::Relaxed)
 }
@@ -30,7 +31,8 @@ fn want_huge_pages() -> bool {
     std::env::var_os("FIBRE_NO_THP").is_none()
 }
 
-/// `len` bytes (a multiple of 4 KiB) of fresh zeroed memory from the kernel, aligned to 2 MiB and advised
+/// `len` bytes (a multiple of 4 KiB) of fresh zeroed address space from the kernel (no memory
+/// behind it until a page is touched), aligned to 2 MiB and advised
 /// `MADV_HUGEPAGE` *before* any page is touched. Why not the heap: an allocator hands out
 /// memory it has used before (a freed 8 MiB vector, once glibc has raised its mmap threshold),
 /// whose pages are already mapped 4 KiB at a time, and the advice only applies to pages faulted
@@ -39,10 +41,13 @@ fn want_huge_pages() -> bool {
 /// pages to give). The part past the last full 2 MiB gets 4 KiB pages: builds place the
 /// structure from the start and leave the spare room at the end, so that tail is mostly spare
 /// room lookups do not read. (Rounding every arena up to whole huge pages, as before, mapped
-/// 10 MiB for the 2.8 MB of the IPv6 full view's structure.) `None` where the kernel refuses
+/// 10 MiB for the 2.8 MB of the IPv6 full view's structure.) Only the first `backed` bytes
+/// are advised so, in whole huge pages; the rest is advised `MADV_NOHUGEPAGE` until it is
+/// touched ([`advise_huge`]): the first touch of a page in an advised 2 MiB would fault in
+/// all of it, behind the arena's count of what it touched. `None` where the kernel refuses
 /// the mapping.
 #[cfg(target_os = "linux")]
-fn map_fresh(len: usize) -> Option<*mut u8> {
+fn map_fresh(len: usize, backed: usize) -> Option<*mut u8> {
     let span = len + HUGE_PAGE;
     // SAFETY: an anonymous private mapping at an address of the kernel's choosing; it touches
     // no memory of ours.
@@ -51,7 +56,8 @@ fn map_fresh(len: usize) -> Option<*mut u8> {
             std::ptr::null_mut(),
             span,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            // Reserved, not committed: the pages past what the arena touches cost nothing.
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
             -1,
             0,
         )
@@ -76,12 +82,29 @@ fn map_fresh(len: usize) -> Option<*mut u8> {
             libc::madvise(
                 aligned as *mut libc::c_void,
                 keep_end - aligned,
-                libc::MADV_HUGEPAGE,
+                libc::MADV_NOHUGEPAGE,
             );
         }
     }
-    MAPPED.fetch_add(keep_end - aligned, Ordering::Relaxed);
+    advise_huge(aligned as *mut u8, 0, backed.min(len));
     Some(aligned as *mut u8)
+}
+
+/// Advises huge pages on the whole 2 MiB pages of `ptr[..to]` past those of `ptr[..from]`
+/// (`ptr` is 2 MiB-aligned), before their pages are touched, where huge pages are wanted.
+#[cfg(target_os = "linux")]
+fn advise_huge(ptr: *mut u8, from: usize, to: usize) {
+    let (lo, hi) = (from / HUGE_PAGE * HUGE_PAGE, to / HUGE_PAGE * HUGE_PAGE);
+    if hi > lo && want_huge_pages() {
+        // SAFETY: advice on pages of a mapping of ours; it changes no content.
+        unsafe {
+            libc::madvise(
+                ptr.add(lo) as *mut libc::c_void,
+                hi - lo,
+                libc::MADV_HUGEPAGE,
+            )
+        };
+    }
 }
 
 /// Touches every page of a fresh zeroed allocation, so the writer's first use of spare room
@@ -101,6 +124,9 @@ pub(crate) struct RawArena<T: Copy> {
     cap: usize,
     /// Mapped from the kernel ([`map_fresh`]) rather than allocated from the heap.
     mapped: bool,
+    /// Bytes from the start known to be backed by memory (touched at build, or by
+    /// [`RawArena::touch_past`]); the whole allocation for a heap one. Only the writer changes it.
+    touched: AtomicUsize,
 }
 
 // SAFETY: see the module comment: cells are written only while unreachable by readers, and the
@@ -113,19 +139,30 @@ impl<T: Copy> RawArena<T> {
     /// `T` must be valid when all-zero (plain integers and structs of them). Arenas of a
     /// megabyte or more are mapped fresh from the kernel on huge pages ([`map_fresh`]); smaller
     /// ones come from the heap.
+    #[cfg(test)]
     pub(crate) fn new(cap: usize) -> Self {
+        Self::reserving(cap, cap)
+    }
+    /// An arena of `cap` cells backed by memory, and, where it is mapped from the kernel, room to
+    /// grow to `reserve` cells in address space that takes no memory until
+    /// [`RawArena::touch_past`] touches it. Growing in place keeps every offset: a full arena
+    /// no longer means re-encoding everything (a 30-70 ms stall on the full view).
+    pub(crate) fn reserving(cap: usize, reserve: usize) -> Self {
         let cap = cap.max(1);
         let layout = Self::layout(cap);
         #[cfg(target_os = "linux")]
         if layout.size() >= HUGE_PAGE / 2 {
             // Whole 4 KiB pages: the tail of the last one becomes spare room.
             let len = layout.size().next_multiple_of(PAGE);
-            if let Some(ptr) = map_fresh(len) {
+            let reserved = Self::layout(reserve.max(cap)).size().next_multiple_of(PAGE);
+            if let Some(ptr) = map_fresh(reserved, len) {
                 prefault(ptr, len);
+                MAPPED.fetch_add(len, Ordering::Relaxed);
                 return RawArena {
                     ptr: ptr as *mut T,
-                    cap: len / std::mem::size_of::<T>().max(1),
+                    cap: reserved / std::mem::size_of::<T>().max(1),
                     mapped: true,
+                    touched: AtomicUsize::new(len),
                 };
             }
         }
@@ -139,7 +176,43 @@ impl<T: Copy> RawArena<T> {
             ptr,
             cap,
             mapped: false,
+            touched: AtomicUsize::new(layout.size()),
         }
+    }
+
+    /// Backs cells up to `want` with memory ahead of their use, so that the writer's next
+    /// blocks take no page fault on an update's critical path (with huge pages, a fault clears
+    /// 2 MiB). Pages are touched by writing a zero into them, so only pages wholly at or past
+    /// cell `free_from` are touched: the writer's bump pointer, past which no cell is in use.
+    ///
+    /// # Safety
+    /// Only the writer calls it, and no cell from `free_from` on is reachable by a published
+    /// version or in use by the writer (the cells past the bump pointer of the arena's
+    /// allocator).
+    pub(crate) unsafe fn touch_past(&self, free_from: usize, want: usize) {
+        let size = std::mem::size_of::<T>().max(1);
+        let reserved = self.cap * size;
+        let want = (want.min(self.cap) * size)
+            .next_multiple_of(PAGE)
+            .min(reserved);
+        let touched = self.touched.load(Ordering::Relaxed);
+        if !self.mapped || want <= touched {
+            return;
+        }
+        // Whole huge pages from here on: the part past `touched` was never advised so.
+        #[cfg(target_os = "linux")]
+        advise_huge(self.ptr as *mut u8, touched, want);
+        // Pages below the bump pointer were written when their cells were handed out.
+        let from = (free_from * size).next_multiple_of(PAGE).max(touched);
+        if want > from {
+            prefault(
+                // SAFETY: `from < want <= reserved`: inside the mapping.
+                unsafe { (self.ptr as *mut u8).add(from) },
+                want - from,
+            );
+        }
+        MAPPED.fetch_add(want - touched, Ordering::Relaxed);
+        self.touched.store(want, Ordering::Relaxed);
     }
 
     /// The arena's size and alignment (a huge page's for a mapped one).
@@ -149,15 +222,10 @@ impl<T: Copy> RawArena<T> {
     pub(crate) fn cap(&self) -> usize {
         self.cap
     }
-    /// The allocation's address and size in bytes (which pages back it is a diagnostic).
+    /// The address and size in bytes of the part backed by memory (which pages back it is a
+    /// diagnostic).
     pub(crate) fn region(&self) -> (usize, usize) {
-        let size = Self::layout(self.cap).size();
-        let size = if self.mapped {
-            size.next_multiple_of(PAGE)
-        } else {
-            size
-        };
-        (self.ptr as usize, size)
+        (self.ptr as usize, self.touched.load(Ordering::Relaxed))
     }
     /// Reads cell `i` (checked: the writer's side and the walks).
     #[inline]
@@ -226,11 +294,11 @@ impl<T: Copy> Drop for RawArena<T> {
         #[cfg(target_os = "linux")]
         if self.mapped {
             let len = layout.size().next_multiple_of(PAGE);
-            // SAFETY: mapped in `new` (`map_fresh`) with this length (the capacity fills whole
-            // pages but for less than a cell); no view
-            // reaches it any more (the arenas go with the last version that uses them).
+            // SAFETY: mapped in `reserving` (`map_fresh`) with this length (the capacity fills
+            // whole pages but for less than a cell); no view reaches it any more (the arenas go
+            // with the last version that uses them).
             unsafe { libc::munmap(self.ptr as *mut libc::c_void, len) };
-            MAPPED.fetch_sub(len, Ordering::Relaxed);
+            MAPPED.fetch_sub(self.touched.load(Ordering::Relaxed), Ordering::Relaxed);
             return;
         }
         // SAFETY: allocated in `new` with this layout.
@@ -423,7 +491,6 @@ impl BlockAlloc {
         self.live
     }
     /// Cells below the bump pointer: the high-water mark.
-    #[cfg(test)]
     pub(crate) fn top(&self) -> u32 {
         self.top
     }
@@ -547,5 +614,38 @@ mod tests {
         let small = RawArena::<u64>::new(1000);
         assert_eq!(small.cap(), 1000);
         assert_eq!(small.region().1, 8000);
+    }
+
+    /// A mapped arena reserves address space past what it backs: its capacity is the
+    /// reservation, `touch_past` backs more of it without touching cells in use (below the bump
+    /// pointer it is given) and never past the reservation, and every reserved cell is writable.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_mapped_arena_grows_in_place() {
+        let page_end = |cells: usize| (cells * 8).next_multiple_of(PAGE);
+        let a = RawArena::<u64>::reserving(300_000, 1_200_000);
+        assert_eq!(a.region().1, page_end(300_000));
+        assert_eq!(a.cap(), page_end(1_200_000) / 8);
+        // SAFETY: no reader exists; the cells are the test's.
+        unsafe {
+            a.set(10, 5);
+            // Past the backed part: the write itself takes the page.
+            a.set(400_000, 6);
+            a.touch_past(400_001, 600_000);
+        }
+        assert_eq!(a.region().1, page_end(600_000));
+        assert_eq!(a.get(10), 5, "cells in use are left alone");
+        assert_eq!(a.get(400_000), 6, "cells in use are left alone");
+        // SAFETY: as above.
+        unsafe {
+            a.touch_past(0, 10);
+            assert_eq!(a.region().1, page_end(600_000), "never shrinks");
+            a.touch_past(600_000, usize::MAX / 16);
+        }
+        assert_eq!(a.region().1, a.cap() * 8, "at most the reservation");
+        let last = a.cap() as u32 - 1;
+        // SAFETY: as above.
+        unsafe { a.set(last, 9) };
+        assert_eq!(a.get(last), 9);
     }
 }

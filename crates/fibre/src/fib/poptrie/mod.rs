@@ -111,6 +111,10 @@ impl Spare {
     }
 }
 
+/// Address space an arena reserves, in multiples of what it is built with (live cells and
+/// spare room): room to grow into without a rebuild, which costs no memory until used.
+const RESERVE: usize = 4;
+
 /// Lookups in flight at once in [`PoptrieView::lookup_bulk`].
 const LANES: usize = 16;
 
@@ -244,6 +248,9 @@ pub struct Poptrie<A: FibFamily> {
     pub rebuilds: u64,
     /// Room the next arenas keep beyond what a build fills.
     spare: Spare,
+    /// The spare room of the current arenas in cells (nodes, leaves, chunks), kept backed by
+    /// memory past their bump pointers ([`Poptrie::keep_room`]).
+    room: [usize; 3],
 }
 
 impl<A: FibFamily> Poptrie<A> {
@@ -319,7 +326,7 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
         let mut scratch = Scratch::default();
         let enc = Self::encode_all(routes, &mut scratch);
         let spare = Spare::first(routes.len());
-        let (arenas, [nodes, leaves, chunks], root) = Self::install(enc, spare);
+        let (arenas, [nodes, leaves, chunks], root, room) = Self::install(enc, spare);
         let (reclaim, returned) = channel();
         let view = Arc::new(PoptrieView {
             root: root.clone().into_boxed_slice(),
@@ -345,6 +352,7 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             spare_roots: Vec::new(),
             spare_lists: Vec::new(),
             scratch,
+            room,
             rebuilds: 0,
             spare,
         })
@@ -377,6 +385,7 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
         if self.patch(routes, &sorted).is_none() {
             self.rebuild(routes, true);
         }
+        self.keep_room();
         Ok(())
     }
 
