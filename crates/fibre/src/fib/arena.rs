@@ -19,8 +19,8 @@ const PAGE: usize = 4096;
 static MAPPED: AtomicUsize = AtomicUsize::new(0);
 
 /// Bytes of the FIB arenas mapped from the kernel rather than taken from the heap, and backed
-/// by memory now (an arena reserves more address space than it touches: see
-/// [`RawArena::reserving`]): what a measurement of memory through the global allocator adds.
+/// by memory now (an arena reserves more address space than it touches, which is not counted):
+/// what a measurement of memory through the global allocator adds.
 pub fn mapped_bytes() -> usize {
     MAPPED.load(Ordering::Relaxed)
 }
