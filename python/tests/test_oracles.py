@@ -118,3 +118,16 @@ def test_radix_searches_equal_py_radix(tables, addresses, full_table):
     for p in stored[:200]:
         assert t.search_exact(p).data == rt.search_exact(p).data["i"]
     assert [n.prefix for n in t.nodes()] == [n.prefix for n in rt.nodes()]
+
+
+def test_parent_and_children_equal_pytricia(tables, full_table):
+    """`parent` is the table's covering query (a predecessor walk of its ordered set, at its
+    slowest among dense /24s), `children` its covered range: both against pytricia, for
+    prefixes drawn from the real table."""
+    t, pt4, pt6, _ = tables
+    rng = np.random.default_rng(11)
+    for i in rng.integers(len(full_table), size=3000):
+        p = full_table[int(i)]
+        pt = pt6 if ":" in p else pt4
+        assert t.parent(p) == pt.parent(p), p
+        assert sorted(t.children(p)) == sorted(pt.children(p)), p

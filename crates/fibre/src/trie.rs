@@ -185,21 +185,8 @@ impl<A: Address, V> PrefixTrie<A, V> {
     /// One descent toward `p`: its node (with its two nearest ancestors), or where a node for
     /// it would go.
     fn locate(&self, p: &Prefix<A>) -> Located {
-        self.descend(p, NIL, 0, self.root, |_| {})
-    }
-
-    /// [`PrefixTrie::locate`]'s descent from `n`, reached from `parent` on `side`; `visit` sees
-    /// every node passed on the way (each covers `p`). A `Found`'s grandparent is exact only for
-    /// a descent from the root.
-    fn descend(
-        &self,
-        p: &Prefix<A>,
-        mut parent: u32,
-        mut side: usize,
-        mut n: u32,
-        mut visit: impl FnMut(u32),
-    ) -> Located {
         let (mut gp, mut gside) = (NIL, 0usize);
+        let (mut parent, mut side, mut n) = (NIL, 0usize, self.root);
         while n != NIL {
             let q = self.nodes[n as usize].prefix;
             if q == *p {
@@ -214,7 +201,6 @@ impl<A: Address, V> PrefixTrie<A, V> {
             if !q.covers(p) {
                 break;
             }
-            visit(n);
             gp = parent;
             gside = side;
             parent = n;
@@ -261,57 +247,6 @@ impl<A: Address, V> PrefixTrie<A, V> {
             self.len += 1;
         }
         old
-    }
-
-    /// Inserts or replaces every pair, a later pair for the same prefix winning. Fastest in
-    /// prefix order (a table's sorted listing): each descent starts from the deepest node of
-    /// the previous prefix's path that covers the next, so a sorted load takes a step or two a
-    /// prefix instead of a walk from the root.
-    pub fn insert_all(&mut self, pairs: impl IntoIterator<Item = (Prefix<A>, V)>) {
-        // The root path of the last prefix placed (nodes are not released during this).
-        let mut path: Vec<u32> = Vec::with_capacity(A::WIDTH as usize + 1);
-        for (p, v) in pairs {
-            while path
-                .last()
-                .is_some_and(|&n| !self.nodes[n as usize].prefix.covers(&p))
-            {
-                path.pop();
-            }
-            let node = match path.last() {
-                Some(&top) if self.nodes[top as usize].prefix == p => top,
-                top => {
-                    let (parent, side, n) = match top {
-                        Some(&top) => {
-                            let side = p.bit(self.nodes[top as usize].prefix.len()) as usize;
-                            (top, side, self.nodes[top as usize].child[side])
-                        }
-                        None => (NIL, 0, self.root),
-                    };
-                    match self.descend(&p, parent, side, n, |n| path.push(n)) {
-                        Located::Found(d) => {
-                            path.push(d.node);
-                            d.node
-                        }
-                        Located::Missing { parent, side, at } => {
-                            let new = self.place(p, parent, side, at);
-                            let joined = if parent == NIL {
-                                self.root
-                            } else {
-                                self.nodes[parent as usize].child[side]
-                            };
-                            if joined != new {
-                                path.push(joined); // the glue node above it
-                            }
-                            path.push(new);
-                            new
-                        }
-                    }
-                }
-            };
-            if self.nodes[node as usize].value.replace(v).is_none() {
-                self.len += 1;
-            }
-        }
     }
 
     /// The value at `p`, created with `make` if absent.
@@ -784,21 +719,6 @@ mod tests {
             let probes: Vec<Ipv6Addr> = probes.into_iter().map(|x| Ipv6Addr::from(x & !(0x0fffu128 << 100))).collect();
             check_against_model(&t, &m, &probes);
             prop_assert!(t.stats().nodes <= 2 * t.len().max(1));
-        }
-
-        #[test]
-        fn insert_all_equals_one_insert_at_a_time(mut pairs in prop::collection::vec((arb_prefix4(), any::<u32>()), 0..60),
-                                                  sorted in any::<bool>(),
-                                                  probes in prop::collection::vec(any::<u32>(), 1..8)) {
-            if sorted { pairs.sort_by_key(|&(p, _)| p); }
-            let mut t = PrefixTrie::new();
-            t.insert_all(pairs.iter().copied());
-            let mut one = PrefixTrie::new();
-            let mut m = BTreeMap::new();
-            for &(p, v) in &pairs { one.insert(p, v); m.insert(p, v); }
-            let probes: Vec<Ipv4Addr> = probes.into_iter().map(|x| Ipv4Addr::from(x & 0xf0f0_0fff)).collect();
-            check_against_model(&t, &m, &probes);
-            prop_assert_eq!(t.stats().nodes, one.stats().nodes, "the same canonical shape");
         }
 
         #[test]
