@@ -4,7 +4,7 @@
 //! A list holds the routes ("aliases") of one prefix, ordered by TOS descending, then metric
 //! ascending, then insertion order. Routes with equal (TOS, metric) form a group: `add` refuses to
 //! join one, `append` goes after it, `prepend` before it, `replace` swaps its first member.
-use super::{InsertMode, KernelSemantics, LinkState, RouteSelector, TableLookup};
+use super::{InsertMode, KernelSemantics, LinkState, RouteList, RouteSelector, TableLookup};
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
 use crate::nexthop::{NextHop, NhTable};
@@ -35,7 +35,7 @@ fn find_alias(list: &[Route<Ipv4Addr>], tos: u8, metric: u32) -> usize {
 
 impl KernelSemantics for Ipv4Addr {
     fn insert(
-        list: &mut Vec<Route<Self>>,
+        list: &mut RouteList<Self>,
         route: Route<Self>,
         mode: InsertMode,
         _nhs: &mut NhTable<Self>,
@@ -74,7 +74,7 @@ impl KernelSemantics for Ipv4Addr {
     }
 
     fn delete(
-        list: &mut Vec<Route<Self>>,
+        list: &mut RouteList<Self>,
         sel: &RouteSelector<Self>,
         nhs: &NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, Errno> {

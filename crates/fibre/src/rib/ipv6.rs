@@ -5,7 +5,7 @@
 //! after every route of its metric (`append` and `prepend` alike). Each route has exactly one next
 //! hop: a multipath route is stored as one route per leg, and the legs with a gateway and equal
 //! metric are ECMP *siblings*, derived here from the list rather than linked.
-use super::{InsertMode, KernelSemantics, LinkState, RouteSelector, TableLookup};
+use super::{InsertMode, KernelSemantics, LinkState, RouteList, RouteSelector, TableLookup};
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
 use crate::nexthop::{NextHop, NhTable};
@@ -53,7 +53,7 @@ pub fn siblings<'a>(
 }
 
 fn insert_leg(
-    list: &mut Vec<Route<Ipv6Addr>>,
+    list: &mut RouteList<Ipv6Addr>,
     route: Route<Ipv6Addr>,
     mode: InsertMode,
     nhs: &NhTable<Ipv6Addr>,
@@ -183,7 +183,7 @@ fn best<'a>(
 
 impl KernelSemantics for Ipv6Addr {
     fn insert(
-        list: &mut Vec<Route<Self>>,
+        list: &mut RouteList<Self>,
         route: Route<Self>,
         mode: InsertMode,
         nhs: &mut NhTable<Self>,
@@ -221,7 +221,7 @@ impl KernelSemantics for Ipv6Addr {
     }
 
     fn delete(
-        list: &mut Vec<Route<Self>>,
+        list: &mut RouteList<Self>,
         sel: &RouteSelector<Self>,
         nhs: &NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, Errno> {
@@ -258,7 +258,7 @@ impl KernelSemantics for Ipv6Addr {
         let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(list)
             .into_iter()
             .partition(|r| r.metric == metric && qualifies_for_ecmp(r, nhs));
-        *list = kept;
+        *list = kept.into_iter().collect();
         Ok(gone)
     }
 

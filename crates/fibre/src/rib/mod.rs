@@ -3,6 +3,9 @@
 //! Structure (generic over the family): a [`PrefixTrie`] keyed by destination prefix; each
 //! destination holds its routes without a source in an ordered list and, for IPv6 source-specific
 //! routes, a source subtree (another [`PrefixTrie`], keyed by source prefix) of ordered lists.
+//! A destination's entry sits in the trie's slot for it, apart from the trie's nodes, and a
+//! list of one route (most of a full table) sits in the entry: a walk reads small nodes, and a
+//! destination reached by its index (as a compiled FIB reaches it) is one cache line away.
 //!
 //! Semantics (per family, in [`ipv4`] and [`ipv6`]): how a list is ordered on insert, what `add`,
 //! `append`, `prepend`, `replace`, `change` and `del` do to it, and which route of a list a lookup
@@ -22,6 +25,7 @@ use crate::nexthop::{NextHop, NhTable};
 use crate::prefix::Prefix;
 use crate::route::{Protocol, Route, RouteType, Scope, TableId};
 pub use crate::trie::{PrefixTrie, TrieStats};
+use smallvec::SmallVec;
 
 /// How an insert treats routes of the same key, named after `ip route` verbs (and netlink flags).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,14 +171,14 @@ pub trait KernelSemantics: Address {
     /// Inserts `route` into `list` per `mode`. Returns the routes it displaced (the caller releases
     /// their next-hop references). On error `list` is unchanged.
     fn insert(
-        list: &mut Vec<Route<Self>>,
+        list: &mut RouteList<Self>,
         route: Route<Self>,
         mode: InsertMode,
         nhs: &mut NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, ChangeError>;
     /// Removes what `route del` with `sel` removes. On error `list` is unchanged.
     fn delete(
-        list: &mut Vec<Route<Self>>,
+        list: &mut RouteList<Self>,
         sel: &RouteSelector<Self>,
         nhs: &NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, Errno>;
@@ -190,19 +194,24 @@ pub trait KernelSemantics: Address {
     ) -> TableLookup<'a, Self>;
 }
 
+/// One route list, in kernel order. Most destinations have one route: it is kept inline (in
+/// the table's slot for the destination), without an allocation of its own or a pointer to
+/// follow; a second route moves the list to the heap.
+pub type RouteList<A> = SmallVec<[Route<A>; 1]>;
+
 /// The routes of one destination prefix.
 #[derive(Clone, Debug)]
 pub struct DstEntry<A: Address> {
     /// Routes without a source prefix, in kernel order.
-    pub routes: Vec<Route<A>>,
+    pub routes: RouteList<A>,
     /// IPv6 source-specific routes: source prefix -> routes, in kernel order.
-    pub sources: Option<Box<PrefixTrie<A, Vec<Route<A>>>>>,
+    pub sources: Option<Box<PrefixTrie<A, RouteList<A>>>>,
 }
 
 impl<A: Address> Default for DstEntry<A> {
     fn default() -> Self {
         DstEntry {
-            routes: Vec::new(),
+            routes: RouteList::new(),
             sources: None,
         }
     }
@@ -222,15 +231,13 @@ impl<A: Address> DstEntry<A> {
     }
     /// Runs `f` on the list of `src` (made if missing), and drops a source list it leaves
     /// empty (the source-less list stays, empty, for the caller to judge the entry).
-    fn edit_list<R>(&mut self, src: Prefix<A>, f: impl FnOnce(&mut Vec<Route<A>>) -> R) -> R {
+    fn edit_list<R>(&mut self, src: Prefix<A>, f: impl FnOnce(&mut RouteList<A>) -> R) -> R {
         if src.is_default() {
-            first_room(&mut self.routes);
             return f(&mut self.routes);
         }
         let sources = self.sources.get_or_insert_with(Default::default);
         let r = sources.update(src, |slot| {
-            let list = slot.get_or_insert_with(Vec::new);
-            first_room(list);
+            let list = slot.get_or_insert_with(RouteList::new);
             let r = f(list);
             if list.is_empty() {
                 *slot = None;
@@ -242,20 +249,12 @@ impl<A: Address> DstEntry<A> {
         }
         r
     }
-    fn list(&self, src: &Prefix<A>) -> Option<&Vec<Route<A>>> {
+    fn list(&self, src: &Prefix<A>) -> Option<&RouteList<A>> {
         if src.is_default() {
             Some(&self.routes)
         } else {
             self.sources.as_ref()?.get(src)
         }
-    }
-}
-
-/// Most destinations have one route: a new list is made for one, not the four a first push
-/// would make room for.
-fn first_room<A: Address>(list: &mut Vec<Route<A>>) {
-    if list.capacity() == 0 {
-        list.reserve_exact(1);
     }
 }
 
@@ -347,7 +346,7 @@ impl<A: KernelSemantics> Rib<A> {
         dst: Prefix<A>,
         src: Prefix<A>,
         saved: &mut Vec<SavedList<A>>,
-        f: impl FnOnce(&mut Vec<Route<A>>) -> R,
+        f: impl FnOnce(&mut RouteList<A>) -> R,
     ) -> R {
         let routes = &mut self.routes;
         self.trie.update(dst, |slot| {
@@ -357,7 +356,7 @@ impl<A: KernelSemantics> Rib<A> {
                 saved.push(SavedList {
                     dst,
                     src,
-                    routes: list.clone(),
+                    routes: list.to_vec(),
                 });
                 let r = f(list);
                 *routes = *routes + list.len() - before;
@@ -371,18 +370,16 @@ impl<A: KernelSemantics> Rib<A> {
     }
 
     /// The list of (`dst`, `src`), made if missing.
-    fn list_mut(&mut self, dst: Prefix<A>, src: Prefix<A>) -> &mut Vec<Route<A>> {
+    fn list_mut(&mut self, dst: Prefix<A>, src: Prefix<A>) -> &mut RouteList<A> {
         let entry = self.trie.get_or_insert_with(dst, DstEntry::default);
-        let list = if src.is_default() {
+        if src.is_default() {
             &mut entry.routes
         } else {
             entry
                 .sources
                 .get_or_insert_with(Default::default)
-                .get_or_insert_with(src, Vec::new)
-        };
-        first_room(list);
-        list
+                .get_or_insert_with(src, RouteList::new)
+        }
     }
 
     /// Room for `n` more destinations (a load that knows its size).
@@ -395,7 +392,9 @@ impl<A: KernelSemantics> Rib<A> {
     pub fn restore(&mut self, saved: SavedList<A>) {
         let mut scratch = Vec::new();
         let SavedList { dst, src, routes } = saved;
-        self.edit(dst, src, &mut scratch, move |l| *l = routes);
+        self.edit(dst, src, &mut scratch, move |l| {
+            *l = routes.into_iter().collect()
+        });
     }
 
     /// `ip route add|append|prepend|replace|change`. Returns displaced routes (to release).
@@ -468,7 +467,7 @@ impl<A: KernelSemantics> Rib<A> {
             self.edit(dst, src, saved, |list| {
                 let (gone, kept): (Vec<_>, Vec<_>) =
                     std::mem::take(list).into_iter().partition(|r| doomed(r));
-                *list = kept;
+                *list = kept.into_iter().collect();
                 out.extend(gone);
             });
         }
