@@ -64,13 +64,72 @@ struct Slot<A: Address, V> {
     value: Option<V>,
 }
 
+/// Entries per page of a [`Paged`] arena.
+const PAGE: usize = 4096;
+
+/// An arena of fixed-size pages: it grows a page at a time, so a large trie never holds twice
+/// its size while a `Vec` doubles, and never copies its entries to grow (a full table's nodes and
+/// slots are 30-90 MB: a doubling `Vec` copied that much inside one insert).
+#[derive(Clone, Debug)]
+struct Paged<T> {
+    pages: Vec<Vec<T>>,
+    len: usize,
+}
+
+impl<T> Paged<T> {
+    fn new() -> Self {
+        Paged {
+            pages: Vec::new(),
+            len: 0,
+        }
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    /// Appends `v`; returns its index.
+    fn push(&mut self, v: T) -> u32 {
+        match self.pages.last_mut() {
+            Some(page) if page.len() < PAGE => page.push(v),
+            _ => {
+                let mut page = Vec::with_capacity(PAGE);
+                page.push(v);
+                self.pages.push(page);
+            }
+        }
+        self.len += 1;
+        (self.len - 1) as u32
+    }
+    #[inline]
+    fn get(&self, i: usize) -> Option<&T> {
+        self.pages.get(i / PAGE)?.get(i % PAGE)
+    }
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.pages.iter_mut().flatten()
+    }
+}
+
+impl<T> std::ops::Index<usize> for Paged<T> {
+    type Output = T;
+    #[inline]
+    fn index(&self, i: usize) -> &T {
+        &self.pages[i / PAGE][i % PAGE]
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Paged<T> {
+    #[inline]
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        &mut self.pages[i / PAGE][i % PAGE]
+    }
+}
+
 /// A map from prefixes to values, kept as a path-compressed binary trie (see the module docs).
 #[derive(Clone, Debug)]
 pub struct PrefixTrie<A: Address, V> {
-    nodes: Vec<Node<A>>,
+    nodes: Paged<Node<A>>,
     free: Vec<u32>,
     /// The values, by slot index; a vacant slot holds `None` and is on `free_slots`.
-    slots: Vec<Slot<A, V>>,
+    slots: Paged<Slot<A, V>>,
     free_slots: Vec<u32>,
     root: u32,
     len: usize,
@@ -99,19 +158,13 @@ impl<A: Address, V> PrefixTrie<A, V> {
     /// An empty trie.
     pub fn new() -> Self {
         PrefixTrie {
-            nodes: Vec::new(),
+            nodes: Paged::new(),
             free: Vec::new(),
-            slots: Vec::new(),
+            slots: Paged::new(),
             free_slots: Vec::new(),
             root: NIL,
             len: 0,
         }
-    }
-    /// Room for `n` more prefixes without growing the arenas (a prefix takes at most two
-    /// nodes, its own and a glue node, and one slot).
-    pub fn reserve(&mut self, n: usize) {
-        self.nodes.reserve(n.saturating_mul(2));
-        self.slots.reserve(n);
     }
     /// Number of prefixes holding a value.
     pub fn len(&self) -> usize {
@@ -132,8 +185,7 @@ impl<A: Address, V> PrefixTrie<A, V> {
             self.nodes[i as usize] = node;
             i
         } else {
-            self.nodes.push(node);
-            (self.nodes.len() - 1) as u32
+            self.nodes.push(node)
         }
     }
     fn release(&mut self, i: u32) {
@@ -185,10 +237,7 @@ impl<A: Address, V> PrefixTrie<A, V> {
                 self.slots[s as usize] = slot;
                 s
             }
-            None => {
-                self.slots.push(slot);
-                (self.slots.len() - 1) as u32
-            }
+            None => self.slots.push(slot),
         };
         self.nodes[n as usize].slot = s;
         self.len += 1;

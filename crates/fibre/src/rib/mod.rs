@@ -382,11 +382,6 @@ impl<A: KernelSemantics> Rib<A> {
         }
     }
 
-    /// Room for `n` more destinations (a load that knows its size).
-    pub(crate) fn reserve(&mut self, n: usize) {
-        self.trie.reserve(n);
-    }
-
     /// Puts a saved list back as it was (undo of a failed change set). The caller restores the
     /// next-hop references.
     pub fn restore(&mut self, saved: SavedList<A>) {

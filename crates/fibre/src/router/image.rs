@@ -209,7 +209,6 @@ fn fill<A: RouterFamily>(
         {
             return Err(format!("{name} table {id}: routes out of order"));
         }
-        st.table_mut(id).reserve(routes.len());
         for r in routes {
             let Some(group) = img.groups.get(r.hops as usize) else {
                 return Err(format!("{name} route {} has no next hops", r.dst));
