@@ -10,6 +10,7 @@ use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
 use crate::nexthop::{NextHop, NhTable};
 use crate::route::{Route, LOOPBACK_IFINDEX};
+use smallvec::SmallVec;
 use std::net::Ipv6Addr;
 
 /// The only next hop of an IPv6 route (reject routes have none; the kernel gives them `lo`).
@@ -37,15 +38,16 @@ fn same_next_hop(a: &Route<Ipv6Addr>, b: &Route<Ipv6Addr>, nhs: &NhTable<Ipv6Add
     x.dev == y.dev && x.gateway == y.gateway
 }
 
-/// The ECMP siblings of `list[i]` (itself included), in list order.
+/// The ECMP siblings of `list[i]` (itself included), in list order; inline up to four (a
+/// route get asks for them and does not allocate).
 pub fn siblings<'a>(
     list: &'a [Route<Ipv6Addr>],
     i: usize,
     nhs: &NhTable<Ipv6Addr>,
-) -> Vec<&'a Route<Ipv6Addr>> {
+) -> SmallVec<[&'a Route<Ipv6Addr>; 4]> {
     let r = &list[i];
     if !qualifies_for_ecmp(r, nhs) {
-        return vec![r];
+        return SmallVec::from_buf_and_len([r; 4], 1);
     }
     list.iter()
         .filter(|o| o.metric == r.metric && qualifies_for_ecmp(o, nhs))

@@ -411,8 +411,8 @@ impl family::Kernel for Ipv4Addr {
         Ok(())
     }
 
-    fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> Vec<NextHop<Self>> {
-        st.nhs.get(m.route.hops).to_vec()
+    fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> AnswerHops<Self> {
+        AnswerHops::from_slice(st.nhs.get(m.route.hops))
     }
 
     fn route_del(

@@ -274,11 +274,11 @@ impl family::Kernel for Ipv6Addr {
         Ok(())
     }
 
-    fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> Vec<NextHop<Self>> {
+    fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> AnswerHops<Self> {
         // The list the lookup matched in (no walk to find it again).
         let list = m.list;
         let Some(i) = list.iter().position(|r| std::ptr::eq(r, m.route)) else {
-            return st.nhs.get(m.route.hops).to_vec();
+            return AnswerHops::from_slice(st.nhs.get(m.route.hops));
         };
         let mut sibs = siblings(list, i, &st.nhs);
         let at = sibs

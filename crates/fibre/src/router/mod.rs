@@ -38,7 +38,7 @@ mod state;
 
 pub use change::{Change, FamilyChange};
 use gateways::GatewayMemo;
-pub use query::{CacheFlags, Matched, RouteAnswer, RouteQuery};
+pub use query::{AnswerHops, CacheFlags, Matched, RouteAnswer, RouteQuery};
 pub use state::FamilyState;
 use state::{FamilySnapshot, FlowNames};
 
@@ -102,7 +102,7 @@ mod family {
         ) -> Result<(), ChangeError>;
         /// The next hops a match reports: IPv4 the route's group; IPv6 the ECMP siblings, the
         /// matched one first (the kernel's circular sibling list).
-        fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> Vec<NextHop<Self>>;
+        fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> AnswerHops<Self>;
         /// `route del`.
         fn route_del(
             st: &mut FamilyState<Self>,
@@ -628,7 +628,7 @@ impl Router {
             .get(if A::FAMILY == Family::Inet6 { 0 } else { m.hop })
             .copied();
         // The table a lookup reports is the one it searched: IPv4's merged local+main is main.
-        let spec = RouteSpec {
+        let spec = Route {
             table: m.table,
             ..m.route.with_hops(hops)
         };

@@ -1,7 +1,13 @@
 //! What `ip route get` asks and answers.
 use crate::addr::Address;
+use crate::nexthop::NextHop;
 use crate::route::*;
+use smallvec::SmallVec;
 use std::net::IpAddr;
+
+/// The next hops an answer spells out: inline up to two (a route get answers without
+/// allocating unless the route has more).
+pub type AnswerHops<A> = SmallVec<[NextHop<A>; 2]>;
 
 /// A route that a lookup chose, and where.
 #[derive(Clone, Copy, Debug)]
@@ -131,7 +137,7 @@ pub struct RouteAnswer<A: Address> {
     /// hops, the chosen one first. `None` where the kernel answers without a FIB entry (it
     /// assumes the destination on-link, or multicast, broadcast and 0.0.0.0 shortcuts): then
     /// `fibmatch` fails with EHOSTUNREACH.
-    pub route: Option<RouteSpec<A>>,
+    pub route: Option<Route<A, AnswerHops<A>>>,
     /// The type of the resolved route: the matched route's, except that IPv4 answers to
     /// 255.255.255.255 are broadcast and to 224/4 multicast whatever route carried them.
     pub kind: RouteType,
@@ -152,4 +158,12 @@ pub struct RouteAnswer<A: Address> {
     pub prefsrc: Option<A>,
     /// The input device, for input-path queries (`iif`).
     pub iif: Option<IfIndex>,
+}
+
+impl<A: Address> RouteAnswer<A> {
+    /// The matched route as a [`RouteSpec`] (its next hops in a `Vec`), as formatters and
+    /// callers that edit it take it.
+    pub fn route_spec(&self) -> Option<RouteSpec<A>> {
+        self.route.as_ref().map(|r| r.with_hops(r.hops.to_vec()))
+    }
 }

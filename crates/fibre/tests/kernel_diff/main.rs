@@ -95,12 +95,11 @@ fn norm_fibre<A: fibre::Address>(
         Err(e) => return Norm::Error(e.code()),
         Ok(a) => a,
     };
-    let Some(spec) = &a.route else {
+    let Some(mut spec) = a.route_spec() else {
         return Norm::Error(-1);
     };
     // IPv4 fibmatch reports the type of the resolved route (broadcast to 255.255.255.255,
     // multicast to groups, whatever route carried them).
-    let mut spec = spec.clone();
     if A::FAMILY == Family::Inet {
         spec.kind = a.kind;
     }

@@ -4,7 +4,7 @@ use crate::addr::{Address, Family};
 use crate::link::{IfAddr, Link, Links};
 use crate::nexthop::{NhObject, NhObjectKind};
 use crate::route::*;
-use crate::router::RouteAnswer;
+use crate::router::{AnswerHops, RouteAnswer};
 use crate::rules::{Rule, RuleAction, RuleAddr};
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
@@ -261,7 +261,7 @@ pub fn addr_line<A: Address>(a: &IfAddr<A>, links: &Links) -> (String, Value) {
 /// resolved route: IPv4 prints its type (`multicast default via ...`), IPv6 its input device.
 pub fn fibmatch_json<A: Address>(
     a: &RouteAnswer<A>,
-    r: &RouteSpec<A>,
+    r: &Route<A, AnswerHops<A>>,
     links: &Links,
 ) -> Map<String, Value> {
     let mut m = route_json(&fibmatch_route(a, r), links, true);
@@ -274,7 +274,11 @@ pub fn fibmatch_json<A: Address>(
 }
 
 /// `ip route get ... fibmatch` as text: what [`fibmatch_json`] holds, in ip's words.
-pub fn fibmatch_text<A: Address>(a: &RouteAnswer<A>, r: &RouteSpec<A>, links: &Links) -> String {
+pub fn fibmatch_text<A: Address>(
+    a: &RouteAnswer<A>,
+    r: &Route<A, AnswerHops<A>>,
+    links: &Links,
+) -> String {
     let mut s = route_text(&fibmatch_route(a, r), links, true);
     if A::FAMILY == Family::Inet6 {
         if let Some(iif) = dev_name(links, a.iif) {
@@ -288,14 +292,14 @@ pub fn fibmatch_text<A: Address>(a: &RouteAnswer<A>, r: &RouteSpec<A>, links: &L
 }
 
 /// The matched route as `fibmatch` shows it: IPv4 reports the resolved route's type.
-fn fibmatch_route<A: Address>(a: &RouteAnswer<A>, r: &RouteSpec<A>) -> RouteSpec<A> {
+fn fibmatch_route<A: Address>(a: &RouteAnswer<A>, r: &Route<A, AnswerHops<A>>) -> RouteSpec<A> {
     RouteSpec {
         kind: if A::FAMILY == Family::Inet {
             a.kind
         } else {
             r.kind
         },
-        ..r.clone()
+        ..r.with_hops(r.hops.to_vec())
     }
 }
 
