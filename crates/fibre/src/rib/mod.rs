@@ -320,6 +320,12 @@ impl<A: KernelSemantics> Rib<A> {
         self.trie.index_of(dst)
     }
 
+    /// The entry at an index from [`Rib::entry_index`] (whichever destination holds it now).
+    #[inline]
+    pub fn entry_by_index(&self, index: u32) -> Option<&DstEntry<A>> {
+        self.trie.at(index).map(|(_, e)| e)
+    }
+
     /// `dst`'s entry, reached through its index from [`Rib::entry_index`] without a walk when
     /// the index still holds `dst` (after a rollback it may not: then by a walk).
     #[inline]

@@ -5,8 +5,12 @@
 //! A FIB id names a destination prefix of the RIB whose route list answers a *plain* flow
 //! (no output device, no TOS where TOS routes exist, IPv4 scope universe, IPv6 no source where
 //! source routes exist and no preferred device): the list's selection is the same for every
-//! such flow, so the FIB can skip the longest-prefix walk and the router only resolves the id
-//! (the entry by its RIB trie index, no walk, and the list's selection). A prefix whose list answers nothing (every route
+//! such flow, so the FIB can skip the longest-prefix walk and the router only resolves the id.
+//! The id *is* the destination's place: the covered table's position and the index of its
+//! entry in that table's RIB ([`crate::rib::Rib::entry_index`]), so resolving it reads the entry
+//! and nothing else (no table of ids to read first, no walk). An entry's index is stable while
+//! its destination is stored; a destination that moves (removed, or put back by a rollback)
+//! is journaled, and its id is derived again at commit or after the rollback. A prefix whose list answers nothing (every route
 //! dead or TOS-only) is left out, as the kernel's walk passes over it. IPv6 destinations with a
 //! source subtree map to [`ASK_RIB`]: the walk there depends on the source; the RIB answers.
 //!
@@ -26,16 +30,25 @@ use std::collections::BTreeMap;
 /// The id of a destination the FIB cannot decide alone.
 pub const ASK_RIB: u32 = MAX_ID;
 
+/// Bits of an id that hold the entry index; above them, the table's position in
+/// [`TableFib::tables`] (at most two tables: IPv4's local and main).
+const INDEX_BITS: u32 = 29;
+
+/// The id of the entry at `index` of the table at `pos`.
+fn id_of(pos: usize, index: u32) -> u32 {
+    assert!(
+        pos < 2 && index < 1 << INDEX_BITS,
+        "FIB ids hold two tables of 2^29 entries"
+    );
+    (pos as u32) << INDEX_BITS | index
+}
+
 /// One compiled FIB and what its ids stand for.
 #[derive(Debug)]
 pub struct TableFib<A: KernelSemantics + FibFamily> {
     /// The tables it covers, in the order their lists compete at equal prefixes.
     tables: Vec<TableId>,
     fib: Fib<A>,
-    /// Id -> destination prefix, the table whose list answers, and where its entry is in that
-    /// table's RIB ([`crate::rib::Rib::entry_index`]): resolving an id walks nothing.
-    slots: Vec<Option<(Prefix<A>, TableId, u32)>>,
-    free: Vec<u32>,
     /// A covered table ever held a TOS route (IPv4) or a source route (IPv6): flows that carry
     /// TOS or a source go to the RIB. Sticky until the next full build.
     pub tos_or_source_routes: bool,
@@ -46,8 +59,6 @@ impl<A: KernelSemantics + FibFamily> Clone for TableFib<A> {
         TableFib {
             tables: self.tables.clone(),
             fib: self.fib.duplicate(),
-            slots: self.slots.clone(),
-            free: self.free.clone(),
             tos_or_source_routes: self.tos_or_source_routes,
         }
     }
@@ -66,8 +77,6 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
         let mut tf = TableFib {
             tables,
             fib: Fib::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
             tos_or_source_routes: false,
         };
         // Every destination's entries, one pass over each table's trie (no walk per
@@ -92,7 +101,7 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
                 links,
                 group.iter().map(|&(_, pos, i)| (tf.tables[pos], i)),
             );
-            if let Some(id) = tf.assign_own(dst, own) {
+            if let Some(id) = tf.assign_own(own) {
                 pairs.push((dst, id));
             }
         }
@@ -139,7 +148,7 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
         Own::Nothing
     }
 
-    /// The id `dst` should have now (allocating a slot), or `None`.
+    /// The id `dst` should have now, or `None`.
     fn assign(
         &mut self,
         st: &FamilyState<A>,
@@ -147,34 +156,25 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
         links: &dyn LinkState,
     ) -> Option<u32> {
         let own = self.own(st, dst, links);
-        self.assign_own(dst, own)
+        self.assign_own(own)
     }
 
-    /// The id for `dst` whose lists answer `own` (allocating a slot), or `None`.
-    fn assign_own(&mut self, dst: Prefix<A>, own: Own) -> Option<u32> {
-        let (table, index) = match own {
-            Own::Nothing => return None,
-            Own::AskRib => return Some(ASK_RIB),
-            Own::Answer(t, index) => (t, index),
-        };
-        let id = self.free.pop().unwrap_or_else(|| {
-            self.slots.push(None);
-            self.slots.len() as u32 - 1
-        });
-        assert!(id < ASK_RIB, "FIB slots exhausted");
-        self.slots[id as usize] = Some((dst, table, index));
-        Some(id)
+    /// The id of a destination whose lists answer `own`, or `None`.
+    fn assign_own(&self, own: Own) -> Option<u32> {
+        match own {
+            Own::Nothing => None,
+            Own::AskRib => Some(ASK_RIB),
+            Own::Answer(t, index) => {
+                let pos = self.tables.iter().position(|&x| x == t);
+                Some(id_of(pos.expect("a covered table"), index))
+            }
+        }
     }
 
-    /// Re-derives the entries of `dsts` and publishes once.
+    /// Re-derives the entries of `dsts` and publishes once (an unchanged answer is the same id:
+    /// the FIB sees no change there).
     fn refresh(&mut self, st: &FamilyState<A>, dsts: &[Prefix<A>], links: &dyn LinkState) {
         for &dst in dsts {
-            // The old id is freed first, so an unchanged answer gets it back and the FIB sees
-            // no change there (the second walk of the set finds its path in cache).
-            if let Some(old) = self.fib.get(&dst).filter(|&id| id != ASK_RIB) {
-                self.slots[old as usize] = None;
-                self.free.push(old);
-            }
             let id = self.assign(st, dst, links);
             self.fib
                 .set(dst, id)
@@ -194,10 +194,9 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
             NO_ROUTE => Some(TableLookup::None),
             ASK_RIB => None,
             id => {
-                let (dst, table, index) =
-                    self.slots[id as usize].expect("published ids have slots");
+                let table = self.tables[(id >> INDEX_BITS) as usize];
                 let list = st.tables[&table]
-                    .entry_at(index, &dst)
+                    .entry_by_index(id & ((1 << INDEX_BITS) - 1))
                     .map_or(&[][..], |e| e.routes.as_slice());
                 match A::select(list, flow, &st.nhs, links) {
                     TableLookup::Miss => None,
@@ -360,6 +359,20 @@ impl<A: KernelSemantics + FibFamily> FamilyState<A> {
                 self.journal.iter().map(|(t, s)| (*t, s.dst)).collect();
             fibs.follow(self, touched, links);
         }
+        self.fibs = fibs;
+    }
+
+    /// Brings the FIBs back in step with the RIB after a rollback put `touched` back.
+    pub(super) fn follow_rollback(
+        &mut self,
+        touched: Vec<(TableId, Prefix<A>)>,
+        links: &dyn LinkState,
+    ) {
+        if touched.is_empty() || self.fibs.links_changed {
+            return;
+        }
+        let mut fibs = std::mem::take(&mut self.fibs);
+        fibs.follow(self, touched, links);
         self.fibs = fibs;
     }
 

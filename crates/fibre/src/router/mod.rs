@@ -233,8 +233,12 @@ impl Router {
             let s = *s;
             self.links = s.links;
             self.last_nhid = s.last_nhid;
-            s.v4.restore(&mut self.v4);
-            s.v6.restore(&mut self.v6);
+            let v4 = s.v4.restore(&mut self.v4);
+            let v6 = s.v6.restore(&mut self.v6);
+            // A destination put back may sit at another index of its RIB than the FIB's id
+            // names: its id is derived again (an unchanged answer publishes nothing).
+            self.v4.follow_rollback(v4, &*self.links);
+            self.v6.follow_rollback(v6, &*self.links);
             self.forget_gateways();
         }
     }

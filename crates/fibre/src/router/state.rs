@@ -8,6 +8,7 @@ use crate::fib::FibFamily;
 use crate::flow::Flow;
 use crate::link::{IfAddr, Links};
 use crate::nexthop::{NextHop, NhObject, NhTable};
+use crate::prefix::Prefix;
 use crate::rib::{
     InsertMode, KernelSemantics, LinkState, Rib, RouteSelector, SavedList, TableLookup,
 };
@@ -279,9 +280,12 @@ impl<A: RouterFamily> FamilySnapshot<A> {
         }
     }
 
-    /// Undoes the journal (route lists), then puts the small parts back.
-    pub(super) fn restore(self, s: &mut FamilyState<A>) {
-        for (table, saved) in std::mem::take(&mut s.journal).into_iter().rev() {
+    /// Undoes the journal (route lists), then puts the small parts back. Returns the
+    /// destinations put back (table, prefix): their entries may sit at other indexes now.
+    pub(super) fn restore(self, s: &mut FamilyState<A>) -> Vec<(TableId, Prefix<A>)> {
+        let journal = std::mem::take(&mut s.journal);
+        let touched = journal.iter().map(|(t, saved)| (*t, saved.dst)).collect();
+        for (table, saved) in journal.into_iter().rev() {
             s.table_mut(table).restore(saved);
         }
         s.tables.retain(|id, _| self.tables.contains(id));
@@ -291,5 +295,6 @@ impl<A: RouterFamily> FamilySnapshot<A> {
         s.derived = self.derived;
         s.custom_local_routes = self.custom_local_routes;
         s.objects = self.objects;
+        touched
     }
 }
