@@ -13,12 +13,13 @@
 //!  10.0.0.0/16  10.128.0.0/9
 //! ```
 //!
-//! Nodes live in one arena (`Vec`) and refer to each other by `u32` index, which keeps them small
-//! and lets removal recycle slots through a free list. Values live in a second arena of slots:
-//! a node holds its slot's index, so a walk reads nodes of 20 bytes (IPv4) or 48 (IPv6) rather
-//! than nodes with room for a value, and glue nodes (most of a real table's 0.8 per prefix)
-//! carry none. A slot's index stays its prefix's while the prefix is stored. A pre-order walk (node, then child 0, then
-//! child 1) visits prefixes in [`Prefix`] order: by address, shorter first.
+//! Nodes live in one arena (pages of 4,096 entries) and refer to each other by `u32` index,
+//! which keeps them small and lets removal recycle them through a free list. Values live in a
+//! second arena of slots: a node holds its slot's index, so a walk reads nodes of 20 bytes
+//! (IPv4) or 48 (IPv6) rather than nodes with room for a value, and glue nodes (0.8 per prefix
+//! of a real table) carry none. A slot's index stays its prefix's while the prefix is stored.
+//! A pre-order walk (node, then child 0, then child 1) visits prefixes in [`Prefix`] order: by
+//! address, shorter first.
 use crate::addr::Address;
 use crate::prefix::Prefix;
 
@@ -125,6 +126,12 @@ impl<T> std::ops::IndexMut<usize> for Paged<T> {
     }
 }
 
+/// Whether bit `i` of `bits` is set (bits past the end are not).
+#[inline]
+fn is_set(bits: &[u64], i: usize) -> bool {
+    bits.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+}
+
 /// A map from prefixes to values, kept as a path-compressed binary trie (see the module docs).
 #[derive(Clone, Debug)]
 pub struct PrefixTrie<A: Address, V> {
@@ -220,9 +227,7 @@ impl<A: Address, V: Default> PrefixTrie<A, V> {
     }
     #[inline]
     fn is_live(&self, s: u32) -> bool {
-        self.live
-            .get(s as usize / 64)
-            .is_some_and(|w| w & (1 << (s % 64)) != 0)
+        is_set(&self.live, s as usize)
     }
     fn set_live(&mut self, s: u32, on: bool) {
         let w = s as usize / 64;
@@ -403,28 +408,24 @@ impl<A: Address, V: Default> PrefixTrie<A, V> {
     /// removed with the nodes that no longer branch. A value it leaves in place keeps its
     /// index.
     pub fn update<R>(&mut self, p: Prefix<A>, f: impl FnOnce(&mut Option<V>) -> R) -> R {
-        let path = match self.locate(&p) {
-            Located::Found(d) => d,
-            Located::Missing { parent, side, at } => {
+        let located = self.locate(&p);
+        let (path, s) = match located {
+            Located::Found(d) if self.holds_value(d.node) => (d, self.nodes[d.node as usize].slot),
+            _ => {
+                // No value at `p` (no node, or a glue node): one goes in only if `f` puts one.
                 let mut slot = None;
                 let r = f(&mut slot);
                 if let Some(v) = slot {
-                    let n = self.place(p, parent, side, at);
+                    let n = match located {
+                        Located::Found(d) => d.node,
+                        Located::Missing { parent, side, at } => self.place(p, parent, side, at),
+                    };
                     self.put_value(n, v);
                 }
                 return r;
             }
         };
         let n = path.node;
-        let s = self.nodes[n as usize].slot;
-        if s == NIL {
-            let mut slot = None;
-            let r = f(&mut slot);
-            if let Some(v) = slot {
-                self.put_value(n, v);
-            }
-            return r;
-        }
         let mut value = Some(std::mem::take(&mut self.slots[s as usize].value));
         let r = f(&mut value);
         match value {
@@ -642,7 +643,7 @@ impl<A: Address, V: Default> PrefixTrie<A, V> {
         let mut doomed = Vec::new();
         let live = &self.live;
         for (i, slot) in self.slots.iter_mut().enumerate() {
-            if live[i / 64] & (1 << (i % 64)) != 0 && !f(&slot.prefix, &mut slot.value) {
+            if is_set(live, i) && !f(&slot.prefix, &mut slot.value) {
                 doomed.push(slot.prefix);
             }
         }
@@ -657,7 +658,7 @@ impl<A: Address, V: Default> PrefixTrie<A, V> {
         self.slots
             .iter_mut()
             .enumerate()
-            .filter(|(i, _)| live[i / 64] & (1 << (i % 64)) != 0)
+            .filter(|&(i, _)| is_set(live, i))
             .map(|(_, s)| (&s.prefix, &mut s.value))
     }
 }

@@ -10,7 +10,7 @@ use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
 use crate::nexthop::{NextHop, NhTable};
 use crate::route::{Route, LOOPBACK_IFINDEX};
-use smallvec::SmallVec;
+use smallvec::{smallvec, SmallVec};
 use std::net::Ipv6Addr;
 
 /// The only next hop of an IPv6 route (reject routes have none; the kernel gives them `lo`).
@@ -47,7 +47,7 @@ pub fn siblings<'a>(
 ) -> SmallVec<[&'a Route<Ipv6Addr>; 4]> {
     let r = &list[i];
     if !qualifies_for_ecmp(r, nhs) {
-        return SmallVec::from_buf_and_len([r; 4], 1);
+        return smallvec![r];
     }
     list.iter()
         .filter(|o| o.metric == r.metric && qualifies_for_ecmp(o, nhs))

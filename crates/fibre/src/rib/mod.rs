@@ -315,25 +315,16 @@ impl<A: KernelSemantics> Rib<A> {
         std::iter::from_fn(move || it.next_indexed())
     }
 
-    /// Where `dst`'s entry is, for [`Rib::entry_at`]: stable while `dst` is stored.
+    /// Where `dst`'s entry is, for [`Rib::entry_by_index`]: stable while `dst` is stored.
     pub fn entry_index(&self, dst: &Prefix<A>) -> Option<u32> {
         self.trie.index_of(dst)
     }
 
-    /// The entry at an index from [`Rib::entry_index`] (whichever destination holds it now).
+    /// The entry at an index from [`Rib::entry_index`] (whichever destination holds it now:
+    /// a caller keeping indexes follows the moves the journal names), without a walk.
     #[inline]
     pub fn entry_by_index(&self, index: u32) -> Option<&DstEntry<A>> {
         self.trie.at(index).map(|(_, e)| e)
-    }
-
-    /// `dst`'s entry, reached through its index from [`Rib::entry_index`] without a walk when
-    /// the index still holds `dst` (after a rollback it may not: then by a walk).
-    #[inline]
-    pub fn entry_at(&self, index: u32, dst: &Prefix<A>) -> Option<&DstEntry<A>> {
-        match self.trie.at(index) {
-            Some((p, e)) if p == dst => Some(e),
-            _ => self.trie.get(dst),
-        }
     }
 
     /// The routes of exactly (`dst`, `src`), in kernel order.

@@ -7,25 +7,34 @@
 //! source routes exist and no preferred device): the list's selection is the same for every
 //! such flow, so the FIB can skip the longest-prefix walk and the router only resolves the id.
 //! The id *is* the destination's place: the covered table's position and the index of its
-//! entry in that table's RIB ([`crate::rib::Rib::entry_index`]), so resolving it reads the entry
-//! and nothing else (no table of ids to read first, no walk). An entry's index is stable while
-//! its destination is stored; a destination that moves (removed, or put back by a rollback)
-//! is journaled, and its id is derived again at commit or after the rollback. A prefix whose list answers nothing (every route
-//! dead or TOS-only) is left out, as the kernel's walk passes over it. IPv6 destinations with a
-//! source subtree map to [`ASK_RIB`]: the walk there depends on the source; the RIB answers.
+//! entry in that table's RIB ([`crate::rib::Rib::entry_index`]), so resolving it reads the
+//! entry and nothing else (no table of ids to read first, no walk). An entry's index is stable
+//! while its destination is stored; a destination that moves (removed, or put back by a
+//! rollback) is journaled, and its id is derived again at commit or after the rollback.
+//! A prefix whose list answers nothing (every route dead or TOS-only) is left out, as the
+//! kernel's walk passes over it. IPv6 destinations with a source subtree map to [`ASK_RIB`]:
+//! the walk there depends on the source; the RIB answers.
 //!
 //! FIBs follow the RIB at commit: the journal names every edited destination; a link change
 //! (next hops die or come back) re-encodes all of them. While a change set is open, lookups use
 //! the RIB (the FIBs show the last committed state, as readers on other threads see it).
 use super::FamilyState;
+use crate::addr::Address;
 use crate::fib::FibFamily;
 use crate::fib::{Fib, PoptrieView, Reader, MAX_ID, NO_ROUTE};
 use crate::flow::Flow;
 use crate::prefix::Prefix;
 use crate::rib::KernelSemantics;
-use crate::rib::{LinkState, TableLookup};
+use crate::rib::{LinkState, SavedList, TableLookup};
 use crate::route::{TableId, TABLE_LOCAL, TABLE_MAIN};
 use std::collections::BTreeMap;
+
+/// The (table, destination) of every edit in `journal`.
+pub(super) fn journal_destinations<A: Address>(
+    journal: &[(TableId, SavedList<A>)],
+) -> Vec<(TableId, Prefix<A>)> {
+    journal.iter().map(|(t, s)| (*t, s.dst)).collect()
+}
 
 /// The id of a destination the FIB cannot decide alone.
 pub const ASK_RIB: u32 = MAX_ID;
@@ -128,7 +137,7 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
     ) -> Own {
         let flow = Flow::to(dst.addr());
         for (t, index) in found {
-            let Some(entry) = st.tables[&t].entry_at(index, &dst) else {
+            let Some(entry) = st.tables[&t].entry_by_index(index) else {
                 continue;
             };
             if entry.routes.iter().any(|r| r.tos != 0) {
@@ -349,21 +358,19 @@ impl<A: KernelSemantics + FibFamily> FamilyState<A> {
 
     /// Brings the FIBs to the state about to be committed (the journal names what changed).
     pub(super) fn follow_commit(&mut self, links: &dyn LinkState) {
-        let mut fibs = std::mem::take(&mut self.fibs);
-        if fibs.links_changed {
-            let disabled = fibs.disabled;
-            fibs = Fibs::rebuild(self, links);
-            fibs.disabled = disabled;
-        } else if !self.journal.is_empty() {
-            let touched: Vec<(TableId, Prefix<A>)> =
-                self.journal.iter().map(|(t, s)| (*t, s.dst)).collect();
-            fibs.follow(self, touched, links);
+        if self.fibs.links_changed {
+            let disabled = self.fibs.disabled;
+            self.fibs = Fibs::rebuild(self, links);
+            self.fibs.disabled = disabled;
+        } else {
+            self.follow_touched(journal_destinations(&self.journal), links);
         }
-        self.fibs = fibs;
     }
 
-    /// Brings the FIBs back in step with the RIB after a rollback put `touched` back.
-    pub(super) fn follow_rollback(
+    /// Brings the FIBs in step with the RIB where `touched` changed (a commit's journal, or the
+    /// destinations a rollback put back, maybe at other indexes). FIBs waiting for a rebuild
+    /// (links changed) are left to it.
+    pub(super) fn follow_touched(
         &mut self,
         touched: Vec<(TableId, Prefix<A>)>,
         links: &dyn LinkState,

@@ -237,8 +237,8 @@ impl Router {
             let v6 = s.v6.restore(&mut self.v6);
             // A destination put back may sit at another index of its RIB than the FIB's id
             // names: its id is derived again (an unchanged answer publishes nothing).
-            self.v4.follow_rollback(v4, &*self.links);
-            self.v6.follow_rollback(v6, &*self.links);
+            self.v4.follow_touched(v4, &*self.links);
+            self.v6.follow_touched(v6, &*self.links);
             self.forget_gateways();
         }
     }

@@ -1,6 +1,6 @@
 //! One family's state: its tables, next-hop groups, rules and addresses, with the edits a
 //! change set makes to them and the rule walk of a lookup.
-use super::fibs::Fibs;
+use super::fibs::{journal_destinations, Fibs};
 use super::gateways::GatewayMemo;
 use super::{Matched, RouterFamily};
 use crate::error::{ChangeError, Errno};
@@ -284,7 +284,7 @@ impl<A: RouterFamily> FamilySnapshot<A> {
     /// destinations put back (table, prefix): their entries may sit at other indexes now.
     pub(super) fn restore(self, s: &mut FamilyState<A>) -> Vec<(TableId, Prefix<A>)> {
         let journal = std::mem::take(&mut s.journal);
-        let touched = journal.iter().map(|(t, saved)| (*t, saved.dst)).collect();
+        let touched = journal_destinations(&journal);
         for (table, saved) in journal.into_iter().rev() {
             s.table_mut(table).restore(saved);
         }
