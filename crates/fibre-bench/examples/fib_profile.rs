@@ -10,7 +10,9 @@
 //!
 //! Builds the FIB of the full view (the shared real table when present, else synthetic) of
 //! family 4 or 6, then does N single and N bulk lookups of W1 addresses (inside random prefixes)
-//! in functions of their own, so their instruction counts divided by N are per lookup.
+//! in functions of their own, so their instruction counts divided by N are per lookup. A third
+//! argument `time` also prints wall-clock ns per lookup (single, bulk, dependent latency).
+use fibre::addr::Bits;
 use fibre::fib::{Fib, PoptrieView};
 use fibre::Prefix;
 use fibre_bench::scenario::{with_next_hops, workspace_views, BenchRoute, StudyFamily};
@@ -33,7 +35,38 @@ fn bulk<A: StudyFamily>(view: &PoptrieView<A>, keys: &[A::K], out: &mut [u32]) -
     out.iter().fold(0u32, |a, &x| a.wrapping_add(x))
 }
 
-fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
+/// Wall-clock ns per lookup, the median of 9 rounds of each kind (`time` mode: the quick loop
+/// for work on the encoding; `fibre bench` gives the figures beside the peers).
+fn time_lookups<A: StudyFamily>(fib: &Fib<A>, keys: &[A::K], out: &mut [u32]) {
+    let view = fib.view();
+    let ns = |f: &mut dyn FnMut() -> u32| {
+        let mut t: Vec<f64> = (0..9)
+            .map(|_| {
+                let s = std::time::Instant::now();
+                black_box(f());
+                s.elapsed().as_nanos() as f64 / keys.len() as f64
+            })
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t[4]
+    };
+    let single_ns = ns(&mut || single::<A>(view, black_box(keys)));
+    let bulk_ns = ns(&mut || bulk::<A>(view, black_box(keys), out));
+    let latency_ns = ns(&mut || {
+        // Each key depends on the previous answer (ids are small: the key is unchanged).
+        let mut prev = 0u32;
+        for &k in keys {
+            prev = view.lookup(k ^ A::K::from_u64((prev >> 24) as u64));
+        }
+        prev
+    });
+    let huge = fibre_bench::host::huge_page_bytes(&fib.regions())
+        .map_or("unknown".into(), |(h, t)| format!("{h} of {t} bytes"));
+    println!("on huge pages: {huge}; {:?}", fib.stats());
+    println!("ns per lookup: single {single_ns:.2}, bulk {bulk_ns:.2}, latency {latency_ns:.2}");
+}
+
+fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize, timing: bool) {
     let routes: Vec<BenchRoute<A::K>> = with_next_hops(prefixes);
     let fib: Fib<A> = Fib::from_routes(
         routes
@@ -47,6 +80,9 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     let a = single::<A>(view, black_box(&keys));
     let b = bulk::<A>(view, black_box(&keys), &mut out);
     assert_eq!(a, b, "single and bulk lookups agree");
+    if timing {
+        time_lookups::<A>(&fib, &keys, &mut out);
+    }
     println!(
         "{}: {} routes, {} lookups of each kind, checksum {a}",
         A::LABEL,
@@ -59,10 +95,11 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let family = args.next().unwrap_or_else(|| "4".into());
     let n: usize = args.next().map_or(1_000_000, |s| s.parse().expect("N"));
+    let timing = args.next().as_deref() == Some("time");
     let views = workspace_views();
     match family.as_str() {
-        "4" => run::<Ipv4Addr>(&views.v4.prefixes, n),
-        "6" => run::<Ipv6Addr>(&views.v6.prefixes, n),
+        "4" => run::<Ipv4Addr>(&views.v4.prefixes, n, timing),
+        "6" => run::<Ipv6Addr>(&views.v6.prefixes, n, timing),
         f => panic!("family 4 or 6, not {f}"),
     }
 }

@@ -98,11 +98,22 @@ enum Op<A: Address> {
 /// A starting table and the updates applied to it.
 type Case<A> = (Vec<(Prefix<A>, u32)>, Vec<Op<A>>);
 
+/// Ids: mostly a few small ones (leaves repeat), some about the largest each leaf width holds
+/// (1, 2, 4 bytes), so tables and updates cross from one width to another.
+fn ids() -> impl Strategy<Value = u32> + Clone {
+    prop_oneof![
+        12 => 0..40u32,
+        1 => 250..260u32,
+        1 => 65_530..65_540u32,
+        1 => (MAX_ID - 3)..=MAX_ID,
+    ]
+}
+
 fn ops<A: FibFamily>() -> impl Strategy<Value = Case<A>> {
     let p = prefix_strategy::<A>(bases::<A>());
-    let table = prop::collection::vec((p.clone(), 0..40u32), 0..60);
+    let table = prop::collection::vec((p.clone(), ids()), 0..60);
     let op = prop_oneof![
-        4 => (p.clone(), 0..40u32).prop_map(|(p, id)| Op::Set(p, id)),
+        4 => (p.clone(), ids()).prop_map(|(p, id)| Op::Set(p, id)),
         3 => p.prop_map(Op::Del),
         2 => Just(Op::Publish),
     ];

@@ -58,7 +58,7 @@ impl<A: FibFamily> Poptrie<A> {
             bytes: self.root.len() * 4
                 + self.chunks.live() * 4
                 + self.nodes.live() * std::mem::size_of::<Node>()
-                + self.leaves.live() * 4,
+                + self.leaves.live() * self.arenas.leaves.width(),
             nodes: nodes / 2, // two words a node
             leaves,
             max_depth,

@@ -116,6 +116,9 @@ pub(super) struct Encoded {
     nodes: Vec<Node>,
     leaves: Vec<u32>,
     pub(super) chunks: Vec<u32>,
+    /// The largest id stored ([`NO_ROUTE`] for none): what the leaf cells must hold. Every id,
+    /// not only those in leaves now: an update may push one from a chunk entry into a leaf.
+    max_id: u32,
 }
 
 impl<A: FibFamily> Poptrie<A> {
@@ -133,6 +136,12 @@ impl<A: FibFamily> Poptrie<A> {
             nodes: Vec::new(),
             leaves: Vec::new(),
             chunks: Vec::new(),
+            max_id: routes
+                .iter()
+                .map(|(_, &id)| stored(id))
+                .filter(|&id| id != NO_ROUTE)
+                .max()
+                .unwrap_or(NO_ROUTE),
         };
         // Trie order: a prefix before those it covers, so painting in order leaves each cell
         // with its longest match; the prefixes longer than the root step come grouped by chunk.
@@ -209,7 +218,7 @@ impl<A: FibFamily> Poptrie<A> {
         let arena = |i: usize| (cells[i] + room[i], RESERVE * (cells[i] + room[i]));
         let arenas = Arenas {
             nodes: RawArena::reserving(arena(0).0, arena(0).1),
-            leaves: RawArena::reserving(arena(1).0, arena(1).1),
+            leaves: Leaves::reserving(enc.max_id, arena(1).0, arena(1).1),
             chunks: RawArena::reserving(arena(2).0, arena(2).1),
         };
         // SAFETY: the arenas are new: no version has been published from them yet.

@@ -11,6 +11,9 @@
 //!   node, `leafvec` marks the slots where a new run of equal leaves starts (leaf compression: the
 //!   runs skip child slots). Children of a node are contiguous from `base1`, its leaves from
 //!   `base0`; a slot finds its child or leaf by counting set bits below it (`popcnt`).
+//! - Leaves are 1, 2 or 4 bytes, the narrowest that holds the ids stored (see `leaves`): a FIB
+//!   of next-hop indexes fits the last-level cache share a process gets, the router's wide ids
+//!   take four bytes.
 //! - The last level of a key narrower than a multiple of 6 is padded with zero bits; a prefix
 //!   there covers the padded slots its bits allow, and lookups only reach the all-zero one.
 //!
@@ -24,7 +27,7 @@
 //! [`PoptrieView`]'s `Drop`).
 //!
 //! The parts: `lookup` (what readers run), `build` (a full encoding), `patch` (updates
-//! by path copying), `audit` (the walk behind stats, images and the memory audit); here the
+//! by path copying), `leaves` (the leaf cells' widths), `audit` (the walk behind stats, images and the memory audit); here the
 //! structure's types and the publication and reclamation of versions.
 use super::arena::{BlockAlloc, RawArena};
 use super::PrefixSet;
@@ -41,11 +44,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 mod audit;
 mod build;
+mod leaves;
 mod lookup;
 mod patch;
 mod simd;
 
 use build::{encode_node, encode_slot, Scratch};
+use leaves::{with_leaves, Cell, Leaves};
 use lookup::{bits, stride, top};
 
 /// An id as the encoding stores it. [`LpmAlgorithm::build`] and [`LpmAlgorithm::update`] refuse
@@ -148,7 +153,8 @@ impl Node {
 /// The arrays of one generation (one full build and the updates after it).
 struct Arenas {
     nodes: RawArena<Node>,
-    leaves: RawArena<u32>,
+    /// Cells as narrow as the generation's ids ([`Leaves`]).
+    leaves: Leaves,
     chunks: RawArena<u32>,
 }
 
@@ -366,10 +372,12 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
         self.reclaim();
         // A change covering more slots than this is cheaper as a full build.
         let s = Self::S;
-        if changed
-            .iter()
-            .any(|p| s.saturating_sub(p.len() as u32) > FULL_REBUILD_SLOTS.trailing_zeros())
-        {
+        // So is an id wider than this generation's leaf cells: the cells widen.
+        let leaves = &self.arenas.leaves;
+        if changed.iter().any(|p| {
+            s.saturating_sub(p.len() as u32) > FULL_REBUILD_SLOTS.trailing_zeros()
+                || routes.get(p).is_some_and(|&id| !leaves.holds(stored(id)))
+        }) {
             self.rebuild(routes, false);
             return Ok(());
         }
@@ -421,7 +429,33 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
 
 #[cfg(test)]
 mod tests {
-    use super::Spare;
+    use super::{LpmAlgorithm, Poptrie, PrefixSet, Spare, NO_ROUTE};
+    use crate::prefix::Prefix;
+    use std::net::Ipv4Addr;
+
+    /// Leaf cells take the narrowest width that holds the ids: an update with a wider id widens
+    /// them (and answers it), a full build after the wide ids went narrows them again.
+    #[test]
+    fn leaf_cells_are_as_narrow_as_the_ids() {
+        // /26s, so every id sits in a node's leaves rather than in a chunk entry.
+        let p = |i: u32| Prefix::new(Ipv4Addr::from(0x0A00_0000 + (i << 6)), 26);
+        let mut set: PrefixSet<Ipv4Addr> = (0..2000).map(|i| (p(i), i % 200)).collect();
+        let mut fib = Poptrie::<Ipv4Addr>::build(&set).unwrap();
+        let width = |f: &Poptrie<Ipv4Addr>| f.arenas.leaves.width();
+        assert_eq!(width(&fib), 1);
+        for (id, cells) in [(300, 2), (70_000, 4), (7, 4)] {
+            set.insert(p(5), id);
+            fib.update(&set, &[p(5)]).unwrap();
+            assert_eq!(width(&fib), cells, "after id {id}");
+            assert_eq!(fib.view().lookup(p(5).bits()), id);
+            assert_eq!(fib.view().lookup(p(6).bits()), 6);
+            assert_eq!(fib.view().lookup(p(2000).bits()), NO_ROUTE);
+        }
+        set.insert(p(7), 254);
+        let fib = Poptrie::<Ipv4Addr>::build(&set).unwrap();
+        assert_eq!(width(&fib), 1);
+        assert_eq!(fib.view().lookup(p(7).bits()), 254);
+    }
 
     /// A large table starts with more spare chunks than a small one, and its room doubles after
     /// each compaction up to eight times the first.
