@@ -27,8 +27,9 @@
 //! [`PoptrieView`]'s `Drop`).
 //!
 //! The parts: `lookup` (what readers run), `build` (a full encoding), `patch` (updates
-//! by path copying), `leaves` (the leaf cells' widths), `audit` (the walk behind stats, images and the memory audit); here the
-//! structure's types and the publication and reclamation of versions.
+//! by path copying), `leaves` (the leaf cells' widths), `audit` (the walk behind stats,
+//! images and the memory audit); here the structure's types and the publication and
+//! reclamation of versions.
 use super::arena::{BlockAlloc, RawArena};
 use super::PrefixSet;
 use super::{
