@@ -91,6 +91,11 @@ pub trait FibFamily: Address {
     const DP_BITS: u32;
     /// Of those, bits resolved by the root of the direct-pointing array (the rest by chunks).
     const ROOT_BITS: u32;
+    /// Node levels the scalar bulk path takes stage by stage, every lane's read prefetched,
+    /// before the lanes still walking go on one at a time (measured per family; see
+    /// `poptrie::lookup`). The key's bits past direct pointing and these levels are never all
+    /// gone: `DP_BITS + 6 * BULK_NODE_STAGES` is below the width.
+    const BULK_NODE_STAGES: u32;
     /// A prefix packed as [`PrefixSet`] keys it.
     type Packed: PackedPrefix<Self>;
 }
@@ -99,6 +104,8 @@ impl FibFamily for Ipv4Addr {
     /// 2^18 slots: /24s, most of the table, end in the first node level (18 + 6).
     const DP_BITS: u32 = 18;
     const ROOT_BITS: u32 = 9;
+    /// One: most keys end in the first node level (a /24); a second stage was no faster.
+    const BULK_NODE_STAGES: u32 = 1;
     type Packed = u64;
 }
 
@@ -107,6 +114,8 @@ impl FibFamily for Ipv6Addr {
     /// the rest are single leaves), /32s end in the first node level and /48s in the fifth.
     const DP_BITS: u32 = 20;
     const ROOT_BITS: u32 = 10;
+    /// Three: W1 keys walk four node levels on average (/48s end in the fifth).
+    const BULK_NODE_STAGES: u32 = 3;
     type Packed = PackedV6;
 }
 

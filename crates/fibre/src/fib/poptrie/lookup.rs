@@ -68,20 +68,20 @@ impl<A: FibFamily> PoptrieView<A> {
         if e & INDEX == 0 {
             return e;
         }
-        unsafe { self.walk(leaves, e & !INDEX, key) }
+        unsafe { self.walk(leaves, e & !INDEX, key << Self::S) }
     }
 
-    /// The leaf `key` ends at, from the top node (cell `top`) of its direct-pointing slot.
+    /// The leaf a key ends at, from node `top`; `rest` is the key shifted past the bits above
+    /// that node.
     ///
     /// # Safety
     /// `top` is a node of this published version (a chunk entry's index): every index the walk
     /// then follows is one of its cells.
     #[inline(always)]
-    unsafe fn walk<C: Cell>(&self, leaves: &RawArena<C>, top: u32, key: A::Bits) -> u32 {
+    unsafe fn walk<C: Cell>(&self, leaves: &RawArena<C>, top: u32, mut rest: A::Bits) -> u32 {
         let ar = &*self.arenas;
         // SAFETY (every read): the caller's contract.
         let mut node = unsafe { ar.nodes.get_unchecked(top) };
-        let mut rest = key << Self::S;
         loop {
             let v = Self::next6(rest);
             // Written out rather than through `Node::child` / `Node::leaf`: with the helpers the
@@ -140,26 +140,31 @@ impl<A: FibFamily> PoptrieView<A> {
         })
     }
 
-    /// One group of at most [`LANES`] lookups. Direct pointing goes stage by stage, every
-    /// lane's read prefetched by the stage before: the root (small, cached) gives each lane's
-    /// chunk entry, prefetched; the chunk entries give the top nodes, prefetched; then each lane
-    /// walks its nodes as [`PoptrieView::lookup`] does, the out-of-order core overlapping the
-    /// lanes' walks. Most IPv4 keys end one node below direct pointing, so the prefetches cover
-    /// all but the leaf.
+    /// One group of at most [`LANES`] lookups, stage by stage for the first levels: every
+    /// lane's root entry (cached) gives its chunk entry, prefetched; every lane's chunk entry
+    /// its top node, prefetched; then [`FibFamily::BULK_NODE_STAGES`] node levels the same way,
+    /// a lane that ends in a leaf prefetching it; the leaves are read last, and lanes still
+    /// walking go on one at a time as [`PoptrieView::lookup`] does (the out-of-order core
+    /// overlapping them).
     ///
-    /// Chosen by measurement over a stage-wise walk of every level (a list of walking lanes,
-    /// an advance by condition instead of a branch): that took 131 instructions a W1 IPv4
-    /// lookup against this path's 77 (IPv6: 147) and was 1.5x slower on IPv4 (1.1x on IPv6),
-    /// in turns in one process (`fib_profile`); the per-lane state machine before both took
-    /// 100. Groups of 32 lanes were no faster than 16.
+    /// Chosen by measurement, in turns in one process (`fib_profile`): one prefetched node
+    /// stage took 0.83-0.89 of the time of walking every lane from its top node (IPv4 and
+    /// IPv6); three stages took 0.85 of one on IPv6 and 1.0-1.2 on IPv4; five took 1.1 of three
+    /// on IPv6. A stage-wise walk of every level (lists of walking lanes advanced by conditions,
+    /// not branches) took 131 instructions a W1 IPv4 lookup against 77 for walking from the top
+    /// node, and 1.5x the time; the per-lane state machine before them took 100. Groups of 32
+    /// lanes were no faster than 16.
     #[inline(always)]
     fn lookup_group<C: Cell>(&self, leaves: &RawArena<C>, keys: &[A::Bits], out: &mut [u32]) {
         /// Lane indexes are masked with this: always in bounds, so the compiler drops the
         /// bounds checks it cannot otherwise prove.
         const M: usize = LANES - 1;
         const _: () = assert!(LANES.is_power_of_two());
+        // The shifts below stay inside the key.
+        const { assert!(A::DP_BITS + 6 * A::BULK_NODE_STAGES < A::WIDTH as u32) };
         let ar = &*self.arenas;
         let n = keys.len().min(LANES);
+        // A lane's answer, or ([`INDEX`] set) the cell it reads next.
         let mut entry = [0u32; LANES];
         for i in 0..n {
             let k = keys[i];
@@ -182,13 +187,39 @@ impl<A: FibFamily> PoptrieView<A> {
                 entry[i & M] = e;
             }
         }
+        // Node levels: each lane's node gives a leaf (its cell in `entry`, read last) or a
+        // child.
+        let mut leaf = [false; LANES];
+        for level in 0..A::BULK_NODE_STAGES {
+            for i in 0..n {
+                let e = entry[i & M];
+                if e & INDEX == 0 || leaf[i & M] {
+                    continue;
+                }
+                let node = unsafe { ar.nodes.get_unchecked(e & !INDEX) };
+                let v = Self::next6(keys[i] << (Self::S + 6 * level));
+                let below = u64::MAX >> (63 - v);
+                if node.vector & (1u64 << v) != 0 {
+                    let child = node.base1 + (node.vector & below).count_ones() - 1;
+                    prefetch(ar.nodes.addr(child));
+                    entry[i & M] = child | INDEX;
+                } else {
+                    let cell = node.base0 + (node.leafvec & below).count_ones() - 1;
+                    prefetch(leaves.addr(cell));
+                    entry[i & M] = cell;
+                    leaf[i & M] = true;
+                }
+            }
+        }
+        let rest = Self::S + 6 * A::BULK_NODE_STAGES;
         for i in 0..n {
             let e = entry[i & M];
-            out[i] = if e & INDEX == 0 {
+            out[i] = if leaf[i & M] {
+                unsafe { leaves.get_unchecked(e) }.unpack()
+            } else if e & INDEX == 0 {
                 e
             } else {
-                // SAFETY: `e` is a node index of this version's chunk entry.
-                unsafe { self.walk(leaves, e & !INDEX, keys[i]) }
+                unsafe { self.walk(leaves, e & !INDEX, keys[i] << rest) }
             };
         }
     }
