@@ -6,7 +6,8 @@
 //! decides the lookups' speed. On this machine kind a process gets 4-8 MB of the shared L3
 //! (16 chains of random loads: 1.7-2.0 ns a load up to 4 MB, 2.1-2.8 ns at 8 MB, 11-14 ns
 //! from 16 MB on), so 6.4 MB sat on the edge and the lookups swung from run to run (W1
-//! dependent lookups 114-300 ns over five runs at 4 bytes, 69-84 ns at one; see docs/fib.md).
+//! dependent lookups 114-300 ns over five runs at 4 bytes, 69-84 ns at one, in a quiet
+//! period; see docs/fib.md).
 //! A FIB of next-hop indexes (the bench's 16, DPDK's `nh_sz`) needs a byte a leaf; the
 //! router's FIB ids (a table's position and a destination's index) need four.
 //!
