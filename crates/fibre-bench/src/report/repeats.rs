@@ -7,6 +7,12 @@ use super::{Record, Results};
 use crate::stats::{mad, median};
 use serde::{Deserialize, Serialize};
 
+/// The cache probe's size (`host::dependent_load_ns`): a little more than fibre's largest FIB
+/// (the IPv4 view's 3.4 MB), so a fast probe means the FIB could stay cached.
+pub const PROBE_BYTES: usize = 4 << 20;
+/// Loads the probe times.
+pub const PROBE_STEPS: usize = 1 << 20;
+
 /// The records one repeat of a point produced, and how busy the rest of the machine was.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Repeat {
@@ -19,6 +25,10 @@ pub struct Repeat {
     pub others_busy: f64,
     /// Cores' worth of CPU the hypervisor stole during the repeat.
     pub steal: f64,
+    /// A dependent load over 4 MiB, ns, probed as the repeat began ([`PROBE_BYTES`]): about 20
+    /// where the process had its share of the L3, 100 and more where neighbours had taken it.
+    #[serde(default)]
+    pub probe_ns: f64,
     pub records: Vec<Record>,
 }
 

@@ -210,6 +210,9 @@ pub fn run(cfg: &StudyConfig) -> Result<StudyOutput, String> {
     Ok(StudyOutput { results, report })
 }
 
+/// The cache probe's size for memory: past any L3 share.
+const MEMORY_PROBE_BYTES: usize = 64 << 20;
+
 /// What the meta records of the machine, beyond its name: the CPU's model and the extensions
 /// lookups may use, the huge pages the system and fibre's arenas got, and how busy the machine
 /// was (load averages at the start and the end; other processes' CPU and the hypervisor's steal
@@ -294,6 +297,26 @@ fn machine_meta(results: &mut Results, load_at_start: &str) {
                 "at most {:.2} cores busy with other processes, {:.2} stolen by the hypervisor",
                 max(|r| r.others_busy),
                 max(|r| r.steal)
+            ),
+        );
+        let probes: Vec<String> = results
+            .repeats
+            .iter()
+            .map(|r| format!("{:.0}", r.probe_ns))
+            .collect();
+        meta.insert(
+            "cache probe".into(),
+            format!(
+                "a dependent load over {} MiB took {} ns as each repeat began (about 20: the \
+                 L3 share held; 100 and more: neighbours had taken it, and lookups ran from \
+                 memory); over {} MiB (memory) {:.0} ns at the end",
+                crate::report::repeats::PROBE_BYTES >> 20,
+                probes.join(", "),
+                MEMORY_PROBE_BYTES >> 20,
+                crate::host::dependent_load_ns(
+                    MEMORY_PROBE_BYTES,
+                    crate::report::repeats::PROBE_STEPS
+                )
             ),
         );
     }

@@ -37,6 +37,7 @@ pub(super) fn study_point<A: StudyFamily + PickView>(
     let mut repeats = Vec::new();
     for repeat in 0..ctx.cfg.repeat.max(1) {
         let first = ctx.results.records.len();
+        let probe_ns = crate::host::dependent_load_ns(repeats::PROBE_BYTES, repeats::PROBE_STEPS);
         let before = CpuTimes::now(ctx.clock);
         if repeat % 2 == 0 {
             point.measure_in_process(ctx);
@@ -53,6 +54,7 @@ pub(super) fn study_point<A: StudyFamily + PickView>(
             repeat,
             others_busy,
             steal,
+            probe_ns,
             records: ctx.results.records.drain(first..).collect(),
         });
     }
