@@ -187,29 +187,16 @@ pub fn loadavg() -> String {
 }
 
 /// ns per load of a chain of dependent loads over `bytes` of memory (64-byte cells in one
-/// random cycle, heap memory as the system pages it): a cache probe. On the machine the
-/// issue was measured on, 4 MiB took 17-21 ns while the process kept its share of the shared
-/// L3 and 115-160 ns once neighbours had taken it (32 MiB, memory: 130-160 ns). fibre's FIB of
-/// the IPv4 view is 3.4 MB, so the probe beside a repeat tells whether that repeat's lookups
-/// ran from the cache or from memory. About `steps` loads: 2^20 costs 20-160 ms.
+/// random cycle, heap memory as the system pages it): a cache probe. On the machine the issue
+/// was measured on, 4 MiB took 17-21 ns while the process kept its share of the shared L3 and
+/// 115-160 ns once neighbours had taken it (64 MiB, memory: 130-160 ns). fibre's FIB of the
+/// IPv4 view is 3.4 MB, so the probe beside a repeat tells whether that repeat's lookups ran
+/// from the cache or from memory. `steps` loads are timed: 2^20 cost 20-160 ms.
 pub fn dependent_load_ns(bytes: usize, steps: usize) -> f64 {
-    use rand::{Rng, SeedableRng};
-    const CELL: usize = 8; // u64s in 64 bytes
-    let n = (bytes / 64).max(2);
-    let mut next = vec![0u64; n * CELL];
-    // Sattolo's shuffle: one cycle through every cell, in random order.
-    let mut order: Vec<usize> = (0..n).collect();
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(0x5eed);
-    for i in (1..n).rev() {
-        let j = rng.gen_range(0..i);
-        order.swap(i, j);
-    }
-    for w in 0..n {
-        next[order[w] * CELL] = (order[(w + 1) % n] * CELL) as u64;
-    }
+    let next = chase_cycle(bytes / 64);
     let mut at = 0usize;
     // One lap to bring the cells in, then the timed chase.
-    for _ in 0..n {
+    for _ in 0..next.len() / CELL {
         at = next[at] as usize;
     }
     let start = std::time::Instant::now();
@@ -221,18 +208,48 @@ pub fn dependent_load_ns(bytes: usize, steps: usize) -> f64 {
     ns
 }
 
+/// `u64`s in a 64-byte cell of [`chase_cycle`].
+const CELL: usize = 8;
+
+/// At least two 64-byte cells whose first words link them in one cycle through all of them,
+/// in a random order: each word is the index of the next cell's (linking the cells in the
+/// order of a shuffle makes one cycle, whatever the shuffle).
+fn chase_cycle(cells: usize) -> Vec<u64> {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let n = cells.max(2);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(0x5eed));
+    let mut next = vec![0u64; n * CELL];
+    for w in 0..n {
+        next[order[w] * CELL] = (order[(w + 1) % n] * CELL) as u64;
+    }
+    next
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The probe follows its cycle (every cell is reached, so it never reads out of bounds)
-    /// and gives a time (its size is the machine's business, so only that it is one).
+    /// The probe's chain is one cycle through every cell (so a lap reads all of them and a
+    /// chase stays in bounds), and the probe gives a time (its size is the machine's business).
     #[test]
-    fn the_cache_probe_gives_a_time_per_load() {
-        for bytes in [0, 64, 100, 1 << 16] {
-            let ns = dependent_load_ns(bytes, 10_000);
-            assert!(ns.is_finite() && ns > 0.0, "{bytes} bytes: {ns}");
+    fn the_cache_probe_chases_one_cycle_through_every_cell() {
+        for cells in [0, 1, 2, 3, 1000] {
+            let next = chase_cycle(cells);
+            let n = cells.max(2);
+            assert_eq!(next.len(), n * CELL);
+            let mut seen = vec![false; n];
+            let mut at = 0usize;
+            for _ in 0..n {
+                assert!(!seen[at / CELL], "{cells} cells: cell {} twice", at / CELL);
+                seen[at / CELL] = true;
+                at = next[at] as usize;
+            }
+            assert_eq!(at, 0, "{cells} cells: back at the start after a lap");
         }
+        let ns = dependent_load_ns(1 << 16, 10_000);
+        assert!(ns.is_finite() && ns > 0.0, "{ns}");
     }
 
     /// The huge-page share of a FIB's arenas is read from /proc/self/smaps: the total is the

@@ -25,8 +25,9 @@ pub struct Repeat {
     pub others_busy: f64,
     /// Cores' worth of CPU the hypervisor stole during the repeat.
     pub steal: f64,
-    /// A dependent load over 4 MiB, ns, probed as the repeat began ([`PROBE_BYTES`]): about 20
-    /// where the process had its share of the L3, 100 and more where neighbours had taken it.
+    /// A dependent load over [`PROBE_BYTES`], ns, probed as the repeat began: far below the
+    /// meta's memory probe where the process had its share of the L3 (17-21 ns against 130-160
+    /// on the machine of issue 15), near it where neighbours had taken it.
     #[serde(default)]
     pub probe_ns: f64,
     pub records: Vec<Record>,

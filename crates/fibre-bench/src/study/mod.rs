@@ -307,9 +307,9 @@ fn machine_meta(results: &mut Results, load_at_start: &str) {
         meta.insert(
             "cache probe".into(),
             format!(
-                "a dependent load over {} MiB took {} ns as each repeat began (about 20: the \
-                 L3 share held; 100 and more: neighbours had taken it, and lookups ran from \
-                 memory); over {} MiB (memory) {:.0} ns at the end",
+                "a dependent load over {} MiB took {} ns as each repeat began; over {} MiB \
+                 (memory) {:.0} ns at the end (far below memory: the repeat kept its share of \
+                 the L3; near it: neighbours had taken it, and lookups ran from memory)",
                 crate::report::repeats::PROBE_BYTES >> 20,
                 probes.join(", "),
                 MEMORY_PROBE_BYTES >> 20,

@@ -136,12 +136,7 @@ impl<A: FibFamily> Poptrie<A> {
             nodes: Vec::new(),
             leaves: Vec::new(),
             chunks: Vec::new(),
-            max_id: routes
-                .iter()
-                .map(|(_, &id)| stored(id))
-                .filter(|&id| id != NO_ROUTE)
-                .max()
-                .unwrap_or(NO_ROUTE),
+            max_id: NO_ROUTE,
         };
         // Trie order: a prefix before those it covers, so painting in order leaves each cell
         // with its longest match; the prefixes longer than the root step come grouped by chunk.
@@ -149,6 +144,12 @@ impl<A: FibFamily> Poptrie<A> {
             .iter()
             .map(|(p, &id)| (p.bits(), p.len(), stored(id)))
             .collect();
+        out.max_id = all
+            .iter()
+            .map(|p| p.2)
+            .filter(|&id| id != NO_ROUTE)
+            .max()
+            .unwrap_or(NO_ROUTE);
         for &(key, len, id) in all.iter().filter(|p| p.1 as u32 <= r) {
             let first = top(key, r);
             out.root[first..first + (1 << (r - len as u32))].fill(id);

@@ -110,9 +110,9 @@ impl<A: FibFamily> PoptrieView<A> {
     }
 
     /// Lookups of `keys` into `out` on `path`, or on the scalar path where the CPU cannot run
-    /// it. The scalar path takes `LANES` (16) keys at a time, direct pointing prefetched stage
-    /// by stage (see `lookup_group`); the vector paths go stage by stage to the leaves (see
-    /// `simd`).
+    /// it. The scalar path takes `LANES` (16) keys at a time, direct pointing and the first node
+    /// levels prefetched stage by stage (see `lookup_group`); the vector paths go stage by stage
+    /// to the leaves (see `simd`).
     pub fn lookup_bulk_on(&self, path: LookupPath, keys: &[A::Bits], out: &mut [u32]) {
         assert_eq!(keys.len(), out.len(), "one answer slot per key");
         #[cfg(target_arch = "x86_64")]
@@ -152,8 +152,8 @@ impl<A: FibFamily> PoptrieView<A> {
     /// IPv6); three stages took 0.85 of one on IPv6 and 1.0-1.2 on IPv4; five took 1.1 of three
     /// on IPv6. A stage-wise walk of every level (lists of walking lanes advanced by conditions,
     /// not branches) took 131 instructions a W1 IPv4 lookup against 77 for walking from the top
-    /// node, and 1.5x the time; the per-lane state machine before them took 100. Groups of 32
-    /// lanes were no faster than 16.
+    /// node (87 with the node stage), and 1.5x the time; the per-lane state machine before them
+    /// took 100. Groups of 32 lanes were no faster than 16.
     #[inline(always)]
     fn lookup_group<C: Cell>(&self, leaves: &RawArena<C>, keys: &[A::Bits], out: &mut [u32]) {
         /// Lane indexes are masked with this: always in bounds, so the compiler drops the
@@ -164,7 +164,8 @@ impl<A: FibFamily> PoptrieView<A> {
         const { assert!(A::DP_BITS + 6 * A::BULK_NODE_STAGES < A::WIDTH as u32) };
         let ar = &*self.arenas;
         let n = keys.len().min(LANES);
-        // A lane's answer, or ([`INDEX`] set) the cell it reads next.
+        // A lane's answer, or ([`INDEX`] set) the cell it reads next; after the node stages,
+        // a lane in `leaf` holds its leaf's cell.
         let mut entry = [0u32; LANES];
         for i in 0..n {
             let k = keys[i];
@@ -198,13 +199,12 @@ impl<A: FibFamily> PoptrieView<A> {
                 }
                 let node = unsafe { ar.nodes.get_unchecked(e & !INDEX) };
                 let v = Self::next6(keys[i] << (Self::S + 6 * level));
-                let below = u64::MAX >> (63 - v);
-                if node.vector & (1u64 << v) != 0 {
-                    let child = node.base1 + (node.vector & below).count_ones() - 1;
+                if node.has_child(v) {
+                    let child = node.child(v);
                     prefetch(ar.nodes.addr(child));
                     entry[i & M] = child | INDEX;
                 } else {
-                    let cell = node.base0 + (node.leafvec & below).count_ones() - 1;
+                    let cell = node.leaf(v);
                     prefetch(leaves.addr(cell));
                     entry[i & M] = cell;
                     leaf[i & M] = true;
