@@ -158,6 +158,9 @@ pub trait Address:
 {
     /// The integer key type: `u32` or `u128`.
     type Bits: Bits;
+    /// A prefix of this family packed into a small key in [`crate::prefix::Prefix`] order:
+    /// what the ordered maps of prefixes are keyed by ([`crate::packed`]).
+    type Packed: crate::packed::PackedPrefix<Self>;
     /// The address family.
     const FAMILY: Family;
     /// Address width in bits: 32 or 128.
@@ -176,6 +179,7 @@ pub trait Address:
 
 impl Address for Ipv4Addr {
     type Bits = u32;
+    type Packed = u64;
     const FAMILY: Family = Family::Inet;
     #[inline]
     fn to_bits(self) -> u32 {
@@ -195,6 +199,7 @@ impl Address for Ipv4Addr {
 
 impl Address for Ipv6Addr {
     type Bits = u128;
+    type Packed = crate::packed::PackedV6;
     const FAMILY: Family = Family::Inet6;
     #[inline]
     fn to_bits(self) -> u128 {

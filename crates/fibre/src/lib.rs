@@ -5,11 +5,11 @@
 //!   for IPv4 (`u32`) and IPv6 (`u128`).
 //! - [`route`] and [`nexthop`]: routes with the kernel's attributes; next-hop groups interned and
 //!   shared, referred to by small ids.
-//! - [`trie`]: the path-compressed prefix trie that the RIB keeps its routes in and the FIB
-//!   compiles from.
+//! - [`packed`] and [`prefix_map`]: prefixes packed into small ordered keys, and the map the RIB
+//!   keeps its destinations in (a B-tree of packed prefixes over stable value slots).
 //! - [`fib`]: compiled lookup structures (Poptrie) built from a RIB and patched as it changes,
 //!   published RCU-style to lock-free readers.
-//! - [`rib`]: one table of one family, a path-compressed trie of ordered route lists with the
+//! - [`rib`]: one table of one family, a prefix map of ordered route lists with the
 //!   kernel's insert, delete and selection rules (`rib::ipv4`, `rib::ipv6`).
 //! - [`rules`]: policy rules (`ip rule`).
 //! - [`router`]: links, addresses, tables and rules together; `ip route get` with the kernel's
@@ -35,12 +35,13 @@ pub mod flow;
 pub mod io;
 pub mod link;
 pub mod nexthop;
+pub mod packed;
 pub mod prefix;
+pub mod prefix_map;
 pub mod rib;
 pub mod route;
 pub mod router;
 pub mod rules;
-pub mod trie;
 
 pub use addr::{Address, Family};
 pub use error::{ChangeError, Errno};

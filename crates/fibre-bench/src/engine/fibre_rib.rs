@@ -2,7 +2,7 @@
 //!
 //! This is fibre's only lookup structure today (a compiled FIB is the next step); timing it
 //! shows what the full-semantics path costs: route lists, selection, next-hop resolution.
-use super::{Engine, Shape, MISS};
+use super::{Engine, MISS};
 use crate::scenario::{BenchRoute, StudyFamily, NEXT_HOPS};
 use fibre::nexthop::{NextHop, NhTable};
 use fibre::rib::{AllUp, InsertMode, TableLookup};
@@ -99,12 +99,6 @@ impl<A: StudyFamily> Engine<A> for FibreRib<A> {
         }
     }
 
-    fn shape(&self) -> Option<Shape> {
-        let s = self.rib.stats();
-        Some(Shape {
-            depth_max: s.max_depth as f64,
-            depth_mean: s.mean_depth,
-            nodes: s.nodes as f64,
-        })
-    }
+    // No `shape`: the RIB's destinations are a B-tree of packed prefixes, not a tree whose
+    // depth the study's trie figures describe (the FIB's Poptrie reports one).
 }

@@ -28,11 +28,12 @@ pub mod poptrie;
 pub mod reference;
 mod set;
 
+pub use crate::packed::{PackedPrefix, PackedV6};
 pub use arena::mapped_bytes;
 pub use path::LookupPath;
 pub use poptrie::{Poptrie, PoptrieView};
 pub use reference::{Reference, ReferenceView};
-pub use set::{PackedPrefix, PackedV6, PrefixSet};
+pub use set::PrefixSet;
 
 /// The answer where no prefix matches.
 pub const NO_ROUTE: u32 = 0x7FFF_FFFF;
@@ -96,8 +97,6 @@ pub trait FibFamily: Address {
     /// `poptrie::lookup`). The key's bits past direct pointing and these levels are never all
     /// gone: `DP_BITS + 6 * BULK_NODE_STAGES` is below the width.
     const BULK_NODE_STAGES: u32;
-    /// A prefix packed as [`PrefixSet`] keys it.
-    type Packed: PackedPrefix<Self>;
 }
 
 impl FibFamily for Ipv4Addr {
@@ -106,7 +105,6 @@ impl FibFamily for Ipv4Addr {
     const ROOT_BITS: u32 = 9;
     /// One: most keys end in the first node level (a /24); a second stage was no faster.
     const BULK_NODE_STAGES: u32 = 1;
-    type Packed = u64;
 }
 
 impl FibFamily for Ipv6Addr {
@@ -116,7 +114,6 @@ impl FibFamily for Ipv6Addr {
     const ROOT_BITS: u32 = 10;
     /// Three: W1 keys walk four node levels on average (/48s end in the fifth).
     const BULK_NODE_STAGES: u32 = 3;
-    type Packed = PackedV6;
 }
 
 /// A published version of a compiled structure.

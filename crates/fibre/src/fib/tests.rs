@@ -3,7 +3,7 @@
 //! is checked against the definition in its own module.
 use super::*;
 use crate::addr::Bits;
-use crate::trie::PrefixTrie;
+use crate::prefix_map::PrefixMap;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 
@@ -414,11 +414,11 @@ fn concurrent<L: LpmAlgorithm<Ipv4Addr>>(updates: usize) {
     );
     samples.sort_unstable();
     // Replay: the table of version v is the log up to its v-th publish.
-    let mut table = PrefixTrie::<Ipv4Addr, u32>::new();
+    let mut table = PrefixMap::<Ipv4Addr, u32>::new();
     let mut version = 0u64;
     let mut next = 0;
     let mut versions_seen = 0;
-    let mut check_up_to = |table: &PrefixTrie<Ipv4Addr, u32>, version: u64, next: &mut usize| {
+    let mut check_up_to = |table: &PrefixMap<Ipv4Addr, u32>, version: u64, next: &mut usize| {
         if *next < samples.len() && samples[*next].0 == version {
             versions_seen += 1;
         }

@@ -1,10 +1,10 @@
 //! The RIB: the authoritative, ordered set of routes of one table and one family.
 //!
-//! Structure (generic over the family): a [`PrefixTrie`] keyed by destination prefix; each
+//! Structure (generic over the family): a [`PrefixMap`] keyed by destination prefix; each
 //! destination holds its routes without a source in an ordered list and, for IPv6 source-specific
-//! routes, a source subtree (another [`PrefixTrie`], keyed by source prefix) of ordered lists.
-//! A destination's entry sits in the trie's slot for it, apart from the trie's nodes, and a
-//! list of one route (most of a full table) sits in the entry: a walk reads small nodes, and a
+//! routes, a source subtree (another [`PrefixMap`], keyed by source prefix) of ordered lists.
+//! A destination's entry sits in the map's slot for it, apart from the map's index, and a list
+//! of one route (most of a full table) sits in the entry: a search reads small keys, and a
 //! destination reached by its index (as a compiled FIB reaches it) is one cache line away.
 //!
 //! Semantics (per family, in [`ipv4`] and [`ipv6`]): how a list is ordered on insert, what `add`,
@@ -23,8 +23,8 @@ use crate::flow::Flow;
 use crate::link::IfIndex;
 use crate::nexthop::{NextHop, NhTable};
 use crate::prefix::Prefix;
+pub use crate::prefix_map::PrefixMap;
 use crate::route::{Protocol, Route, RouteType, Scope, TableId};
-pub use crate::trie::{PrefixTrie, TrieStats};
 use smallvec::SmallVec;
 
 /// How an insert treats routes of the same key, named after `ip route` verbs (and netlink flags).
@@ -205,7 +205,7 @@ pub struct DstEntry<A: Address> {
     /// Routes without a source prefix, in kernel order.
     pub routes: RouteList<A>,
     /// IPv6 source-specific routes: source prefix -> routes, in kernel order.
-    pub sources: Option<Box<PrefixTrie<A, RouteList<A>>>>,
+    pub sources: Option<Box<PrefixMap<A, RouteList<A>>>>,
 }
 
 impl<A: Address> Default for DstEntry<A> {
@@ -274,7 +274,7 @@ pub struct SavedList<A: Address> {
 pub struct Rib<A: KernelSemantics> {
     /// The table id.
     pub id: TableId,
-    trie: PrefixTrie<A, DstEntry<A>>,
+    dsts: PrefixMap<A, DstEntry<A>>,
     routes: usize,
 }
 
@@ -283,7 +283,7 @@ impl<A: KernelSemantics> Rib<A> {
     pub fn new(id: TableId) -> Self {
         Rib {
             id,
-            trie: PrefixTrie::new(),
+            dsts: PrefixMap::new(),
             routes: 0,
         }
     }
@@ -297,47 +297,43 @@ impl<A: KernelSemantics> Rib<A> {
     }
     /// Destination prefixes stored.
     pub fn prefixes(&self) -> usize {
-        self.trie.len()
-    }
-    /// The shape of the destination trie.
-    pub fn stats(&self) -> TrieStats {
-        self.trie.stats()
+        self.dsts.len()
     }
 
     /// Everything stored for destination `dst`.
     pub fn entry(&self, dst: &Prefix<A>) -> Option<&DstEntry<A>> {
-        self.trie.get(dst)
+        self.dsts.get(dst)
     }
 
     /// Every destination's entry in order, with its index (see [`Rib::entry_index`]).
     pub fn entries(&self) -> impl Iterator<Item = (u32, Prefix<A>, &DstEntry<A>)> + '_ {
-        let mut it = self.trie.iter();
+        let mut it = self.dsts.iter();
         std::iter::from_fn(move || it.next_indexed())
     }
 
     /// Where `dst`'s entry is, for [`Rib::entry_by_index`]: stable while `dst` is stored.
     pub fn entry_index(&self, dst: &Prefix<A>) -> Option<u32> {
-        self.trie.index_of(dst)
+        self.dsts.index_of(dst)
     }
 
     /// The entry at an index from [`Rib::entry_index`] (whichever destination holds it now:
     /// a caller keeping indexes follows the moves the journal names), without a walk.
     #[inline]
     pub fn entry_by_index(&self, index: u32) -> Option<&DstEntry<A>> {
-        self.trie.at(index).map(|(_, e)| e)
+        self.dsts.at(index)
     }
 
     /// The routes of exactly (`dst`, `src`), in kernel order.
     pub fn get(&self, dst: &Prefix<A>, src: &Prefix<A>) -> &[Route<A>] {
-        self.trie
+        self.dsts
             .get(dst)
             .and_then(|e| e.list(src))
             .map_or(&[], |l| l.as_slice())
     }
 
     /// Runs `f` on the list of (`dst`, `src`), creating it if needed and dropping it if left empty;
-    /// `saved` receives the list as it was before, for [`Rib::restore`]. One walk of the trie
-    /// (two where `dst` is new).
+    /// `saved` receives the list as it was before, for [`Rib::restore`]. One search of the
+    /// map.
     fn edit<R>(
         &mut self,
         dst: Prefix<A>,
@@ -346,7 +342,7 @@ impl<A: KernelSemantics> Rib<A> {
         f: impl FnOnce(&mut RouteList<A>) -> R,
     ) -> R {
         let routes = &mut self.routes;
-        self.trie.update(dst, |slot| {
+        self.dsts.update(dst, |slot| {
             let entry = slot.get_or_insert_with(DstEntry::default);
             let r = entry.edit_list(src, |list| {
                 let before = list.len();
@@ -368,7 +364,7 @@ impl<A: KernelSemantics> Rib<A> {
 
     /// The list of (`dst`, `src`), made if missing.
     fn list_mut(&mut self, dst: Prefix<A>, src: Prefix<A>) -> &mut RouteList<A> {
-        let entry = self.trie.get_or_insert_with(dst, DstEntry::default);
+        let entry = self.dsts.get_or_insert_with(dst, DstEntry::default);
         if src.is_default() {
             &mut entry.routes
         } else {
@@ -411,7 +407,7 @@ impl<A: KernelSemantics> Rib<A> {
     ) -> Result<Vec<Route<A>>, Errno> {
         // fib6_locate: a source prefix is looked for only where a source subtree exists; a
         // destination without one answers with its source-less routes.
-        let Some(entry) = self.trie.get(&sel.dst) else {
+        let Some(entry) = self.dsts.get(&sel.dst) else {
             return Err(Errno::ESRCH);
         };
         let src = if entry.sources.is_none() {
@@ -437,7 +433,7 @@ impl<A: KernelSemantics> Rib<A> {
     /// Whether every list is in the family's order ([`KernelSemantics::ordered`]).
     #[cfg(feature = "snapshot")]
     pub(crate) fn lists_ordered(&self, nhs: &NhTable<A>) -> bool {
-        self.trie
+        self.dsts
             .iter()
             .all(|(_, e)| e.lists().all(|l| A::ordered(l, nhs)))
     }
@@ -520,12 +516,12 @@ impl<A: KernelSemantics> Rib<A> {
             }
         };
         let mut started = false;
-        self.trie
+        self.dsts
             .find_map_matches(flow.dst, |dst, entry| {
                 if let Some(sources) = &entry.sources {
                     let hit = sources.find_map_matches(src, |_, list| {
                         started = true;
-                        select(dst, list)
+                        select(&dst, list)
                     });
                     if hit.is_some() {
                         return hit;
@@ -537,7 +533,7 @@ impl<A: KernelSemantics> Rib<A> {
                     }
                 }
                 started = true;
-                select(dst, &entry.routes)
+                select(&dst, &entry.routes)
             })
             .unwrap_or(TableLookup::None)
     }
@@ -552,33 +548,20 @@ impl<A: KernelSemantics> Rib<A> {
         nhs: &NhTable<A>,
         links: &dyn LinkState,
     ) -> TableLookup<'a, A> {
-        // The matches of each table, longest first, on the stack: this is a lookup path.
-        type Found<'a, A> = Option<(Prefix<A>, &'a DstEntry<A>)>;
-        let collect = |rib: &'a Rib<A>, out: &mut [Found<'a, A>; 129]| {
-            let mut n = 0;
-            rib.trie.find_map_matches(flow.dst, |p, e| {
-                out[n] = Some((*p, e));
-                n += 1;
-                None::<()>
-            });
-            n
-        };
-        let (mut a, mut b) = ([None; 129], [None; 129]);
-        let (na, nb) = (collect(first, &mut a), collect(second, &mut b));
-        let (mut i, mut j) = (0, 0);
-        let len = |m: Found<'a, A>| m.map_or(0, |x| x.0.len());
+        // The matches of each table, longest first, found as the merge asks for them (each
+        // step back is a search: most lookups take the first).
+        let mut a = first.dsts.matches(flow.dst).peekable();
+        let mut b = second.dsts.matches(flow.dst).peekable();
         let mut missed: Option<A> = None;
-        while i < na || j < nb {
-            // Short-circuits keep both indexes inside what was collected.
-            let take_first = j >= nb || (i < na && len(a[i]) >= len(b[j]));
-            let (dst, entry) = if take_first {
-                i += 1;
-                a[i - 1]
-            } else {
-                j += 1;
-                b[j - 1]
-            }
-            .expect("collected");
+        loop {
+            // At equal lengths `first`'s match comes first.
+            let take_first = match (a.peek(), b.peek()) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some(x), Some(y)) => x.0.len() >= y.0.len(),
+            };
+            let (dst, entry) = if take_first { a.next() } else { b.next() }.expect("peeked");
             if missed == Some(dst.addr()) {
                 continue;
             }
@@ -593,7 +576,7 @@ impl<A: KernelSemantics> Rib<A> {
 
     /// Every route, in order: by destination, then source, then list order.
     pub fn iter(&self) -> impl Iterator<Item = &Route<A>> + '_ {
-        self.trie.iter().flat_map(|(_, e)| Self::entry_routes(e))
+        self.dsts.iter().flat_map(|(_, e)| Self::entry_routes(e))
     }
 
     fn entry_routes(e: &DstEntry<A>) -> impl Iterator<Item = &Route<A>> + '_ {
@@ -606,14 +589,14 @@ impl<A: KernelSemantics> Rib<A> {
 
     /// Routes from destination `start` on (GETNEXT-style walks: seek, then iterate).
     pub fn iter_from(&self, start: &Prefix<A>) -> impl Iterator<Item = &Route<A>> + '_ {
-        self.trie
+        self.dsts
             .range_from(start)
             .flat_map(|(_, e)| Self::entry_routes(e))
     }
 
     /// Routes whose destination covers `p` (`ip route show match P`), shortest first.
     pub fn covering(&self, p: &Prefix<A>) -> Vec<&Route<A>> {
-        self.trie
+        self.dsts
             .covering(p)
             .into_iter()
             .flat_map(|(_, e)| Self::entry_routes(e))
@@ -622,7 +605,7 @@ impl<A: KernelSemantics> Rib<A> {
 
     /// Routes whose destination lies inside `p` (`ip route show root P`), in order.
     pub fn covered(&self, p: &Prefix<A>) -> impl Iterator<Item = &Route<A>> + '_ {
-        self.trie
+        self.dsts
             .covered(p)
             .flat_map(|(_, e)| Self::entry_routes(e))
     }
