@@ -258,10 +258,10 @@ impl<A: FibFamily> PrefixSet<A> {
     /// For `p` longer than a direct-pointing slot, the answer is in `p`'s slot or is the
     /// slot's cover, kept per slot. First `p`'s nearest predecessors in the slot (one range):
     /// a sibling's cover is often among them. A predecessor that does not cover `p` bounds
-    /// the rest (see [`PrefixSet::covering_before`]): nothing longer than what the two share.
+    /// the rest (see [`packed::covering_before`]): nothing longer than what the two share.
     /// Then one exact search per length the slot holds, longest first, below that bound (a
     /// slot of IPv6 /48s can hold thousands, whose shared bits shorten a step at a time). For
-    /// `p` at most the slot long, see [`PrefixSet::covering_before`].
+    /// `p` at most the slot long, see [`packed::covering_before`].
     pub fn covering_shorter(&self, p: &Prefix<A>) -> Option<(Prefix<A>, &u32)> {
         if !is_long(p) {
             return self.covering_before(p);
