@@ -381,7 +381,8 @@ mod tests {
         let width = A::WIDTH as u32;
         let low = (width - A::DP_BITS).min(20);
         let slot = A::Bits::from_u64(top >> 20) << (width - A::DP_BITS);
-        let bits = slot | (A::Bits::from_u64(top & 0xf_ffff) << (width - A::DP_BITS - low));
+        let inside = top & ((1 << low) - 1);
+        let bits = slot | (A::Bits::from_u64(inside) << (width - A::DP_BITS - low));
         // Lengths cluster past the slot, where the low bits differ.
         let len = (A::DP_BITS as u8 - 2 + len % (low as u8 + 4)).min(A::WIDTH);
         Prefix::from_bits(bits, len).expect("length clipped")
@@ -438,12 +439,14 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "covered by {p}");
         }
-        let rebuilt: PrefixSet<A> = want.iter().rev().copied().collect();
+        // From pairs out of order, each prefix first with another id: the later pair wins.
+        let stale = want.iter().map(|&(p, id)| (p, id.wrapping_add(1)));
+        let rebuilt: PrefixSet<A> = stale.chain(want.iter().rev().copied()).collect();
         rebuilt.audit();
+        let all: Vec<(Prefix<A>, u32)> = rebuilt.iter().map(|(p, &id)| (p, id)).collect();
         assert_eq!(
-            rebuilt.iter().count(),
-            set.len(),
-            "built from pairs in any order"
+            all, want,
+            "built from pairs in any order, the later winning"
         );
         for &(top, len) in probes {
             let p = near(top, len);
