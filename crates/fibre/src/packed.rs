@@ -108,6 +108,7 @@ fn covering_upto<'m, A: Address, T>(
     p: &Prefix<A>,
     mut bound: Bound<A::Packed>,
 ) -> Option<(Prefix<A>, &'m T)> {
+    let mut first: Option<A::Packed> = None;
     loop {
         let (k, v) = map.range((Bound::Unbounded, bound)).next_back()?;
         let q = k.unpack();
@@ -116,7 +117,15 @@ fn covering_upto<'m, A: Address, T>(
         }
         // What `q` and `p` have in common comes before `q` (it covers `q` and is not `q`,
         // which does not cover `p`): the bound moves back at every step.
-        bound = Bound::Included(A::Packed::pack(q.common(p)));
+        let common = A::Packed::pack(q.common(p));
+        // Nothing before the first key: a miss ends here, not in one more search (an IPv6
+        // address outside 2000::/3 shares a bit or two with the table; the leftmost path
+        // is the one every such miss reads, so it stays cached).
+        let first = *first.get_or_insert_with(|| *map.first_key_value().expect("q is a key").0);
+        if common < first {
+            return None;
+        }
+        bound = Bound::Included(common);
     }
 }
 
