@@ -15,8 +15,11 @@
 //! Until issue 15's fourth round this was a path-compressed binary trie (Patricia). On the
 //! IPv4 full view it had 1.65 million nodes of 20 bytes (36 bytes a prefix, where the index takes
 //! 12 to 24) and a search passed 23 nodes on average, most of them cache misses: 1.8 µs a search
-//! with the table cold, against 0.5 µs for the B-tree (measured on this machine kind, 200,000
-//! random prefixes of the view). A route change searches the RIB once or twice.
+//! with the table cold, against 0.5 µs for the B-tree (200,000 random prefixes of the view, on
+//! the machine kind of issue 15, by a throwaway program not in the repository). What a command
+//! reproduces: `fibre bench --scenarios full-view --engines fibre-rib`, whose W1 lookups are a
+//! search each, took 1.6-1.8 µs with the trie and 0.75-0.81 µs with the B-tree. A route change
+//! searches the RIB once or twice.
 use crate::addr::Address;
 use crate::packed::{self, PackedPrefix};
 use crate::prefix::Prefix;
@@ -262,11 +265,15 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
     /// The stored prefixes containing `addr`, longest first. Each is found when asked for: a
     /// search for the first, and one for each step back ([`packed::covering_before`]).
     pub fn matches(&self, addr: A) -> Matches<'_, A, V> {
+        self.covering_longest_first(Prefix::host(addr))
+    }
+
+    /// The stored prefixes covering `p` (`p` itself included), longest first, found as
+    /// [`PrefixMap::matches`] finds them.
+    fn covering_longest_first(&self, p: Prefix<A>) -> Matches<'_, A, V> {
         Matches {
             map: self,
-            addr,
-            last: None,
-            done: false,
+            from: Some((p, true)),
         }
     }
 
@@ -277,12 +284,7 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
 
     /// Stored prefixes covering `p` (its supernets and `p` itself), shortest first.
     pub fn covering(&self, p: &Prefix<A>) -> Vec<(Prefix<A>, &V)> {
-        let mut out: Vec<(Prefix<A>, &V)> =
-            std::iter::successors(packed::longest_covering(&self.index, p), |(q, _)| {
-                packed::covering_before(&self.index, q)
-            })
-            .map(|(q, &s)| (q, &self.slots[s as usize]))
-            .collect();
+        let mut out: Vec<(Prefix<A>, &V)> = self.covering_longest_first(*p).collect();
         out.reverse();
         out
     }
@@ -342,28 +344,23 @@ fn set_live(live: &mut Vec<u64>, s: u32, on: bool) {
 /// The prefixes containing an address, longest first; see [`PrefixMap::matches`].
 pub struct Matches<'a, A: Address, V> {
     map: &'a PrefixMap<A, V>,
-    addr: A,
-    /// The match given last.
-    last: Option<Prefix<A>>,
-    done: bool,
+    /// Where the next search starts: a prefix, and whether it may be the answer itself (the
+    /// first search) or only what covers it (after each match). `None` once a search found
+    /// nothing.
+    from: Option<(Prefix<A>, bool)>,
 }
 
 impl<'a, A: Address, V> Iterator for Matches<'a, A, V> {
     type Item = (Prefix<A>, &'a V);
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
+        let (p, itself) = self.from.take()?;
         let index = &self.map.index;
-        let found = match self.last {
-            None => packed::longest_covering(index, &Prefix::host(self.addr)),
-            Some(q) => packed::covering_before(index, &q),
-        };
-        let Some((q, &s)) = found else {
-            self.done = true;
-            return None;
-        };
-        self.last = Some(q);
+        let (q, &s) = if itself {
+            packed::longest_covering(index, &p)
+        } else {
+            packed::covering_before(index, &p)
+        }?;
+        self.from = Some((q, false));
         Some((q, &self.map.slots[s as usize]))
     }
 }

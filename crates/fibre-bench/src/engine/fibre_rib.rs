@@ -1,6 +1,6 @@
 //! fibre's RIB as a lookup engine: the authoritative table with the kernel's semantics.
 //!
-//! This is fibre's only lookup structure today (a compiled FIB is the next step); timing it
+//! The reference beside the compiled FIB (`fibre-fib-poptrie`, and the router); timing it
 //! shows what the full-semantics path costs: route lists, selection, next-hop resolution.
 use super::{Engine, MISS};
 use crate::scenario::{BenchRoute, StudyFamily, NEXT_HOPS};
