@@ -115,6 +115,7 @@ fn a_small_study_writes_every_output_and_a_record_per_measurement() {
         for (engine, metric) in [
             ("fibre-router", "update_median"),
             ("fibre-router", "update_p999"),
+            ("fibre-router", "update_p999_floor"),
             ("fibre-router", "router_load"),
             ("fibre-router", "route_get_fib"),
             ("fibre-router", "route_get_rib"),

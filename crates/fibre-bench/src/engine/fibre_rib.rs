@@ -86,6 +86,8 @@ impl<A: StudyFamily> Engine<A> for FibreRib<A> {
             // The journal is for rolling back change sets; the bench never rolls back.
             saved.clear();
         }
+        // As a router's commit does after a load.
+        self.rib.settle();
     }
 
     #[inline]

@@ -72,6 +72,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         "ns",
         "reader lookup time during updates",
     ),
+    (
+        "update_p999_floor",
+        "ns",
+        "fixed work as long as the median change, 99.9th percentile: the machine's floor",
+    ),
     ("router_load", "s", "whole table into a router"),
     (
         "replay_rate",
@@ -145,6 +150,7 @@ impl Results {
         const UPDATES: &[&str] = &[
             "update_median",
             "update_p999",
+            "update_p999_floor",
             "update_delete_median",
             "update_insert_median",
             "update_reader_lookup",

@@ -578,6 +578,17 @@ fn update_point<A: StudyFamily + PickView>(ctx: &mut Ctx) -> Result<(), String> 
     }
     rows.push((
         "fibre-router".to_string(),
+        "update_p999_floor",
+        run.router_p999_floor,
+        Some(
+            "99.9th percentile of fixed arithmetic (in L1) as long as the router's median \
+             change, timed as often, same thread, reader running: what the machine adds to any \
+             task that long"
+                .into(),
+        ),
+    ));
+    rows.push((
+        "fibre-router".to_string(),
         "router_load",
         run.router_load,
         Some("the whole table in one change set: RIB inserts, then the FIBs built".into()),

@@ -243,6 +243,8 @@ pub struct Fib<A: FibFamily, L: LpmAlgorithm<A> = Poptrie<A>> {
     /// (what readers still see, for the first change of a prefix) and after it (the set's, for
     /// the last change).
     staged: Vec<(Prefix<A>, Option<u32>, Option<u32>)>,
+    /// Room for a publication's changed prefixes (kept, empty, between publications).
+    changed: Vec<Prefix<A>>,
 }
 
 impl<A: FibFamily, L: LpmAlgorithm<A>> Default for Fib<A, L> {
@@ -284,6 +286,7 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
             lpm,
             routes: set,
             staged: Vec::new(),
+            changed: Vec::new(),
         })
     }
     /// The `(prefix, id)` set, staged changes included (exact, longest, covering and covered
@@ -311,6 +314,7 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
             lpm,
             routes,
             staged: Vec::new(),
+            changed: Vec::new(),
         }
     }
     /// Stages `prefix -> id` (`None`: no entry); readers see it after [`Fib::publish`]. An id
@@ -338,7 +342,7 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
         // The first change of each prefix holds what readers see and the last what the set
         // holds; the sort is stable, so they stay first and last.
         self.staged.sort_by_key(|&(p, _, _)| p);
-        let mut changed: Vec<Prefix<A>> = Vec::with_capacity(self.staged.len());
+        let mut changed = std::mem::take(&mut self.changed);
         for run in self.staged.chunk_by(|a, b| a.0 == b.0) {
             let (p, published, _) = run[0];
             if run[run.len() - 1].2 != published {
@@ -351,6 +355,8 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
                 .update(&self.routes, &changed)
                 .expect("Fib::set admits only storable ids");
         }
+        changed.clear();
+        self.changed = changed;
     }
     /// The id stored for exactly `prefix`.
     pub fn get(&self, prefix: &Prefix<A>) -> Option<u32> {

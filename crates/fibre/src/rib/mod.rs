@@ -295,6 +295,11 @@ impl<A: KernelSemantics> Rib<A> {
     pub fn is_empty(&self) -> bool {
         self.routes == 0
     }
+    /// Packs the destinations' index after the table has doubled (see [`PrefixMap::settle`]):
+    /// a router does it at each commit, a caller loading a table by hand once it is loaded.
+    pub fn settle(&mut self) {
+        self.dsts.settle();
+    }
     /// Destination prefixes stored.
     pub fn prefixes(&self) -> usize {
         self.dsts.len()

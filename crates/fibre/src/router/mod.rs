@@ -154,7 +154,8 @@ pub struct Router {
     /// A mirror of a kernel: the routes the kernel derives from addresses and links come from
     /// the kernel with the rest, so fibre derives none itself (neither twice nor missing).
     mirrored: bool,
-    snapshot: Option<Box<Snapshot>>,
+    /// Inline, not boxed: a lone change takes one and drops it, and should not allocate.
+    snapshot: Option<Snapshot>,
     /// Which state this is (see [`Router::version`]).
     version: Version,
 }
@@ -201,14 +202,16 @@ impl Router {
     /// Opens a change set.
     pub fn begin(&mut self) {
         assert!(self.snapshot.is_none(), "change sets do not nest");
-        self.snapshot = Some(Box::new(Snapshot {
+        self.snapshot = Some(Snapshot {
             links: self.links.clone(),
             last_nhid: self.last_nhid,
             v4: FamilySnapshot::take(&self.v4),
             v6: FamilySnapshot::take(&self.v6),
-        }));
+        });
         self.v4.nhs.begin();
         self.v6.nhs.begin();
+        self.v4.created_tables.clear();
+        self.v6.created_tables.clear();
     }
     /// Keeps every change since [`Router::begin`]; the FIBs follow (one publication each).
     pub fn commit(&mut self) {
@@ -225,12 +228,16 @@ impl Router {
             self.v6.journal.clear();
             self.v4.nhs.commit();
             self.v6.nhs.commit();
+            self.v4.created_tables.clear();
+            self.v6.created_tables.clear();
+            // A load leaves its tables' indexes half full (see `PrefixMap::settle`).
+            self.v4.tables.values_mut().for_each(Rib::settle);
+            self.v6.tables.values_mut().for_each(Rib::settle);
         }
     }
     /// Undoes every change since [`Router::begin`].
     pub fn rollback(&mut self) {
         if let Some(s) = self.snapshot.take() {
-            let s = *s;
             self.links = s.links;
             self.last_nhid = s.last_nhid;
             let v4 = s.v4.restore(&mut self.v4);
@@ -330,7 +337,7 @@ impl Router {
                     self.last_v4_address_gone(a.dev);
                 }
             }
-            FamilyChange::Route(spec, mode) => self.route_change(spec.clone(), *mode)?,
+            FamilyChange::Route(spec, mode) => self.route_change(spec, *mode)?,
             FamilyChange::RouteDel(t, sel) => {
                 self.check_nhid_selector::<A>(sel.nhid)?;
                 A::route_del(A::state_mut(self), *t, sel)?
@@ -511,7 +518,7 @@ impl Router {
 
     fn route_change<A: RouterFamily>(
         &mut self,
-        mut spec: RouteSpec<A>,
+        spec: &RouteSpec<A>,
         mode: InsertMode,
     ) -> Result<(), ChangeError> {
         let mirrored = self.mirrored;
@@ -523,15 +530,20 @@ impl Router {
             gateways.clear();
         }
         gateways.follow(&st.journal);
+        // The checks fill in the spec's next hops: a copy, in the family's spare room.
+        let mut hops = std::mem::take(&mut st.spare_hops);
+        hops.clone_from(&spec.hops);
+        let mut spec = spec.with_hops(hops);
         let prepared = A::prepare(self, &mut gateways, &mut spec);
         let st = A::state_mut(self);
         st.gateways = gateways;
-        prepared?;
-        st.insert(&spec, mode)?;
-        if A::FAMILY == Family::Inet && spec.kind == RouteType::Local {
+        let r = prepared.and_then(|()| st.insert(&spec, mode));
+        if r.is_ok() && A::FAMILY == Family::Inet && spec.kind == RouteType::Local {
             st.custom_local_routes = true;
         }
-        Ok(())
+        st.spare_hops = spec.hops;
+        st.spare_hops.clear();
+        r
     }
 
     /// The last check of a route's next hop: its device is named (`missing` otherwise), exists

@@ -32,6 +32,14 @@ pub struct FamilyState<A: KernelSemantics + FibFamily> {
     /// IPv4: a user added a `local` route (the kernel then checks sources the slow way).
     pub(super) custom_local_routes: bool,
     pub(super) journal: Vec<(TableId, SavedList<A>)>,
+    /// Room for the lists one RIB edit saves, on their way to the journal (kept between
+    /// changes, empty: a route change allocates no list of its own).
+    pub(super) saved: Vec<SavedList<A>>,
+    /// Room for a route change's next hops, filled in by its checks (kept between changes,
+    /// empty, as `saved`).
+    pub(super) spare_hops: Vec<NextHop<A>>,
+    /// Tables made in the open change set (a rollback drops them).
+    pub(super) created_tables: Vec<TableId>,
     /// The family's next-hop objects (`ip nexthop`), by id (ids are shared with the other
     /// family: one id is in one family's map at most).
     pub(super) objects: Arc<BTreeMap<u32, NhObject<A>>>,
@@ -54,6 +62,9 @@ impl<A: KernelSemantics + FibFamily> Default for FamilyState<A> {
             derived: Arc::default(),
             custom_local_routes: false,
             journal: Vec::new(),
+            saved: Vec::new(),
+            spare_hops: Vec::new(),
+            created_tables: Vec::new(),
             objects: Arc::default(),
             fibs: Fibs {
                 links_changed: true,
@@ -94,7 +105,11 @@ impl<A: RouterFamily> FamilyState<A> {
         &self.nhs
     }
     pub(super) fn table_mut(&mut self, id: TableId) -> &mut Rib<A> {
-        self.tables.entry(id).or_insert_with(|| Rib::new(id))
+        let created = &mut self.created_tables;
+        self.tables.entry(id).or_insert_with(|| {
+            created.push(id);
+            Rib::new(id)
+        })
     }
 
     /// Interns, inserts, and releases what the insert displaced.
@@ -105,14 +120,19 @@ impl<A: RouterFamily> FamilyState<A> {
     ) -> Result<(), ChangeError> {
         let nh = self.nhs.intern(&spec.hops);
         let route = spec.with_hops(nh);
-        let mut saved = Vec::new();
+        let mut saved = std::mem::take(&mut self.saved);
+        let created = &mut self.created_tables;
         let r = self
             .tables
             .entry(spec.table)
-            .or_insert_with(|| Rib::new(spec.table))
+            .or_insert_with(|| {
+                created.push(spec.table);
+                Rib::new(spec.table)
+            })
             .insert(route, mode, &mut self.nhs, &mut saved);
         self.journal
-            .extend(saved.into_iter().map(|s| (spec.table, s)));
+            .extend(saved.drain(..).map(|s| (spec.table, s)));
+        self.saved = saved;
         match r {
             Ok(displaced) => {
                 for d in displaced {
@@ -131,9 +151,10 @@ impl<A: RouterFamily> FamilyState<A> {
         let Some(rib) = self.tables.get_mut(&table) else {
             return Err(Errno::ESRCH);
         };
-        let mut saved = Vec::new();
+        let mut saved = std::mem::take(&mut self.saved);
         let r = rib.delete(sel, &self.nhs, &mut saved);
-        self.journal.extend(saved.into_iter().map(|s| (table, s)));
+        self.journal.extend(saved.drain(..).map(|s| (table, s)));
+        self.saved = saved;
         for gone in r? {
             self.nhs.release(gone.hops);
         }
@@ -264,7 +285,6 @@ pub(super) struct FamilySnapshot<A: RouterFamily> {
     addrs: Arc<Vec<IfAddr<A>>>,
     derived: Arc<Vec<RouteSpec<A>>>,
     custom_local_routes: bool,
-    tables: Vec<TableId>,
     objects: Arc<BTreeMap<u32, NhObject<A>>>,
 }
 
@@ -275,7 +295,6 @@ impl<A: RouterFamily> FamilySnapshot<A> {
             addrs: s.addrs.clone(),
             derived: s.derived.clone(),
             custom_local_routes: s.custom_local_routes,
-            tables: s.tables.keys().copied().collect(),
             objects: s.objects.clone(),
         }
     }
@@ -288,7 +307,9 @@ impl<A: RouterFamily> FamilySnapshot<A> {
         for (table, saved) in journal.into_iter().rev() {
             s.table_mut(table).restore(saved);
         }
-        s.tables.retain(|id, _| self.tables.contains(id));
+        for id in s.created_tables.drain(..) {
+            s.tables.remove(&id);
+        }
         s.nhs.rollback();
         s.rules = self.rules;
         s.addrs = self.addrs;
