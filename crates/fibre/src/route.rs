@@ -168,9 +168,10 @@ impl RouterPref {
 
 /// One route, with every attribute that decides or reports a lookup, and its next hops `H`.
 ///
-/// Stored routes (`H` = [`NhId`], the default) do not hold their next hops but an index into
-/// the family's [`crate::nexthop::NhTable`], shared by every route with the same next hops
-/// (the kernel's `fib_info` sharing). A [`RouteSpec`] spells them out.
+/// Routes of a table (`H` = [`NhId`], the default) do not hold their next hops but an index
+/// into the family's [`crate::nexthop::NhTable`], shared by every route with the same next hops
+/// (the kernel's `fib_info` sharing). A [`RouteSpec`] spells them out. A table keeps its routes
+/// smaller still ([`crate::rib::StoredRoute`]) and hands them out as `Route`s.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
 pub struct Route<A: Address, H = NhId> {

@@ -4,7 +4,10 @@
 //! A list holds the routes ("aliases") of one prefix, ordered by TOS descending, then metric
 //! ascending, then insertion order. Routes with equal (TOS, metric) form a group: `add` refuses to
 //! join one, `append` goes after it, `prepend` before it, `replace` swaps its first member.
-use super::{InsertMode, KernelSemantics, LinkState, RouteList, RouteSelector, TableLookup};
+use super::{
+    InsertMode, KernelSemantics, LinkState, ListView, RouteSelector, RouteVec, Siblings,
+    TableLookup,
+};
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
 use crate::nexthop::{NextHop, NhTable};
@@ -35,7 +38,7 @@ fn find_alias(list: &[Route<Ipv4Addr>], tos: u8, metric: u32) -> usize {
 
 impl KernelSemantics for Ipv4Addr {
     fn insert(
-        list: &mut RouteList<Self>,
+        list: &mut RouteVec<Self>,
         route: Route<Self>,
         mode: InsertMode,
         _nhs: &mut NhTable<Self>,
@@ -74,7 +77,7 @@ impl KernelSemantics for Ipv4Addr {
     }
 
     fn delete(
-        list: &mut RouteList<Self>,
+        list: &mut RouteVec<Self>,
         sel: &RouteSelector<Self>,
         nhs: &NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, Errno> {
@@ -144,34 +147,43 @@ impl KernelSemantics for Ipv4Addr {
             .all(|w| w[0].tos > w[1].tos || (w[0].tos == w[1].tos && w[0].metric <= w[1].metric))
     }
 
-    fn select<'a>(
-        list: &'a [Route<Self>],
+    fn select(
+        list: ListView<'_, Self>,
         flow: &Flow<Self>,
         nhs: &NhTable<Self>,
         links: &dyn LinkState,
-    ) -> TableLookup<'a, Self> {
+    ) -> TableLookup<Self> {
         let flow_tos = flow.tos & ROUTE_TOS_MASK;
-        for route in list {
-            if (route.tos != 0 && route.tos != flow_tos) || route.scope < flow.scope {
+        // Read as stored; only the route taken is spelled out.
+        for (i, s) in list.stored().iter().enumerate() {
+            let attrs = list.attrs_of(s);
+            if (s.tos != 0 && s.tos != flow_tos) || attrs.scope < flow.scope {
                 continue;
             }
             // Reject types answer before next hops are looked at.
-            if let Some(errno) = route.kind.reject_error() {
-                return TableLookup::Reject { route, errno };
+            if let Some(errno) = s.kind.reject_error() {
+                return TableLookup::Reject {
+                    route: list.route(i),
+                    errno,
+                };
             }
             // A device going down kills the next hops through it (`fib_sync_down_dev`), but
             // those of host-scope routes (their next hop scope is `nowhere`, which it spares).
-            let host = route.scope == SCOPE_HOST;
-            for (hop, h) in nhs.get(route.hops).iter().enumerate() {
+            let host = attrs.scope == SCOPE_HOST;
+            for (hop, h) in nhs.get(s.hops).iter().enumerate() {
                 let Some(dev) = h.dev else { continue };
                 if !(host || links.is_up(dev)) || flow.oif.is_some_and(|o| o != dev) {
                     continue;
                 }
-                return TableLookup::Match { route, hop, list };
+                return TableLookup::Match {
+                    route: list.route(i),
+                    hop,
+                    siblings: Siblings::new(),
+                };
             }
             // A route through a next-hop object none of whose next hops fits ends the
             // search of this address's prefixes (`fib_table_lookup`'s `goto miss`).
-            if route.nhid.is_some() {
+            if attrs.nhid.is_some() {
                 return TableLookup::Miss;
             }
         }

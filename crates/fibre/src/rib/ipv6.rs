@@ -5,7 +5,10 @@
 //! after every route of its metric (`append` and `prepend` alike). Each route has exactly one next
 //! hop: a multipath route is stored as one route per leg, and the legs with a gateway and equal
 //! metric are ECMP *siblings*, derived here from the list rather than linked.
-use super::{InsertMode, KernelSemantics, LinkState, RouteList, RouteSelector, TableLookup};
+use super::{
+    InsertMode, KernelSemantics, LinkState, ListView, RouteSelector, RouteVec, Siblings,
+    TableLookup,
+};
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
 use crate::nexthop::{NextHop, NhTable};
@@ -55,7 +58,7 @@ pub fn siblings<'a>(
 }
 
 fn insert_leg(
-    list: &mut RouteList<Ipv6Addr>,
+    list: &mut RouteVec<Ipv6Addr>,
     route: Route<Ipv6Addr>,
     mode: InsertMode,
     nhs: &NhTable<Ipv6Addr>,
@@ -161,31 +164,61 @@ fn score(
     Some(m)
 }
 
-fn best<'a>(
-    routes: impl Iterator<Item = &'a Route<Ipv6Addr>>,
+/// The best-scoring of `routes` (with their places in the list), as `find_rr_leaf` picks.
+fn best(
+    routes: impl Iterator<Item = (usize, Route<Ipv6Addr>)>,
     flow: &Flow<Ipv6Addr>,
     nhs: &NhTable<Ipv6Addr>,
     links: &dyn LinkState,
-) -> Option<&'a Route<Ipv6Addr>> {
-    let mut best: Option<(&Route<Ipv6Addr>, i32)> = None;
-    for r in routes {
+) -> Option<(usize, Route<Ipv6Addr>)> {
+    let mut best: Option<((usize, Route<Ipv6Addr>), i32)> = None;
+    for (i, r) in routes {
         // `__find_rr_leaf`: a route through a blackhole object ends the scan as the answer,
         // whatever the flow's device and whatever scored before it.
         if r.nhid.is_some() && r.kind == crate::route::RouteType::Blackhole {
-            return Some(r);
+            return Some((i, r));
         }
-        if let Some(s) = score(r, flow, nhs, links) {
-            if best.is_none_or(|(_, b)| s > b) {
-                best = Some((r, s));
+        if let Some(s) = score(&r, flow, nhs, links) {
+            if best.as_ref().is_none_or(|(_, b)| s > *b) {
+                best = Some(((i, r), s));
             }
         }
     }
     best.map(|(r, _)| r)
 }
 
+/// The next-hop groups of `list[i]`'s ECMP siblings, `list[i]`'s first, then the siblings
+/// after it, then those before it (see [`Siblings`]); empty if it has none.
+fn sibling_hops(
+    list: ListView<'_, Ipv6Addr>,
+    route: &Route<Ipv6Addr>,
+    i: usize,
+    nhs: &NhTable<Ipv6Addr>,
+) -> Siblings {
+    if !qualifies_for_ecmp(route, nhs) {
+        return Siblings::new();
+    }
+    let metric = route.metric;
+    let mut ids = Siblings::new();
+    let mut at = 0;
+    for (j, o) in list.iter().enumerate() {
+        if o.metric == metric && qualifies_for_ecmp(&o, nhs) {
+            if j == i {
+                at = ids.len();
+            }
+            ids.push(o.hops);
+        }
+    }
+    if ids.len() <= 1 {
+        return Siblings::new();
+    }
+    ids.rotate_left(at);
+    ids
+}
+
 impl KernelSemantics for Ipv6Addr {
     fn insert(
-        list: &mut RouteList<Self>,
+        list: &mut RouteVec<Self>,
         route: Route<Self>,
         mode: InsertMode,
         nhs: &mut NhTable<Self>,
@@ -223,7 +256,7 @@ impl KernelSemantics for Ipv6Addr {
     }
 
     fn delete(
-        list: &mut RouteList<Self>,
+        list: &mut RouteVec<Self>,
         sel: &RouteSelector<Self>,
         nhs: &NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, Errno> {
@@ -271,28 +304,32 @@ impl KernelSemantics for Ipv6Addr {
                 .all(|r| r.nhid.is_some() || nhs.get(r.hops).len() <= 1)
     }
 
-    fn select<'a>(
-        list: &'a [Route<Self>],
+    fn select(
+        list: ListView<'_, Self>,
         flow: &Flow<Self>,
         nhs: &NhTable<Self>,
         links: &dyn LinkState,
-    ) -> TableLookup<'a, Self> {
-        let Some(first) = list.first() else {
+    ) -> TableLookup<Self> {
+        let Some(first) = list.stored().first() else {
             return TableLookup::None;
         };
         // Step 1: the routes of the best metric compete on score; step 2, if none is usable, all
         // the others do (find_rr_leaf's "cont" pass), still on score alone.
-        let same = list.iter().take_while(|r| r.metric == first.metric).count();
-        let chosen = best(list[..same].iter(), flow, nhs, links)
-            .or_else(|| best(list[same..].iter(), flow, nhs, links));
+        let same = list
+            .stored()
+            .iter()
+            .take_while(|r| r.metric == first.metric)
+            .count();
+        let chosen = best(list.iter().enumerate().take(same), flow, nhs, links)
+            .or_else(|| best(list.iter().enumerate().skip(same), flow, nhs, links));
         match chosen {
             None => TableLookup::None,
-            Some(route) => match route.kind.reject_error() {
+            Some((i, route)) => match route.kind.reject_error() {
                 Some(errno) => TableLookup::Reject { route, errno },
                 None => TableLookup::Match {
+                    siblings: sibling_hops(list, &route, i, nhs),
                     route,
                     hop: 0,
-                    list,
                 },
             },
         }

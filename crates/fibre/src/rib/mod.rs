@@ -6,6 +6,10 @@
 //! A destination's entry sits in the map's slot for it, apart from the map's index, and a list
 //! of one route (most of a full table) sits in the entry: a search reads small keys, and a
 //! destination reached by its index (as a compiled FIB reaches it) is one cache line away.
+//! Lists hold routes in their stored form ([`StoredRoute`], 16 bytes: the attributes routes
+//! share are interned per table, as the kernel shares `fib_info`s); every method here hands
+//! routes out spelled out ([`Route`], by value), and every edit spells the list out, lets the
+//! family's semantics work on it, and stores it again.
 //!
 //! Semantics (per family, in [`ipv4`] and [`ipv6`]): how a list is ordered on insert, what `add`,
 //! `append`, `prepend`, `replace`, `change` and `del` do to it, and which route of a list a lookup
@@ -13,19 +17,23 @@
 //! `docs/semantics.md`.
 //!
 //! Invariants, kept by every method here: no empty list is stored; a list is in the order its
-//! family's insert rules produce; every route's `nh` holds one reference in the [`NhTable`].
+//! family's insert rules produce; every route's `nh` holds one reference in the [`NhTable`];
+//! every stored route holds one reference to its attributes in the table's [`AttrTable`].
 pub mod ipv4;
 pub mod ipv6;
+mod stored;
 
 use crate::addr::Address;
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
 use crate::link::IfIndex;
+use crate::nexthop::NhId;
 use crate::nexthop::{NextHop, NhTable};
 use crate::prefix::Prefix;
 pub use crate::prefix_map::PrefixMap;
 use crate::route::{Protocol, Route, RouteType, Scope, TableId};
 use smallvec::SmallVec;
+pub use stored::{AttrTable, ListView, RouteAttrs, RouteVec, StoredList, StoredRoute};
 
 /// How an insert treats routes of the same key, named after `ip route` verbs (and netlink flags).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,23 +132,24 @@ impl<A: Address> RouteSelector<A> {
     }
 }
 
-/// What a lookup in one table concluded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TableLookup<'a, A: Address> {
-    /// A route matched; `hop` is the next hop the kernel would consider first; `list` is the
-    /// route list it is in (its ECMP siblings are there: no second walk to find them).
+/// What a lookup in one table concluded: the routes spelled out (a table stores them
+/// compactly, see [`StoredRoute`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TableLookup<A: Address> {
+    /// A route matched; `hop` is the next hop the kernel would consider first.
     Match {
         /// The route taken.
-        route: &'a Route<A>,
+        route: Route<A>,
         /// Index of the next hop in the route's group.
         hop: usize,
-        /// The route list `route` belongs to.
-        list: &'a [Route<A>],
+        /// IPv6: the route's ECMP siblings (see [`Siblings`]), found in its list by the
+        /// lookup (no second walk to find them).
+        siblings: Siblings,
     },
     /// A reject route matched (or, IPv4, `throw` as `EAGAIN`).
     Reject {
         /// The reject route.
-        route: &'a Route<A>,
+        route: Route<A>,
         /// The error the lookup answers.
         errno: Errno,
     },
@@ -152,6 +161,11 @@ pub enum TableLookup<'a, A: Address> {
     /// family's `select` says this; a table lookup never does.
     Miss,
 }
+
+/// IPv6: the next-hop groups of a matched route's ECMP siblings, the route's own first, then
+/// the siblings after it in its list, then those before it; inline up to four (a route get
+/// does not allocate). Empty where the route has none (IPv4 keeps a multipath route whole).
+pub type Siblings = SmallVec<[NhId; 4]>;
 
 /// The facts about the world a lookup needs besides the table: which devices are up.
 pub trait LinkState {
@@ -171,14 +185,14 @@ pub trait KernelSemantics: Address {
     /// Inserts `route` into `list` per `mode`. Returns the routes it displaced (the caller releases
     /// their next-hop references). On error `list` is unchanged.
     fn insert(
-        list: &mut RouteList<Self>,
+        list: &mut RouteVec<Self>,
         route: Route<Self>,
         mode: InsertMode,
         nhs: &mut NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, ChangeError>;
     /// Removes what `route del` with `sel` removes. On error `list` is unchanged.
     fn delete(
-        list: &mut RouteList<Self>,
+        list: &mut RouteVec<Self>,
         sel: &RouteSelector<Self>,
         nhs: &NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, Errno>;
@@ -186,32 +200,29 @@ pub trait KernelSemantics: Address {
     /// metric rising; IPv6: metric rising, one next hop per route but through an object).
     fn ordered(list: &[Route<Self>], nhs: &NhTable<Self>) -> bool;
     /// The route of `list` a lookup for `flow` takes, if any.
-    fn select<'a>(
-        list: &'a [Route<Self>],
+    fn select(
+        list: ListView<'_, Self>,
         flow: &Flow<Self>,
         nhs: &NhTable<Self>,
         links: &dyn LinkState,
-    ) -> TableLookup<'a, Self>;
+    ) -> TableLookup<Self>;
 }
 
-/// One route list, in kernel order. Most destinations have one route: it is kept inline (in
-/// the table's slot for the destination), without an allocation of its own or a pointer to
-/// follow; a second route moves the list to the heap.
-pub type RouteList<A> = SmallVec<[Route<A>; 1]>;
-
-/// The routes of one destination prefix.
+/// The routes of one destination prefix, stored (see [`StoredRoute`]). Most destinations have
+/// one route: it is kept inline (in the table's slot for the destination), without an
+/// allocation of its own or a pointer to follow; a second route moves the list to the heap.
 #[derive(Clone, Debug)]
 pub struct DstEntry<A: Address> {
     /// Routes without a source prefix, in kernel order.
-    pub routes: RouteList<A>,
+    pub routes: StoredList,
     /// IPv6 source-specific routes: source prefix -> routes, in kernel order.
-    pub sources: Option<Box<PrefixMap<A, RouteList<A>>>>,
+    pub sources: Option<Box<PrefixMap<A, StoredList>>>,
 }
 
 impl<A: Address> Default for DstEntry<A> {
     fn default() -> Self {
         DstEntry {
-            routes: RouteList::new(),
+            routes: StoredList::new(),
             sources: None,
         }
     }
@@ -221,23 +232,24 @@ impl<A: Address> DstEntry<A> {
     fn is_empty(&self) -> bool {
         self.routes.is_empty() && self.sources.as_ref().is_none_or(|s| s.is_empty())
     }
-    /// Every route list of the destination: the source-less one, then one per source prefix.
-    pub fn lists(&self) -> impl Iterator<Item = &[Route<A>]> + '_ {
-        std::iter::once(self.routes.as_slice()).chain(
+    /// Every route list of the destination with its source prefix: the source-less one (the
+    /// whole address space), then one per source prefix.
+    pub fn lists(&self) -> impl Iterator<Item = (Prefix<A>, &[StoredRoute])> + '_ {
+        std::iter::once((Prefix::any(), self.routes.as_slice())).chain(
             self.sources
                 .iter()
-                .flat_map(|s| s.iter().map(|(_, l)| l.as_slice())),
+                .flat_map(|s| s.iter().map(|(p, l)| (p, l.as_slice()))),
         )
     }
     /// Runs `f` on the list of `src` (made if missing), and drops a source list it leaves
     /// empty (the source-less list stays, empty, for the caller to judge the entry).
-    fn edit_list<R>(&mut self, src: Prefix<A>, f: impl FnOnce(&mut RouteList<A>) -> R) -> R {
+    fn edit_list<R>(&mut self, src: Prefix<A>, f: impl FnOnce(&mut StoredList) -> R) -> R {
         if src.is_default() {
             return f(&mut self.routes);
         }
         let sources = self.sources.get_or_insert_with(Default::default);
         let r = sources.update(src, |slot| {
-            let list = slot.get_or_insert_with(RouteList::new);
+            let list = slot.get_or_insert_with(StoredList::new);
             let r = f(list);
             if list.is_empty() {
                 *slot = None;
@@ -249,7 +261,7 @@ impl<A: Address> DstEntry<A> {
         }
         r
     }
-    fn list(&self, src: &Prefix<A>) -> Option<&RouteList<A>> {
+    fn list(&self, src: &Prefix<A>) -> Option<&StoredList> {
         if src.is_default() {
             Some(&self.routes)
         } else {
@@ -275,6 +287,8 @@ pub struct Rib<A: KernelSemantics> {
     /// The table id.
     pub id: TableId,
     dsts: PrefixMap<A, DstEntry<A>>,
+    /// The attributes the stored routes share.
+    attrs: AttrTable<A>,
     routes: usize,
 }
 
@@ -284,6 +298,7 @@ impl<A: KernelSemantics> Rib<A> {
         Rib {
             id,
             dsts: PrefixMap::new(),
+            attrs: AttrTable::default(),
             routes: 0,
         }
     }
@@ -329,35 +344,79 @@ impl<A: KernelSemantics> Rib<A> {
     }
 
     /// The routes of exactly (`dst`, `src`), in kernel order.
-    pub fn get(&self, dst: &Prefix<A>, src: &Prefix<A>) -> &[Route<A>] {
+    pub fn get(&self, dst: &Prefix<A>, src: &Prefix<A>) -> RouteVec<A> {
         self.dsts
             .get(dst)
             .and_then(|e| e.list(src))
-            .map_or(&[], |l| l.as_slice())
+            .map_or_else(RouteVec::new, |l| self.attrs.list(self.id, *dst, *src, l))
     }
 
-    /// Runs `f` on the list of (`dst`, `src`), creating it if needed and dropping it if left empty;
-    /// `saved` receives the list as it was before, for [`Rib::restore`]. One search of the
-    /// map.
+    /// The source-less routes of `dst`'s entry `e`.
+    pub fn routes_of<'s>(&'s self, dst: Prefix<A>, e: &'s DstEntry<A>) -> ListView<'s, A> {
+        ListView::new(&self.attrs, self.id, dst, Prefix::any(), &e.routes)
+    }
+
+    /// The source-less routes at an index from [`Rib::entry_index`], for a caller that holds
+    /// `addr`, an address inside the destination (a compiled FIB's lookup: the destination is
+    /// `addr` cut to the stored length, no search).
+    #[inline]
+    pub fn routes_at(&self, index: u32, addr: A) -> ListView<'_, A> {
+        let routes = self.dsts.at(index).map_or(&[][..], |e| e.routes.as_slice());
+        let len = routes.first().map_or(0, |s| s.dst_len);
+        ListView::new(
+            &self.attrs,
+            self.id,
+            Prefix::new(addr, len),
+            Prefix::any(),
+            routes,
+        )
+    }
+
+    /// Every route list of `dst`'s entry `e`, spelled out: the source-less one, then one per
+    /// source prefix.
+    pub fn lists_of<'s>(
+        &'s self,
+        dst: Prefix<A>,
+        e: &'s DstEntry<A>,
+    ) -> impl Iterator<Item = RouteVec<A>> + 's {
+        e.lists()
+            .map(move |(src, l)| self.attrs.list(self.id, dst, src, l))
+    }
+
+    /// The attribute sets the table's routes share (each held by at least one route).
+    pub fn attr_sets(&self) -> usize {
+        self.attrs.len()
+    }
+
+    /// Runs `f` on the list of (`dst`, `src`), spelled out, creating it if needed and dropping
+    /// it if left empty; `saved` receives the list as it was before, for [`Rib::restore`]. One
+    /// search of the map. The list is stored again after `f` (its attributes interned before
+    /// the old ones are let go, so those it keeps are never dropped on the way).
     fn edit<R>(
         &mut self,
         dst: Prefix<A>,
         src: Prefix<A>,
         saved: &mut Vec<SavedList<A>>,
-        f: impl FnOnce(&mut RouteList<A>) -> R,
+        f: impl FnOnce(&mut RouteVec<A>) -> R,
     ) -> R {
-        let routes = &mut self.routes;
+        let (routes, attrs, table) = (&mut self.routes, &mut self.attrs, self.id);
         self.dsts.update(dst, |slot| {
             let entry = slot.get_or_insert_with(DstEntry::default);
-            let r = entry.edit_list(src, |list| {
+            let r = entry.edit_list(src, |stored| {
+                let mut list = attrs.list(table, dst, src, stored);
                 let before = list.len();
                 saved.push(SavedList {
                     dst,
                     src,
                     routes: list.to_vec(),
                 });
-                let r = f(list);
+                let r = f(&mut list);
                 *routes = *routes + list.len() - before;
+                let new = attrs.store_list(&list);
+                for old in stored.iter() {
+                    attrs.release(old);
+                }
+                *stored = new;
                 r
             });
             if entry.is_empty() {
@@ -365,19 +424,6 @@ impl<A: KernelSemantics> Rib<A> {
             }
             r
         })
-    }
-
-    /// The list of (`dst`, `src`), made if missing.
-    fn list_mut(&mut self, dst: Prefix<A>, src: Prefix<A>) -> &mut RouteList<A> {
-        let entry = self.dsts.get_or_insert_with(dst, DstEntry::default);
-        if src.is_default() {
-            &mut entry.routes
-        } else {
-            entry
-                .sources
-                .get_or_insert_with(Default::default)
-                .get_or_insert_with(src, RouteList::new)
-        }
     }
 
     /// Puts a saved list back as it was (undo of a failed change set). The caller restores the
@@ -431,7 +477,17 @@ impl<A: KernelSemantics> Rib<A> {
     #[cfg(feature = "snapshot")]
     pub(crate) fn push_back(&mut self, route: Route<A>) {
         // Not through `edit`: a load has no change set to undo, so no list is copied first.
-        self.list_mut(route.dst, route.src).push(route);
+        let stored = self.attrs.store(&route);
+        let entry = self.dsts.get_or_insert_with(route.dst, DstEntry::default);
+        let list = if route.src.is_default() {
+            &mut entry.routes
+        } else {
+            entry
+                .sources
+                .get_or_insert_with(Default::default)
+                .get_or_insert_with(route.src, StoredList::new)
+        };
+        list.push(stored);
         self.routes += 1;
     }
 
@@ -440,7 +496,7 @@ impl<A: KernelSemantics> Rib<A> {
     pub(crate) fn lists_ordered(&self, nhs: &NhTable<A>) -> bool {
         self.dsts
             .iter()
-            .all(|(_, e)| e.lists().all(|l| A::ordered(l, nhs)))
+            .all(|(dst, e)| self.lists_of(dst, e).all(|l| A::ordered(&l, nhs)))
     }
 
     /// Removes every route for which `doomed` is true, in all lists; returns them.
@@ -451,7 +507,7 @@ impl<A: KernelSemantics> Rib<A> {
     ) -> Vec<Route<A>> {
         let mut keys = Vec::new();
         for r in self.iter() {
-            if doomed(r) && keys.last() != Some(&(r.dst, r.src)) {
+            if doomed(&r) && keys.last() != Some(&(r.dst, r.src)) {
                 keys.push((r.dst, r.src));
             }
         }
@@ -476,7 +532,7 @@ impl<A: KernelSemantics> Rib<A> {
     ) {
         let mut keys = Vec::new();
         for r in self.iter() {
-            if select(r) && keys.last() != Some(&(r.dst, r.src)) {
+            if select(&r) && keys.last() != Some(&(r.dst, r.src)) {
                 keys.push((r.dst, r.src));
             }
         }
@@ -485,6 +541,24 @@ impl<A: KernelSemantics> Rib<A> {
                 list.iter_mut().filter(|r| select(r)).for_each(&mut change)
             });
         }
+    }
+
+    /// The family's choice in the stored list of (`dst`, `src`), spelled out.
+    fn select_in(
+        &self,
+        dst: Prefix<A>,
+        src: Prefix<A>,
+        stored: &[StoredRoute],
+        flow: &Flow<A>,
+        nhs: &NhTable<A>,
+        links: &dyn LinkState,
+    ) -> TableLookup<A> {
+        A::select(
+            ListView::new(&self.attrs, self.id, dst, src, stored),
+            flow,
+            nhs,
+            links,
+        )
     }
 
     /// Longest-prefix lookup with the kernel's selection and fallback to shorter prefixes.
@@ -498,20 +572,20 @@ impl<A: KernelSemantics> Rib<A> {
     /// `fib6_backtrack`): from there, each destination offers its matching source prefixes,
     /// longest first, then its source-less routes; the family's selection picks a route of the
     /// list, or the walk goes on to shorter destinations.
-    pub fn lookup<'a>(
-        &'a self,
+    pub fn lookup(
+        &self,
         flow: &Flow<A>,
         nhs: &NhTable<A>,
         links: &dyn LinkState,
-    ) -> TableLookup<'a, A> {
+    ) -> TableLookup<A> {
         let src = flow.src.unwrap_or_else(A::unspecified);
         // The address whose prefixes a `Miss` ended.
         let mut missed: Option<A> = None;
-        let mut select = |dst: &Prefix<A>, list: &'a [Route<A>]| {
+        let mut select = |dst: &Prefix<A>, from: Prefix<A>, list: &[StoredRoute]| {
             if missed == Some(dst.addr()) {
                 return None;
             }
-            match A::select(list, flow, nhs, links) {
+            match self.select_in(*dst, from, list, flow, nhs, links) {
                 TableLookup::None => None,
                 TableLookup::Miss => {
                     missed = Some(dst.addr());
@@ -524,9 +598,9 @@ impl<A: KernelSemantics> Rib<A> {
         self.dsts
             .find_map_matches(flow.dst, |dst, entry| {
                 if let Some(sources) = &entry.sources {
-                    let hit = sources.find_map_matches(src, |_, list| {
+                    let hit = sources.find_map_matches(src, |from, list| {
                         started = true;
-                        select(&dst, list)
+                        select(&dst, from, list)
                     });
                     if hit.is_some() {
                         return hit;
@@ -538,7 +612,7 @@ impl<A: KernelSemantics> Rib<A> {
                     }
                 }
                 started = true;
-                select(&dst, &entry.routes)
+                select(&dst, Prefix::any(), &entry.routes)
             })
             .unwrap_or(TableLookup::None)
     }
@@ -546,13 +620,13 @@ impl<A: KernelSemantics> Rib<A> {
     /// IPv4's merged local+main trie (the kernel's fast path while no rule was ever changed):
     /// one longest-prefix walk over both tables, where at equal prefixes the routes of `first`
     /// (local, the higher table id) come before those of `second`.
-    pub fn lookup_merged<'a>(
-        first: &'a Rib<A>,
-        second: &'a Rib<A>,
+    pub fn lookup_merged(
+        first: &Rib<A>,
+        second: &Rib<A>,
         flow: &Flow<A>,
         nhs: &NhTable<A>,
         links: &dyn LinkState,
-    ) -> TableLookup<'a, A> {
+    ) -> TableLookup<A> {
         // The matches of each table, longest first, found as the merge asks for them (each
         // step back is a search: most lookups take the first).
         let mut a = first.dsts.matches(flow.dst).peekable();
@@ -566,11 +640,16 @@ impl<A: KernelSemantics> Rib<A> {
                 (None, Some(_)) => false,
                 (Some(x), Some(y)) => x.0.len() >= y.0.len(),
             };
-            let (dst, entry) = if take_first { a.next() } else { b.next() }.expect("peeked");
+            let (rib, next) = if take_first {
+                (first, a.next())
+            } else {
+                (second, b.next())
+            };
+            let (dst, entry) = next.expect("peeked");
             if missed == Some(dst.addr()) {
                 continue;
             }
-            match A::select(&entry.routes, flow, nhs, links) {
+            match rib.select_in(dst, Prefix::any(), &entry.routes, flow, nhs, links) {
                 TableLookup::None => {}
                 TableLookup::Miss => missed = Some(dst.addr()),
                 found => return found,
@@ -580,39 +659,44 @@ impl<A: KernelSemantics> Rib<A> {
     }
 
     /// Every route, in order: by destination, then source, then list order.
-    pub fn iter(&self) -> impl Iterator<Item = &Route<A>> + '_ {
-        self.dsts.iter().flat_map(|(_, e)| Self::entry_routes(e))
+    pub fn iter(&self) -> impl Iterator<Item = Route<A>> + '_ {
+        self.dsts
+            .iter()
+            .flat_map(move |(dst, e)| self.entry_routes(dst, e))
     }
 
-    fn entry_routes(e: &DstEntry<A>) -> impl Iterator<Item = &Route<A>> + '_ {
-        e.routes.iter().chain(
-            e.sources
-                .iter()
-                .flat_map(|s| s.iter().flat_map(|(_, l)| l.iter())),
-        )
+    fn entry_routes<'s>(
+        &'s self,
+        dst: Prefix<A>,
+        e: &'s DstEntry<A>,
+    ) -> impl Iterator<Item = Route<A>> + 's {
+        e.lists().flat_map(move |(src, l)| {
+            l.iter()
+                .map(move |s| self.attrs.route(self.id, dst, src, s))
+        })
     }
 
     /// Routes from destination `start` on (GETNEXT-style walks: seek, then iterate).
-    pub fn iter_from(&self, start: &Prefix<A>) -> impl Iterator<Item = &Route<A>> + '_ {
+    pub fn iter_from(&self, start: &Prefix<A>) -> impl Iterator<Item = Route<A>> + '_ {
         self.dsts
             .range_from(start)
-            .flat_map(|(_, e)| Self::entry_routes(e))
+            .flat_map(move |(dst, e)| self.entry_routes(dst, e))
     }
 
     /// Routes whose destination covers `p` (`ip route show match P`), shortest first.
-    pub fn covering(&self, p: &Prefix<A>) -> Vec<&Route<A>> {
+    pub fn covering(&self, p: &Prefix<A>) -> Vec<Route<A>> {
         self.dsts
             .covering(p)
             .into_iter()
-            .flat_map(|(_, e)| Self::entry_routes(e))
+            .flat_map(|(dst, e)| self.entry_routes(dst, e))
             .collect()
     }
 
     /// Routes whose destination lies inside `p` (`ip route show root P`), in order.
-    pub fn covered(&self, p: &Prefix<A>) -> impl Iterator<Item = &Route<A>> + '_ {
+    pub fn covered(&self, p: &Prefix<A>) -> impl Iterator<Item = Route<A>> + '_ {
         self.dsts
             .covered(p)
-            .flat_map(|(_, e)| Self::entry_routes(e))
+            .flat_map(move |(dst, e)| self.entry_routes(dst, e))
     }
 }
 

@@ -3,7 +3,7 @@
 //! IPv6: metric ascending, insertion order) and selected by the documented rules.
 use super::*;
 use crate::nexthop::NextHop;
-use crate::route::{RouteSpec, RouterPref, TABLE_MAIN};
+use crate::route::{RouteSpec, RouterPref, PROTO_BOOT, PROTO_STATIC, TABLE_MAIN};
 use proptest::prelude::*;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -33,8 +33,9 @@ fn arb_spec4() -> impl Strategy<Value = RouteSpec<Ipv4Addr>> {
         0u32..3,
         0usize..KINDS.len(),
         prop::collection::vec((2u32..6, any::<bool>()), 1..3),
+        0u8..12,
     )
-        .prop_map(|(hi, len, tos, metric, k, hops)| {
+        .prop_map(|(hi, len, tos, metric, k, hops, attrs)| {
             let dst = Prefix::new(Ipv4Addr::from((hi << 29) | (hi << 16) | 0x0101), len);
             let kind = KINDS[k];
             let hops = if kind.is_reject() {
@@ -53,9 +54,21 @@ fn arb_spec4() -> impl Strategy<Value = RouteSpec<Ipv4Addr>> {
                 tos,
                 metric: metric * 10,
                 kind,
-                ..RouteSpec::new(dst, hops)
+                ..with_attrs(RouteSpec::new(dst, hops), attrs, Ipv4Addr::new(10, 9, 9, 9))
             }
         })
+}
+
+/// `r` with the shared attributes picked by `c` (0..12): one of three protocols, with or
+/// without an MTU, with or without a preferred source, so that a table's routes hold several
+/// attribute sets (see `rib::stored`).
+fn with_attrs<A: Address>(r: RouteSpec<A>, c: u8, prefsrc: A) -> RouteSpec<A> {
+    RouteSpec {
+        protocol: [PROTO_BOOT, PROTO_STATIC, 186][usize::from(c % 3)],
+        mtu: (c / 3 % 2 == 1).then_some(1400),
+        prefsrc: (c / 6 == 1).then_some(prefsrc),
+        ..r
+    }
 }
 
 fn arb_spec6() -> impl Strategy<Value = RouteSpec<Ipv6Addr>> {
@@ -72,8 +85,9 @@ fn arb_spec6() -> impl Strategy<Value = RouteSpec<Ipv6Addr>> {
             RouterPref::Medium,
             RouterPref::High,
         ]),
+        0u8..12,
     )
-        .prop_map(|(hi, len, metric, k, dev, gw, pref)| {
+        .prop_map(|(hi, len, metric, k, dev, gw, pref, attrs)| {
             let dst = Prefix::new(Ipv6Addr::from((hi << 125) | (hi << 80) | 1), len);
             let kind = KINDS[k];
             let hops = if kind.is_reject() {
@@ -90,7 +104,11 @@ fn arb_spec6() -> impl Strategy<Value = RouteSpec<Ipv6Addr>> {
                 metric: 1024 + metric,
                 kind,
                 pref,
-                ..RouteSpec::new(dst, hops)
+                ..with_attrs(
+                    RouteSpec::new(dst, hops),
+                    attrs,
+                    Ipv6Addr::new(0x2001, 0xdb8, 9, 0, 0, 0, 0, 9),
+                )
             }
         })
 }
@@ -225,8 +243,8 @@ fn model_lookup6(
     None
 }
 
-fn answer<'a, A: Address>(
-    t: TableLookup<'a, A>,
+fn answer<A: Address>(
+    t: TableLookup<A>,
     nhs: &NhTable<A>,
 ) -> Option<(RouteSpec<A>, Option<Errno>)> {
     match t {
@@ -306,6 +324,18 @@ fn check_order<A: KernelSemantics>(rib: &Rib<A>, nhs: &NhTable<A>, model: &Model
         },
         "one interned group per distinct next-hop set"
     );
+    let mut attrs: Vec<_> = model
+        .routes
+        .iter()
+        .map(|(_, r)| (r.protocol, r.scope, r.prefsrc, r.mtu, r.nhid))
+        .collect();
+    attrs.sort();
+    attrs.dedup();
+    assert_eq!(
+        rib.attr_sets(),
+        attrs.len(),
+        "one interned attribute set per distinct set of the routes held"
+    );
 }
 
 proptest! {
@@ -366,6 +396,7 @@ proptest! {
         let (mut rib, mut nhs, model) = build(&specs);
         let before = dump(&rib, &nhs);
         let groups = nhs.len();
+        let attr_sets = rib.attr_sets();
         if insert(&mut rib, &mut nhs, &extra, InsertMode::Append).is_ok() {
             prop_assert_eq!(rib.len(), model.routes.len() + 1);
             let removed = rib.delete(&RouteSelector { leg: true, ..RouteSelector::exact(&extra) }, &nhs, &mut Vec::new()).expect("present");
@@ -376,6 +407,7 @@ proptest! {
         }
         prop_assert_eq!(dump(&rib, &nhs), before);
         prop_assert_eq!(nhs.len(), groups, "no next-hop group leaks");
+        prop_assert_eq!(rib.attr_sets(), attr_sets, "no attribute set leaks");
     }
 
     #[test]
@@ -543,7 +575,7 @@ fn ipv6_ecmp_siblings_and_source_routes() {
     let list = rib.get(&p, &Prefix::any());
     assert_eq!(list.len(), 3, "prepend goes to the end too");
     assert_eq!(
-        ipv6::siblings(list, 0, &nhs).len(),
+        ipv6::siblings(&list, 0, &nhs).len(),
         2,
         "gateway routes of one metric are siblings; the device route is not"
     );

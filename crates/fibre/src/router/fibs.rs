@@ -137,7 +137,8 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
     ) -> Own {
         let flow = Flow::to(dst.addr());
         for (t, index) in found {
-            let Some(entry) = st.tables[&t].entry_by_index(index) else {
+            let rib = &st.tables[&t];
+            let Some(entry) = rib.entry_by_index(index) else {
                 continue;
             };
             if entry.routes.iter().any(|r| r.tos != 0) {
@@ -147,7 +148,7 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
                 *tos_or_source_routes = true;
                 return Own::AskRib;
             }
-            match A::select(&entry.routes, &flow, &st.nhs, links) {
+            match A::select(rib.routes_of(dst, entry), &flow, &st.nhs, links) {
                 TableLookup::None => {}
                 // What comes after a next-hop object's miss is the RIB walk's to decide.
                 TableLookup::Miss => return Own::AskRib,
@@ -193,20 +194,18 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
     }
 
     /// The probe: what the covered tables answer a plain flow (`None`: ask the RIB).
-    fn lookup<'a>(
+    fn lookup(
         &self,
-        st: &'a FamilyState<A>,
+        st: &FamilyState<A>,
         flow: &Flow<A>,
         links: &dyn LinkState,
-    ) -> Option<TableLookup<'a, A>> {
+    ) -> Option<TableLookup<A>> {
         match self.fib.lookup(flow.dst) {
             NO_ROUTE => Some(TableLookup::None),
             ASK_RIB => None,
             id => {
                 let table = self.tables[(id >> INDEX_BITS) as usize];
-                let list = st.tables[&table]
-                    .entry_by_index(id & ((1 << INDEX_BITS) - 1))
-                    .map_or(&[][..], |e| e.routes.as_slice());
+                let list = st.tables[&table].routes_at(id & ((1 << INDEX_BITS) - 1), flow.dst);
                 match A::select(list, flow, &st.nhs, links) {
                     TableLookup::Miss => None,
                     answer => Some(answer),
@@ -384,12 +383,12 @@ impl<A: KernelSemantics + FibFamily> FamilyState<A> {
     }
 
     /// One table's answer through its FIB, when the FIB can decide; `None`: ask the RIB.
-    pub(super) fn fib_lookup_table<'a>(
-        &'a self,
+    pub(super) fn fib_lookup_table(
+        &self,
         id: TableId,
         flow: &Flow<A>,
         links: &dyn LinkState,
-    ) -> Option<TableLookup<'a, A>> {
+    ) -> Option<TableLookup<A>> {
         let tf = self.fibs.tables.get(&id)?;
         if !self.fibs_current() || !Fibs::plain(tf, flow) {
             return None;
@@ -398,11 +397,11 @@ impl<A: KernelSemantics + FibFamily> FamilyState<A> {
     }
 
     /// IPv4's merged local+main answer through its FIB, when it can decide.
-    pub(super) fn fib_lookup_merged<'a>(
-        &'a self,
+    pub(super) fn fib_lookup_merged(
+        &self,
         flow: &Flow<A>,
         links: &dyn LinkState,
-    ) -> Option<TableLookup<'a, A>> {
+    ) -> Option<TableLookup<A>> {
         let tf = self.fibs.merged.as_ref()?;
         if !self.fibs_current() || !Fibs::plain(tf, flow) {
             return None;

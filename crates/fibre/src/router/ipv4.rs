@@ -50,7 +50,7 @@ fn gateway_route(
     dev: Option<IfIndex>,
     scope: Scope,
     table: TableId,
-) -> Result<Matched<'_, Ipv4Addr>, ChangeError> {
+) -> Result<Matched<Ipv4Addr>, ChangeError> {
     let st = &r.v4;
     let flow = Flow {
         oif: dev,
@@ -62,11 +62,15 @@ fn gateway_route(
         .then(|| st.tables.get(&table))
         .flatten()
         .and_then(|t| match t.lookup(&flow, &st.nhs, &AllUp) {
-            TableLookup::Match { route, hop, list } => Some(Matched {
+            TableLookup::Match {
+                route,
+                hop,
+                siblings,
+            } => Some(Matched {
                 table,
                 route,
                 hop,
-                list,
+                siblings,
             }),
             _ => None,
         });
@@ -241,13 +245,13 @@ impl family::Kernel for Ipv4Addr {
         out
     }
 
-    fn policy_lookup<'a>(
-        st: &'a FamilyState<Self>,
+    fn policy_lookup(
+        st: &FamilyState<Self>,
         flow: &Flow<Self>,
         iif: Option<&str>,
         oif: Option<&str>,
         links: &dyn LinkState,
-    ) -> Result<Matched<'a, Self>, Errno> {
+    ) -> Result<Matched<Self>, Errno> {
         if st.rules.customised {
             return st.walk_rules(flow, &FlowNames { iif, oif }, links);
         }
@@ -270,11 +274,15 @@ impl family::Kernel for Ipv4Addr {
             other => (TABLE_MAIN, other),
         };
         match result {
-            TableLookup::Match { route, hop, list } => Ok(Matched {
+            TableLookup::Match {
+                route,
+                hop,
+                siblings,
+            } => Ok(Matched {
                 table,
                 route,
                 hop,
-                list,
+                siblings,
             }),
             TableLookup::Reject { errno, .. } if errno != Errno::EAGAIN => Err(errno),
             _ => Err(Errno::ENETUNREACH),
@@ -411,7 +419,7 @@ impl family::Kernel for Ipv4Addr {
         Ok(())
     }
 
-    fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> AnswerHops<Self> {
+    fn matched_hops(st: &FamilyState<Self>, m: &Matched<Self>) -> AnswerHops<Self> {
         AnswerHops::from_slice(st.nhs.get(m.route.hops))
     }
 
@@ -481,7 +489,7 @@ fn validate_source(r: &Router, flow: &Flow<Ipv4Addr>, out_dev: IfIndex) -> Resul
         ..Flow::to(s)
     };
     // The chosen leg of a unicast route, and whether it reaches `in_dev` without a gateway.
-    let direct_on = |m: &Matched<'_, Ipv4Addr>| {
+    let direct_on = |m: &Matched<Ipv4Addr>| {
         let hops = st.nhs.get(m.route.hops);
         let uses_dev = hops.iter().any(|h| h.dev == Some(in_dev));
         (

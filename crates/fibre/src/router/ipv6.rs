@@ -1,7 +1,6 @@
 //! IPv6 parts of the router: derived routes (addrconf), lookups (`ip6_route_output_flags`,
 //! `ip6_route_input_lookup` through `fib6_rule_lookup`) and gateway checks (`ip6_validate_gw`).
 use super::*;
-use crate::rib::ipv6::siblings;
 
 fn is_link_local(a: &Ipv6Addr) -> bool {
     a.segments()[0] & 0xffc0 == 0xfe80
@@ -32,7 +31,7 @@ fn check_gateway(
         strict_oif: true,
         ..Flow::to(gw)
     };
-    let direct = |m: &Matched<'_, Ipv6Addr>| {
+    let direct = |m: &Matched<Ipv6Addr>| {
         let h = st.nhs.get(m.route.hops).first().copied();
         (!m.route.kind.is_reject() && h.is_some_and(|h| h.gateway.is_none()))
             .then(|| h.and_then(|h| h.dev))
@@ -42,11 +41,15 @@ fn check_gateway(
         .then(|| st.tables.get(&table))
         .flatten()
         .and_then(|t| match t.lookup(&flow, &st.nhs, &*r.links) {
-            TableLookup::Match { route, hop, list } => direct(&Matched {
+            TableLookup::Match {
+                route,
+                hop,
+                siblings,
+            } => direct(&Matched {
                 table,
                 route,
                 hop,
-                list,
+                siblings,
             }),
             _ => None,
         });
@@ -146,13 +149,13 @@ impl family::Kernel for Ipv6Addr {
         out
     }
 
-    fn policy_lookup<'a>(
-        st: &'a FamilyState<Self>,
+    fn policy_lookup(
+        st: &FamilyState<Self>,
         flow: &Flow<Self>,
         iif: Option<&str>,
         oif: Option<&str>,
         links: &dyn LinkState,
-    ) -> Result<Matched<'a, Self>, Errno> {
+    ) -> Result<Matched<Self>, Errno> {
         // IPv6's fast path (local, then main) answers exactly as the default rules do.
         st.walk_rules(flow, &FlowNames { iif, oif }, links)
     }
@@ -274,20 +277,14 @@ impl family::Kernel for Ipv6Addr {
         Ok(())
     }
 
-    fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> AnswerHops<Self> {
-        // The list the lookup matched in (no walk to find it again).
-        let list = m.list;
-        let Some(i) = list.iter().position(|r| std::ptr::eq(r, m.route)) else {
+    fn matched_hops(st: &FamilyState<Self>, m: &Matched<Self>) -> AnswerHops<Self> {
+        // The siblings the lookup found in the route's list (no walk to find them again).
+        if m.siblings.is_empty() {
             return AnswerHops::from_slice(st.nhs.get(m.route.hops));
-        };
-        let mut sibs = siblings(list, i, &st.nhs);
-        let at = sibs
+        }
+        m.siblings
             .iter()
-            .position(|r| std::ptr::eq(*r, m.route))
-            .unwrap_or(0);
-        sibs.rotate_left(at);
-        sibs.iter()
-            .flat_map(|r| st.nhs.get(r.hops).iter().copied())
+            .flat_map(|&id| st.nhs.get(id).iter().copied())
             .collect()
     }
 

@@ -83,13 +83,13 @@ mod family {
         /// addresses derive may come twice).
         fn derive(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<RouteSpec<Self>>;
         /// Policy lookup with the kernel's fast path when rules were never touched.
-        fn policy_lookup<'a>(
-            st: &'a FamilyState<Self>,
+        fn policy_lookup(
+            st: &FamilyState<Self>,
             flow: &Flow<Self>,
             iif: Option<&str>,
             oif: Option<&str>,
             links: &dyn LinkState,
-        ) -> Result<Matched<'a, Self>, Errno>;
+        ) -> Result<Matched<Self>, Errno>;
         /// Refuses an address the kernel does not put on a device of this kind.
         fn check_address(a: &IfAddr<Self>, kind: Option<&LinkKind>) -> Result<(), ChangeError>;
         /// The whole `ip route get` for this family (`ipproto` already checked).
@@ -102,7 +102,7 @@ mod family {
         ) -> Result<(), ChangeError>;
         /// The next hops a match reports: IPv4 the route's group; IPv6 the ECMP siblings, the
         /// matched one first (the kernel's circular sibling list).
-        fn matched_hops(st: &FamilyState<Self>, m: &Matched<'_, Self>) -> AnswerHops<Self>;
+        fn matched_hops(st: &FamilyState<Self>, m: &Matched<Self>) -> AnswerHops<Self>;
         /// `route del`.
         fn route_del(
             st: &mut FamilyState<Self>,
@@ -392,8 +392,9 @@ impl Router {
         let st = &self.v6;
         let mut doomed = std::collections::HashSet::new();
         for rib in st.tables.values() {
-            for (_, _, entry) in rib.entries() {
-                for list in entry.lists() {
+            for (_, dst, entry) in rib.entries() {
+                for list in rib.lists_of(dst, entry) {
+                    let list = &list[..];
                     for (i, r) in list.iter().enumerate() {
                         let on_dev = st.nhs.get(r.hops).iter().any(|h| h.dev == Some(dev));
                         if !on_dev {
@@ -633,7 +634,7 @@ impl Router {
     /// The answer for a matched route: spelled-out route (with IPv6 siblings) and the path.
     fn answer<A: RouterFamily>(
         &self,
-        m: &Matched<'_, A>,
+        m: &Matched<A>,
         dst: A,
         src: Option<A>,
         iif: Option<IfIndex>,
@@ -683,7 +684,7 @@ impl Router {
         pick: impl Fn(&'s Rib<A>) -> I + 's,
     ) -> impl Iterator<Item = RouteSpec<A>> + 's
     where
-        I: Iterator<Item = &'s Route<A>> + 's,
+        I: Iterator<Item = Route<A>> + 's,
     {
         let st = A::state(self);
         st.tables

@@ -1,6 +1,7 @@
 //! What `ip route get` asks and answers.
 use crate::addr::Address;
 use crate::nexthop::NextHop;
+use crate::rib::Siblings;
 use crate::route::*;
 use smallvec::SmallVec;
 use std::net::IpAddr;
@@ -10,16 +11,16 @@ use std::net::IpAddr;
 pub type AnswerHops<A> = SmallVec<[NextHop<A>; 2]>;
 
 /// A route that a lookup chose, and where.
-#[derive(Clone, Copy, Debug)]
-pub struct Matched<'a, A: Address> {
+#[derive(Clone, Debug)]
+pub struct Matched<A: Address> {
     /// The table the lookup reports (IPv4's merged local+main reports main).
     pub table: TableId,
     /// The route chosen.
-    pub route: &'a Route<A>,
+    pub route: Route<A>,
     /// Index of the chosen next hop in the route's group.
     pub hop: usize,
-    /// The list `route` is in.
-    pub list: &'a [Route<A>],
+    /// IPv6: the route's ECMP siblings' next hops (see [`Siblings`]).
+    pub siblings: Siblings,
 }
 
 /// What `ip route get` asks: a destination of family `A` and what else the query names.

@@ -206,12 +206,12 @@ impl<A: RouterFamily> FamilyState<A> {
     }
 
     /// One table's answer, for the rule walk.
-    pub(super) fn lookup_table<'a>(
-        &'a self,
+    pub(super) fn lookup_table(
+        &self,
         id: TableId,
         flow: &Flow<A>,
         links: &dyn LinkState,
-    ) -> TableLookup<'a, A> {
+    ) -> TableLookup<A> {
         if let Some(answer) = self.fib_lookup_table(id, flow, links) {
             return answer;
         }
@@ -221,12 +221,12 @@ impl<A: RouterFamily> FamilyState<A> {
     }
 
     /// `fib_rules_lookup`: the first rule that matches and decides.
-    pub(super) fn walk_rules<'a>(
-        &'a self,
+    pub(super) fn walk_rules(
+        &self,
         flow: &Flow<A>,
         names: &FlowNames<'_>,
         links: &dyn LinkState,
-    ) -> Result<Matched<'a, A>, Errno> {
+    ) -> Result<Matched<A>, Errno> {
         let rules = self.rules.as_slice();
         let mut i = 0;
         while i < rules.len() {
@@ -242,7 +242,11 @@ impl<A: RouterFamily> FamilyState<A> {
                 },
                 RuleAction::Nop => i += 1,
                 RuleAction::Lookup(table) => match self.lookup_table(table, flow, links) {
-                    TableLookup::Match { route, hop, list } => {
+                    TableLookup::Match {
+                        route,
+                        hop,
+                        siblings,
+                    } => {
                         if rule
                             .suppress_prefixlength
                             .is_some_and(|n| route.dst.len() <= n)
@@ -253,7 +257,7 @@ impl<A: RouterFamily> FamilyState<A> {
                                 table,
                                 route,
                                 hop,
-                                list,
+                                siblings,
                             });
                         }
                     }

@@ -185,7 +185,7 @@ fn rows_from<'r, A: RouterFamily>(
     routes_by_dest::<A>(router, tables, start).flat_map(move |routes| {
         let mut rows: Vec<Row> = routes
             .into_iter()
-            .flat_map(|r| rows_of(r, nhs.get(r.hops)))
+            .flat_map(|r| rows_of(&r, nhs.get(r.hops)))
             .collect();
         rows.sort_by(|a, b| a.index.cmp(&b.index));
         // Rows whose index collides (routes appended twice to one destination, table, TOS

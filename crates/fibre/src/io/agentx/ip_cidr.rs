@@ -75,7 +75,7 @@ fn ip_cidr_kind(kind: RouteType, gateway: bool) -> i32 {
 }
 
 /// The rows of one destination's routes, in index order, one per index.
-fn rows_of(routes: &[&Route<Ipv4Addr>], router: &Router) -> Vec<Row> {
+fn rows_of(routes: &[Route<Ipv4Addr>], router: &Router) -> Vec<Row> {
     let nhs = router.family::<Ipv4Addr>().nexthops();
     // (row, the kernel's preference among routes giving the same index)
     let mut rows: Vec<(Row, (u32, bool, u32))> = Vec::new();

@@ -75,14 +75,14 @@ pub(super) fn routes_by_dest<'r, A: RouterFamily>(
     router: &'r Router,
     tables: Tables,
     start: Prefix<A>,
-) -> impl Iterator<Item = Vec<&'r Route<A>>> + 'r {
-    type Routes<'r, A> = std::iter::Peekable<Box<dyn Iterator<Item = &'r Route<A>> + 'r>>;
+) -> impl Iterator<Item = Vec<Route<A>>> + 'r {
+    type Routes<'r, A> = std::iter::Peekable<Box<dyn Iterator<Item = Route<A>> + 'r>>;
     let mut heads: Vec<Routes<'r, A>> = router
         .family::<A>()
         .tables()
         .filter(move |t| tables.shows(t.id))
         .map(|t: &'r Rib<A>| {
-            let it: Box<dyn Iterator<Item = &'r Route<A>> + 'r> = Box::new(t.iter_from(&start));
+            let it: Box<dyn Iterator<Item = Route<A>> + 'r> = Box::new(t.iter_from(&start));
             it.peekable()
         })
         .collect();
