@@ -95,7 +95,8 @@ fn fixed_work(words: &mut [u64; 512], units: usize) -> u64 {
 /// The tail of these times is what the machine adds to anything that takes as long: timer
 /// interrupts, the hypervisor's preemptions, the other core's traffic. A change's p99.9 can be
 /// no better than this floor measured beside it (on the VM of issue 15, 4 µs of arithmetic had
-/// a p99.9 of 43-57 µs).
+/// a p99.9 of 43-57 µs in a throwaway program; the bench's floor there was 21-113 µs, see
+/// docs/bench.md).
 pub fn fixed_work_times(target_ns: f64, samples: usize) -> Vec<f64> {
     let mut words = [0u64; 512];
     for (i, w) in words.iter_mut().enumerate() {

@@ -22,6 +22,10 @@ fn state(r: &Router) -> String {
     b.run_text("route show table all\n-6 route show table all\nrule show\n-6 rule show\nlink show\naddr show\n").stdout
         + &format!("groups {} {}", r.family::<Ipv4Addr>().nexthops().len(),
             r.family::<Ipv6Addr>().nexthops().len())
+        // Empty tables do not show in `route show`: a table a rolled-back set made must go too.
+        + &format!("\ntables {:?} {:?}",
+            r.family::<Ipv4Addr>().tables().map(|t| t.id).collect::<Vec<_>>(),
+            r.family::<Ipv6Addr>().tables().map(|t| t.id).collect::<Vec<_>>())
 }
 
 fn changes(r: &Router, lines: &str) -> Vec<Change> {

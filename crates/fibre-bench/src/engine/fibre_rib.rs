@@ -87,7 +87,7 @@ impl<A: StudyFamily> Engine<A> for FibreRib<A> {
             saved.clear();
         }
         // As a router's commit does after a load.
-        self.rib.settle();
+        self.rib.pack_index();
     }
 
     #[inline]

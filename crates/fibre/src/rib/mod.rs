@@ -310,10 +310,10 @@ impl<A: KernelSemantics> Rib<A> {
     pub fn is_empty(&self) -> bool {
         self.routes == 0
     }
-    /// Packs the destinations' index after the table has doubled (see [`PrefixMap::settle`]):
-    /// a router does it at each commit, a caller loading a table by hand once it is loaded.
-    pub fn settle(&mut self) {
-        self.dsts.settle();
+    /// Packs the destinations' index (see [`PrefixMap::pack`]): a router does it after a change
+    /// set that loaded the table, a caller loading a table by hand once it is loaded.
+    pub fn pack_index(&mut self) {
+        self.dsts.pack();
     }
     /// Destination prefixes stored.
     pub fn prefixes(&self) -> usize {
@@ -411,6 +411,10 @@ impl<A: KernelSemantics> Rib<A> {
                     routes: list.to_vec(),
                 });
                 let r = f(&mut list);
+                // The list is stored under its key: `f` must not move a route elsewhere.
+                debug_assert!(list
+                    .iter()
+                    .all(|r| r.dst == dst && r.src == src && r.table == table));
                 *routes = *routes + list.len() - before;
                 let new = attrs.store_list(&list);
                 for old in stored.iter() {
@@ -523,7 +527,9 @@ impl<A: KernelSemantics> Rib<A> {
         out
     }
 
-    /// Changes in place every route that `select` picks; the lists edited are saved.
+    /// Changes in place every route that `select` picks; the lists edited are saved. `change`
+    /// must leave a route's table, destination and source as they are (its list is stored under
+    /// them).
     pub fn modify_where(
         &mut self,
         select: impl Fn(&Route<A>) -> bool,

@@ -12,6 +12,7 @@
 use super::{FamilyState, Router, RouterFamily};
 use crate::link::{IfAddr, Links};
 use crate::nexthop::{NextHop, NhId, NhObject, NhObjectKind, NhObjectRef};
+use crate::rib::Rib;
 use crate::route::*;
 use crate::rules::RuleSet;
 use serde::{Deserialize, Serialize};
@@ -267,6 +268,10 @@ fn fill<A: RouterFamily>(
         }
     }
     st.journal.clear();
+    // Loaded in order, whole: the tables' indexes are packed as after a load by change set,
+    // and no change set is open to drop the tables made here.
+    st.created_tables.clear();
+    st.tables.values_mut().for_each(Rib::pack_index);
     st.rules = Arc::new(img.rules);
     st.addrs = Arc::new(img.addrs);
     st.custom_local_routes = img.custom_local_routes;

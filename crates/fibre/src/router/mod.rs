@@ -220,6 +220,9 @@ impl Router {
             self.v4.follow_commit(&*self.links);
             self.v6.follow_commit(&*self.links);
             let (v4, v6) = (&mut self.v4, &mut self.v6);
+            // A load leaves its tables' indexes half full (see `PrefixMap::pack`).
+            v4.pack_after(v4.journal.len());
+            v6.pack_after(v6.journal.len());
             v4.gateways.follow(&v4.journal);
             v6.gateways.follow(&v6.journal);
             v4.gateways.journal_cleared();
@@ -230,9 +233,6 @@ impl Router {
             self.v6.nhs.commit();
             self.v4.created_tables.clear();
             self.v6.created_tables.clear();
-            // A load leaves its tables' indexes half full (see `PrefixMap::settle`).
-            self.v4.tables.values_mut().for_each(Rib::settle);
-            self.v6.tables.values_mut().for_each(Rib::settle);
         }
     }
     /// Undoes every change since [`Router::begin`].

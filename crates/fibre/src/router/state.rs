@@ -17,6 +17,9 @@ use crate::rules::{RuleAction, RuleSet};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// Fewest list edits in a change set after which its tables' indexes are packed.
+pub(super) const PACK_EDITS: usize = 4096;
+
 /// Everything one family keeps. Outside the router it is a read-only view
 /// ([`Router::family`](super::Router::family)): every change goes through a change set.
 #[derive(Clone, Debug)]
@@ -110,6 +113,22 @@ impl<A: RouterFamily> FamilyState<A> {
             created.push(id);
             Rib::new(id)
         })
+    }
+
+    /// After a change set of `edits` list edits, packs the index of each table the set may have
+    /// loaded: at least [`PACK_EDITS`] edits, and at least half as many as the table has
+    /// destinations (see [`crate::prefix_map::PrefixMap::pack`]). A set of a few changes never
+    /// packs: a table grown one change at a time would otherwise pay for a rebuild of its whole
+    /// index inside one ordinary change, each time it doubled.
+    pub(super) fn pack_after(&mut self, edits: usize) {
+        if edits < PACK_EDITS {
+            return;
+        }
+        for rib in self.tables.values_mut() {
+            if 2 * edits >= rib.prefixes() {
+                rib.pack_index();
+            }
+        }
     }
 
     /// Interns, inserts, and releases what the insert displaced.
