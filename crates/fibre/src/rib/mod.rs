@@ -348,12 +348,17 @@ impl<A: KernelSemantics> Rib<A> {
         self.dsts
             .get(dst)
             .and_then(|e| e.list(src))
-            .map_or_else(RouteVec::new, |l| self.attrs.list(self.id, *dst, *src, l))
+            .map_or_else(RouteVec::new, |l| self.view(*dst, *src, l).to_vec())
+    }
+
+    /// The stored list `l` of (`dst`, `src`) in this table, to read.
+    fn view<'s>(&'s self, dst: Prefix<A>, src: Prefix<A>, l: &'s [StoredRoute]) -> ListView<'s, A> {
+        ListView::new(&self.attrs, self.id, dst, src, l)
     }
 
     /// The source-less routes of `dst`'s entry `e`.
     pub fn routes_of<'s>(&'s self, dst: Prefix<A>, e: &'s DstEntry<A>) -> ListView<'s, A> {
-        ListView::new(&self.attrs, self.id, dst, Prefix::any(), &e.routes)
+        self.view(dst, Prefix::any(), &e.routes)
     }
 
     /// The source-less routes at an index from [`Rib::entry_index`], for a caller that holds
@@ -363,13 +368,7 @@ impl<A: KernelSemantics> Rib<A> {
     pub fn routes_at(&self, index: u32, addr: A) -> ListView<'_, A> {
         let routes = self.dsts.at(index).map_or(&[][..], |e| e.routes.as_slice());
         let len = routes.first().map_or(0, |s| s.dst_len);
-        ListView::new(
-            &self.attrs,
-            self.id,
-            Prefix::new(addr, len),
-            Prefix::any(),
-            routes,
-        )
+        self.view(Prefix::new(addr, len), Prefix::any(), routes)
     }
 
     /// Every route list of `dst`'s entry `e`, spelled out: the source-less one, then one per
@@ -380,7 +379,7 @@ impl<A: KernelSemantics> Rib<A> {
         e: &'s DstEntry<A>,
     ) -> impl Iterator<Item = RouteVec<A>> + 's {
         e.lists()
-            .map(move |(src, l)| self.attrs.list(self.id, dst, src, l))
+            .map(move |(src, l)| self.view(dst, src, l).to_vec())
     }
 
     /// The attribute sets the table's routes share (each held by at least one route).
@@ -403,7 +402,7 @@ impl<A: KernelSemantics> Rib<A> {
         self.dsts.update(dst, |slot| {
             let entry = slot.get_or_insert_with(DstEntry::default);
             let r = entry.edit_list(src, |stored| {
-                let mut list = attrs.list(table, dst, src, stored);
+                let mut list = ListView::new(attrs, table, dst, src, stored).to_vec();
                 let before = list.len();
                 saved.push(SavedList {
                     dst,
@@ -559,12 +558,7 @@ impl<A: KernelSemantics> Rib<A> {
         nhs: &NhTable<A>,
         links: &dyn LinkState,
     ) -> TableLookup<A> {
-        A::select(
-            ListView::new(&self.attrs, self.id, dst, src, stored),
-            flow,
-            nhs,
-            links,
-        )
+        A::select(self.view(dst, src, stored), flow, nhs, links)
     }
 
     /// Longest-prefix lookup with the kernel's selection and fallback to shorter prefixes.
@@ -676,10 +670,8 @@ impl<A: KernelSemantics> Rib<A> {
         dst: Prefix<A>,
         e: &'s DstEntry<A>,
     ) -> impl Iterator<Item = Route<A>> + 's {
-        e.lists().flat_map(move |(src, l)| {
-            l.iter()
-                .map(move |s| self.attrs.route(self.id, dst, src, s))
-        })
+        e.lists()
+            .flat_map(move |(src, l)| self.view(dst, src, l).iter())
     }
 
     /// Routes from destination `start` on (GETNEXT-style walks: seek, then iterate).

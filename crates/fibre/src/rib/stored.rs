@@ -109,14 +109,6 @@ impl<'a, A: Address> ListView<'a, A> {
     pub fn stored(&self) -> &'a [StoredRoute] {
         self.routes
     }
-    /// Routes in the list.
-    pub fn len(&self) -> usize {
-        self.routes.len()
-    }
-    /// Whether the list is empty.
-    pub fn is_empty(&self) -> bool {
-        self.routes.is_empty()
-    }
     /// The routes in order, spelled out one at a time.
     pub fn iter(&self) -> impl Iterator<Item = Route<A>> + 'a {
         let ListView {
@@ -141,7 +133,13 @@ impl<'a, A: Address> ListView<'a, A> {
     }
     /// The whole list spelled out.
     pub fn to_vec(&self) -> RouteVec<A> {
-        self.iter().collect()
+        // Pushed, not collected: `SmallVec`'s `extend` cost 100 instructions a route on the
+        // load of a full view (callgrind).
+        let mut out = RouteVec::new();
+        for s in self.routes {
+            out.push(self.attrs.route(self.table, self.dst, self.src, s));
+        }
+        out
     }
 }
 
@@ -245,23 +243,6 @@ impl<A: Address> AttrTable<A> {
             nhid: a.nhid,
             hops: s.hops,
         }
-    }
-
-    /// A stored list spelled out.
-    pub fn list(
-        &self,
-        table: TableId,
-        dst: Prefix<A>,
-        src: Prefix<A>,
-        l: &[StoredRoute],
-    ) -> RouteVec<A> {
-        // Pushed, not collected: `SmallVec`'s `extend` cost 100 instructions a route on the
-        // load of a full view (callgrind).
-        let mut out = RouteVec::new();
-        for s in l {
-            out.push(self.route(table, dst, src, s));
-        }
-        out
     }
 
     /// A list stored: its attributes each gain a reference.
