@@ -79,17 +79,38 @@ impl PackedPrefix<Ipv6Addr> for PackedV6 {
     }
 }
 
+/// What [`longest_covering`] and [`covering_before`] ask of an ordered map: its last key up to
+/// a bound, and its first key. A `BTreeMap` answers both; so does a
+/// [`crate::prefix_map::PrefixMap`]'s index with the run of new prefixes appended above it.
+pub trait OrderedKeys<K, T> {
+    /// The last entry whose key is within `bound` (`..=k` or `..k`).
+    fn last_upto(&self, bound: Bound<K>) -> Option<(&K, &T)>;
+    /// The first key.
+    fn first_key(&self) -> Option<&K>;
+}
+
+impl<K: Ord, T> OrderedKeys<K, T> for BTreeMap<K, T> {
+    #[inline]
+    fn last_upto(&self, bound: Bound<K>) -> Option<(&K, &T)> {
+        self.range((Bound::Unbounded, bound)).next_back()
+    }
+    #[inline]
+    fn first_key(&self) -> Option<&K> {
+        self.first_key_value().map(|(k, _)| k)
+    }
+}
+
 /// The longest prefix in `map` that covers `p` and is shorter than it.
-pub fn covering_before<'m, A: Address, T>(
-    map: &'m BTreeMap<A::Packed, T>,
+pub fn covering_before<'m, A: Address, T, M: OrderedKeys<A::Packed, T> + ?Sized>(
+    map: &'m M,
     p: &Prefix<A>,
 ) -> Option<(Prefix<A>, &'m T)> {
     covering_upto(map, p, Bound::Excluded(A::Packed::pack(*p)))
 }
 
 /// The longest prefix in `map` that covers `p`, `p` itself included.
-pub fn longest_covering<'m, A: Address, T>(
-    map: &'m BTreeMap<A::Packed, T>,
+pub fn longest_covering<'m, A: Address, T, M: OrderedKeys<A::Packed, T> + ?Sized>(
+    map: &'m M,
     p: &Prefix<A>,
 ) -> Option<(Prefix<A>, &'m T)> {
     covering_upto(map, p, Bound::Included(A::Packed::pack(*p)))
@@ -103,14 +124,14 @@ pub fn longest_covering<'m, A: Address, T>(
 /// longer than what the two have in common, and the search goes on from that common prefix
 /// (itself included). Each step shortens the bound: a new descent each, one or two on real
 /// tables.
-fn covering_upto<'m, A: Address, T>(
-    map: &'m BTreeMap<A::Packed, T>,
+fn covering_upto<'m, A: Address, T, M: OrderedKeys<A::Packed, T> + ?Sized>(
+    map: &'m M,
     p: &Prefix<A>,
     mut bound: Bound<A::Packed>,
 ) -> Option<(Prefix<A>, &'m T)> {
     let mut first: Option<A::Packed> = None;
     loop {
-        let (k, v) = map.range((Bound::Unbounded, bound)).next_back()?;
+        let (k, v) = map.last_upto(bound)?;
         let q = k.unpack();
         if q.covers(p) {
             return Some((q, v));
@@ -121,7 +142,7 @@ fn covering_upto<'m, A: Address, T>(
         // Nothing before the first key: a miss ends here, not in one more search (an IPv6
         // address outside 2000::/3 shares a bit or two with the table; the leftmost path
         // is the one every such miss reads, so it stays cached).
-        let first = *first.get_or_insert_with(|| *map.first_key_value().expect("q is a key").0);
+        let first = *first.get_or_insert_with(|| *map.first_key().expect("q is a key"));
         if common < first {
             return None;
         }
@@ -129,13 +150,19 @@ fn covering_upto<'m, A: Address, T>(
     }
 }
 
+/// The keys of the prefixes that `p` covers (`p` included): from `p` to its last address.
+pub fn covered_bounds<A: Address>(p: &Prefix<A>) -> (A::Packed, A::Packed) {
+    let last = Prefix::host(p.last());
+    (A::Packed::pack(*p), A::Packed::pack(last))
+}
+
 /// The prefixes in `map` that `p` covers (`p` included), in order.
 pub fn covered<'m, A: Address, T>(
     map: &'m BTreeMap<A::Packed, T>,
     p: &Prefix<A>,
 ) -> std::collections::btree_map::Range<'m, A::Packed, T> {
-    let last = Prefix::host(p.last());
-    map.range(A::Packed::pack(*p)..=A::Packed::pack(last))
+    let (from, to) = covered_bounds(p);
+    map.range(from..=to)
 }
 
 #[cfg(test)]

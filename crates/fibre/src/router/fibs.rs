@@ -88,27 +88,35 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
             fib: Fib::new(),
             tos_or_source_routes: false,
         };
-        // Every destination's entries, one pass over each table's trie (no walk per
-        // destination), in prefix order and, at equal prefixes, in the tables' order.
-        let mut all: Vec<(Prefix<A>, usize, u32)> = Vec::new();
-        for (pos, t) in tf.tables.iter().enumerate() {
-            if let Some(rib) = st.tables.get(t) {
-                all.extend(rib.entries().map(|(i, p, _)| (p, pos, i)));
+        // Every destination's entries in prefix order and, at equal prefixes, in the tables'
+        // order: one pass over each table's index, merged as it goes (no list of every entry
+        // to sort: a full view's would be 20 MB of fresh pages).
+        let mut runs: Vec<_> = tf
+            .tables
+            .iter()
+            .filter_map(|t| st.tables.get(t))
+            .map(|rib| (rib.id, rib.prefixes(), rib.entries().peekable()))
+            .collect();
+        let mut pairs = Vec::with_capacity(runs.iter().map(|r| r.1).sum());
+        let mut group = Vec::with_capacity(runs.len());
+        while let Some(dst) = runs
+            .iter_mut()
+            .filter_map(|r| r.2.peek().map(|e| e.1))
+            .min()
+        {
+            group.clear();
+            for (t, _, run) in runs.iter_mut() {
+                if let Some(&(i, _, _)) = run.peek().filter(|e| e.1 == dst) {
+                    group.push((*t, i));
+                    run.next();
+                }
             }
-        }
-        if tf.tables.len() > 1 {
-            // One sorted run per table: the stable sort merges runs in linear time.
-            all.sort();
-        }
-        let mut pairs = Vec::with_capacity(all.len());
-        for group in all.chunk_by(|a, b| a.0 == b.0) {
-            let dst = group[0].0;
             let own = Self::own_of(
                 &mut tf.tos_or_source_routes,
                 st,
                 dst,
                 links,
-                group.iter().map(|&(_, pos, i)| (tf.tables[pos], i)),
+                group.iter().copied(),
             );
             if let Some(id) = tf.assign_own(own) {
                 pairs.push((dst, id));
@@ -277,37 +285,54 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
         }
     }
 
-    /// Follows the committed edits `touched` (table, destination).
+    /// Follows the committed edits `touched` (table, destination; a destination may repeat).
+    ///
+    /// A table whose FIB is built anew (a load: see `Fibs::wholesale`) needs only its count
+    /// of edits; the destinations of the others are collected, sorted and patched. Why not a
+    /// sorted list of every edit first, as before: a load of the full view made two of 14 and
+    /// 7 MB, in fresh pages, only to count them.
     pub fn follow(
         &mut self,
         st: &FamilyState<A>,
-        mut touched: Vec<(TableId, Prefix<A>)>,
+        touched: impl Iterator<Item = (TableId, Prefix<A>)> + Clone,
         links: &dyn LinkState,
     ) {
-        // Sorted and without repeats, grouped by table: a sort of a short list for one change,
-        // and of the journal's runs, already in prefix order, for a load.
-        touched.sort();
-        touched.dedup();
-        let mut merged = Vec::new();
-        for group in touched.chunk_by(|a, b| a.0 == b.0) {
-            let t = group[0].0;
-            let dsts: Vec<Prefix<A>> = group.iter().map(|&(_, dst)| dst).collect();
+        // Edits a table (an upper bound of its destinations edited), tables in first-seen
+        // order: a change set edits a table or two.
+        let mut counts: Vec<(TableId, usize)> = Vec::new();
+        for (t, _) in touched.clone() {
+            match counts.iter_mut().find(|(x, _)| *x == t) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((t, 1)),
+            }
+        }
+        let dsts_of = |pick: &dyn Fn(TableId) -> bool| {
+            let mut dsts: Vec<Prefix<A>> = touched
+                .clone()
+                .filter(|(t, _)| pick(*t))
+                .map(|(_, dst)| dst)
+                .collect();
+            dsts.sort();
+            dsts.dedup();
+            dsts
+        };
+        let mut merged_edits = 0;
+        for &(t, edits) in &counts {
             if t == TABLE_LOCAL || t == TABLE_MAIN {
-                merged.extend_from_slice(&dsts);
+                merged_edits += edits;
             }
             if !Self::own_fib(st, t) {
                 continue;
             }
             match self.tables.get_mut(&t) {
-                Some(tf) if !Self::wholesale(dsts.len(), tf) => tf.refresh(st, &dsts, links),
+                Some(tf) if !Self::wholesale(edits, tf) => {
+                    tf.refresh(st, &dsts_of(&|x| x == t), links)
+                }
                 _ => {
                     self.tables.insert(t, TableFib::build(st, vec![t], links));
                 }
             }
         }
-        // Local's and main's destinations, each list sorted: one merge of two runs.
-        merged.sort();
-        merged.dedup();
         self.tables.retain(|t, _| st.tables.contains_key(t));
         // Rules customised in this change set: the tables that had no FIB of their own get one.
         for &t in st.tables.keys() {
@@ -315,11 +340,15 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
                 self.tables.insert(t, TableFib::build(st, vec![t], links));
             }
         }
-        if let Some(m) = self.merged.as_mut().filter(|_| !merged.is_empty()) {
-            if Self::wholesale(merged.len(), m) {
+        if let Some(m) = self.merged.as_mut().filter(|_| merged_edits > 0) {
+            if Self::wholesale(merged_edits, m) {
                 *m = TableFib::build(st, vec![TABLE_LOCAL, TABLE_MAIN], links);
             } else {
-                m.refresh(st, &merged, links);
+                m.refresh(
+                    st,
+                    &dsts_of(&|x| x == TABLE_LOCAL || x == TABLE_MAIN),
+                    links,
+                );
             }
         }
     }
@@ -361,8 +390,11 @@ impl<A: KernelSemantics + FibFamily> FamilyState<A> {
             let disabled = self.fibs.disabled;
             self.fibs = Fibs::rebuild(self, links);
             self.fibs.disabled = disabled;
-        } else {
-            self.follow_touched(journal_destinations(&self.journal), links);
+        } else if !self.journal.is_empty() {
+            let mut fibs = std::mem::take(&mut self.fibs);
+            let touched = self.journal.iter().map(|(t, saved)| (*t, saved.dst));
+            fibs.follow(self, touched, links);
+            self.fibs = fibs;
         }
     }
 
@@ -378,7 +410,7 @@ impl<A: KernelSemantics + FibFamily> FamilyState<A> {
             return;
         }
         let mut fibs = std::mem::take(&mut self.fibs);
-        fibs.follow(self, touched, links);
+        fibs.follow(self, touched.iter().copied(), links);
         self.fibs = fibs;
     }
 

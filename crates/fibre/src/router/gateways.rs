@@ -38,6 +38,10 @@ pub struct GatewayKey<A: Address> {
 #[derive(Clone, Debug)]
 pub struct GatewayMemo<A: Address> {
     entries: Vec<(GatewayKey<A>, Option<IfIndex>)>,
+    /// The lowest and highest gateway remembered: an edit whose prefix lies wholly outside
+    /// drops nothing, found without testing each entry (a load's edits, a million of them, are
+    /// almost all outside the few gateways' span).
+    span: Option<(A, A)>,
     /// Journal entries already applied.
     seen: usize,
 }
@@ -46,6 +50,7 @@ impl<A: Address> Default for GatewayMemo<A> {
     fn default() -> Self {
         GatewayMemo {
             entries: Vec::new(),
+            span: None,
             seen: 0,
         }
     }
@@ -55,6 +60,7 @@ impl<A: Address> GatewayMemo<A> {
     /// Forgets every check.
     pub(crate) fn clear(&mut self) {
         self.entries.clear();
+        self.span = None;
         self.seen = 0;
     }
 
@@ -66,10 +72,14 @@ impl<A: Address> GatewayMemo<A> {
             self.clear();
         }
         for (_, edit) in &journal[self.seen..] {
-            if self.entries.is_empty() {
+            let Some((low, high)) = self.span else {
                 break;
+            };
+            if edit.dst.last() < low || edit.dst.addr() > high {
+                continue;
             }
             self.entries.retain(|(k, _)| !edit.dst.contains(k.gw));
+            self.span = Self::span_of(&self.entries);
         }
         self.seen = journal.len();
     }
@@ -93,5 +103,12 @@ impl<A: Address> GatewayMemo<A> {
             self.entries.clear();
         }
         self.entries.push((key, dev));
+        self.span = Self::span_of(&self.entries);
+    }
+
+    fn span_of(entries: &[(GatewayKey<A>, Option<IfIndex>)]) -> Option<(A, A)> {
+        let low = entries.iter().map(|(k, _)| k.gw).min()?;
+        let high = entries.iter().map(|(k, _)| k.gw).max()?;
+        Some((low, high))
     }
 }

@@ -217,12 +217,14 @@ impl Router {
     pub fn commit(&mut self) {
         if self.snapshot.take().is_some() {
             self.version = Version::next();
+            // A load leaves its tables' indexes half full, or some of its destinations in a
+            // run (see `PrefixMap::pack`); packed first, the FIBs' build reads them in order.
+            // Slots, and so FIB ids, do not move.
+            self.v4.pack_after(self.v4.journal.len());
+            self.v6.pack_after(self.v6.journal.len());
             self.v4.follow_commit(&*self.links);
             self.v6.follow_commit(&*self.links);
             let (v4, v6) = (&mut self.v4, &mut self.v6);
-            // A load leaves its tables' indexes half full (see `PrefixMap::pack`).
-            v4.pack_after(v4.journal.len());
-            v6.pack_after(v6.journal.len());
             v4.gateways.follow(&v4.journal);
             v6.gateways.follow(&v6.journal);
             v4.gateways.journal_cleared();
