@@ -35,6 +35,9 @@ use std::ops::Bound;
 /// [`PrefixMap::start_run`]): keys in no order make such a streak about once in 16! inserts.
 const RUN_AFTER: u32 = 16;
 
+/// Most indexed keys a run moves onto itself to grow past them (see `PrefixMap::absorb_upto`).
+const ABSORB_MOST: usize = 8;
+
 /// Entries per page of a [`Paged`] arena.
 const PAGE: usize = 4096;
 
@@ -227,6 +230,41 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
             .map(|(x, _)| *x);
         self.run.push((k, s));
     }
+    /// During a load (a streak of new keys in order), lets the run grow past a few indexed keys
+    /// in its way: when `k` lies beyond the run's limit and at most [`ABSORB_MOST`] indexed keys
+    /// lie between the run and `k`, they move from the index onto the run. Why: a table loaded
+    /// after its connected routes holds a few keys among the loaded ones (the bench's main
+    /// table, one subnet; a router's, its links'), and without this each one ended the run
+    /// there, which merged it into the index in bulk before starting the next.
+    fn absorb_upto(&mut self, k: &A::Packed) {
+        let Some(limit) = self.run_limit else {
+            return;
+        };
+        if self.ascending < RUN_AFTER
+            || *k < limit
+            || self.run.last().is_none_or(|(last, _)| k <= last)
+        {
+            return;
+        }
+        let mut in_way = [(limit, 0u32); ABSORB_MOST + 1];
+        let mut n = 0;
+        for (x, s) in self.index.range(limit..=*k).take(ABSORB_MOST + 1) {
+            in_way[n] = (*x, *s);
+            n += 1;
+        }
+        if n > ABSORB_MOST {
+            return;
+        }
+        for &(x, s) in &in_way[..n] {
+            self.index.remove(&x);
+            self.run.push((x, s));
+        }
+        self.run_limit = self
+            .index
+            .range((Bound::Excluded(*k), Bound::Unbounded))
+            .next()
+            .map(|(x, _)| *x);
+    }
     /// Puts new key `k`, in the run's span or extending it, with a new slot holding `value`:
     /// at the end of the run, or (inside its span) in the index once the run is merged into
     /// it. Returns the slot.
@@ -248,17 +286,26 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
             self.merge_run(false);
         }
     }
-    /// Moves the run into the index: in one bulk merge (`BTreeMap::append`, which builds the
-    /// tree again with every node full) when the run is an eighth of the index or more, or
-    /// when `packing`; else key by key. Each key of the run moves once, so either way a key
-    /// costs a bounded amount.
+    /// Moves a run into the index (see the module docs), so that searches read the index alone:
+    /// a router does it at the commit of a change set too small to pack.
+    pub fn settle(&mut self) {
+        self.merge_run(false);
+    }
+    /// Moves the run into the index: in one bulk build (every node full) when the run is an
+    /// eighth of the index or more, or when `packing`; else key by key. Each key of the run
+    /// moves once, so either way a key costs a bounded amount.
     fn merge_run(&mut self, packing: bool) {
         if self.run.is_empty() {
             return;
         }
         if packing || self.run.len() * 8 >= self.index.len() {
-            let mut run: BTreeMap<A::Packed, u32> = self.run.drain(..).collect();
-            self.index.append(&mut run);
+            // One bulk build: `collect` gathers the entries in the run's own room (a `Vec`
+            // collected from itself keeps its allocation: no fresh pages for a load's run),
+            // sorts them (two sorted runs: merged in one pass) and builds the tree with
+            // every node full.
+            let mut all = std::mem::take(&mut self.run);
+            all.extend(std::mem::take(&mut self.index));
+            self.index = all.into_iter().collect();
         } else {
             self.index.extend(self.run.drain(..));
         }
@@ -345,6 +392,7 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
     /// The value at `p`, created with `make` if absent.
     pub fn get_or_insert_with(&mut self, p: Prefix<A>, make: impl FnOnce() -> V) -> &mut V {
         let k = A::Packed::pack(p);
+        self.absorb_upto(&k);
         if self.in_run_span(&k) || self.extends_run(&k) {
             let s = match self.run_position(&k) {
                 Some(i) => self.run[i].1,
@@ -380,6 +428,7 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
     /// place keeps its index.
     pub fn update<R>(&mut self, p: Prefix<A>, f: impl FnOnce(&mut Option<V>) -> R) -> R {
         let k = A::Packed::pack(p);
+        self.absorb_upto(&k);
         if self.in_run_span(&k) || self.extends_run(&k) {
             // The run answers, without a search of the index.
             let Some(i) = self.run_position(&k) else {

@@ -220,40 +220,59 @@ fn arb_prefix6() -> impl Strategy<Value = Prefix<Ipv6Addr>> {
         .prop_map(|(hi, len)| Prefix::new(Ipv6Addr::from(hi.rotate_right(4) | (hi << 60)), len))
 }
 
-/// A load in prefix order goes to a run once 16 new keys came in order; a key landing
-/// inside the run's span merges it into the index (in bulk when the run is long, key by key
-/// when it is short), a key below it does not; a run stops at the next indexed key.
+/// A load in prefix order goes to a run once 16 new keys came in order; the run grows past a
+/// few indexed keys in its way and stops before more; a key landing inside the run's span
+/// merges it into the index (in bulk when the run is long, key by key when it is short), a
+/// key below it does not; a commit's settle merges what is left.
 #[test]
 fn ordered_load_goes_to_a_run() {
     let mut t = PrefixMap::new();
     let p24 = |a: u32| Prefix::new(Ipv4Addr::from(a), 24);
+    let pack = |s: &str| u64::pack(p4(s));
     t.insert(p4("10.1.0.0/16"), 7);
+    for i in 0..9u32 {
+        t.insert(Prefix::new(Ipv4Addr::from(0x0a02_0000 + (i << 4)), 28), i);
+    }
     for i in 0..256u32 {
         t.insert(p24(0x0a00_0000 + (i << 8)), i);
     }
     // 10.0.0.0/24 .. 10.0.255.0/24, below the indexed 10.1.0.0/16, where the run stops.
     assert_eq!(t.run.len(), 256 - 16, "the run starts after a streak of 16");
-    assert_eq!(t.run_limit, Some(u64::pack(p4("10.1.0.0/16"))));
-    for i in 256..1000u32 {
+    assert_eq!(t.run_limit, Some(pack("10.1.0.0/16")));
+    // One indexed key in the way: the run takes it and goes on, up to the nine /28s.
+    for i in 256..512u32 {
         t.insert(p24(0x0a00_0000 + (i << 8)), i);
     }
-    // Past it, a new run: the first one merged in bulk.
-    assert_eq!((t.index.len(), t.run.len()), (1 + 256, 1000 - 256));
+    assert_eq!((t.index.len(), t.run.len()), (9 + 16, 240 + 1 + 256));
+    assert_eq!(t.run_limit, Some(pack("10.2.0.0/28")));
+    // Nine in the way: a new run, the first merged in bulk.
+    for i in 513..1000u32 {
+        t.insert(p24(0x0a00_0000 + (i << 8)), i);
+    }
+    assert_eq!((t.index.len(), t.run.len()), (9 + 16 + 497, 1000 - 513));
+    assert_eq!(t.get(&p4("10.1.0.0/16")), Some(&7));
     // Below the run: into the index, the run stays.
     t.insert(p4("9.0.0.0/8"), 5000);
-    assert_eq!((t.index.len(), t.run.len()), (258, 744));
+    assert_eq!((t.index.len(), t.run.len()), (523, 487));
     // Inside the run's span: the run moves into the index first.
-    t.insert(p4("10.1.100.128/25"), 5001);
-    assert_eq!((t.index.len(), t.run.len()), (1003, 0));
+    t.insert(p4("10.2.100.128/25"), 5001);
+    assert_eq!((t.index.len(), t.run.len()), (1011, 0));
     // A run much shorter than the index moves key by key when a removal needs it.
     for i in 0..40u32 {
         t.insert(p24(0x0b00_0000 + (i << 8)), i);
     }
-    assert_eq!((t.index.len(), t.run.len()), (1003 + 14, 26));
+    assert_eq!((t.index.len(), t.run.len()), (1011 + 14, 26));
     assert_eq!(t.remove(&p4("11.0.20.0/24")), Some(20));
-    assert_eq!((t.index.len(), t.run.len()), (1042, 0));
+    assert_eq!((t.index.len(), t.run.len()), (1050, 0));
     assert_eq!(t.get(&p4("11.0.39.0/24")), Some(&39));
     assert_eq!(t.get(&p4("10.0.200.0/24")), Some(&200));
+    // What a commit does with a run left over.
+    for i in 0..40u32 {
+        t.insert(p24(0x0c00_0000 + (i << 8)), i);
+    }
+    assert_eq!(t.run.len(), 40, "the streak goes on from the 11.0.x.0s");
+    t.settle();
+    assert_eq!((t.index.len(), t.run.len()), (1050 + 40, 0));
 }
 
 type Ops<A> = Vec<(u8, Prefix<A>, u32)>;

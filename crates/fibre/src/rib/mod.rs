@@ -315,6 +315,10 @@ impl<A: KernelSemantics> Rib<A> {
     pub fn pack_index(&mut self) {
         self.dsts.pack();
     }
+    /// Moves destinations a load left in a run into the index (see [`PrefixMap::settle`]).
+    pub fn settle_index(&mut self) {
+        self.dsts.settle();
+    }
     /// Destination prefixes stored.
     pub fn prefixes(&self) -> usize {
         self.dsts.len()

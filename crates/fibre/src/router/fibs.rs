@@ -19,22 +19,14 @@
 //! (next hops die or come back) re-encodes all of them. While a change set is open, lookups use
 //! the RIB (the FIBs show the last committed state, as readers on other threads see it).
 use super::FamilyState;
-use crate::addr::Address;
 use crate::fib::FibFamily;
 use crate::fib::{Fib, PoptrieView, Reader, MAX_ID, NO_ROUTE};
 use crate::flow::Flow;
 use crate::prefix::Prefix;
 use crate::rib::KernelSemantics;
-use crate::rib::{LinkState, SavedList, TableLookup};
+use crate::rib::{LinkState, TableLookup};
 use crate::route::{TableId, TABLE_LOCAL, TABLE_MAIN};
 use std::collections::BTreeMap;
-
-/// The (table, destination) of every edit in `journal`.
-pub(super) fn journal_destinations<A: Address>(
-    journal: &[(TableId, SavedList<A>)],
-) -> Vec<(TableId, Prefix<A>)> {
-    journal.iter().map(|(t, s)| (*t, s.dst)).collect()
-}
 
 /// The id of a destination the FIB cannot decide alone.
 pub const ASK_RIB: u32 = MAX_ID;
@@ -392,7 +384,7 @@ impl<A: KernelSemantics + FibFamily> FamilyState<A> {
             self.fibs.disabled = disabled;
         } else if !self.journal.is_empty() {
             let mut fibs = std::mem::take(&mut self.fibs);
-            let touched = self.journal.iter().map(|(t, saved)| (*t, saved.dst));
+            let touched = self.journal.destinations_from(0);
             fibs.follow(self, touched, links);
             self.fibs = fibs;
         }

@@ -13,9 +13,9 @@
 //! - any other change through `Router::change`, and a rollback, forget everything
 //!   ([`GatewayMemo::clear`]); a mirror's router, which also changes through mirror events,
 //!   remembers nothing.
+use super::journal::Journal;
 use crate::addr::Address;
 use crate::link::IfIndex;
-use crate::rib::SavedList;
 use crate::route::{Scope, TableId};
 
 /// Most entries kept: a full view has a few gateways; past this the memo starts over.
@@ -66,19 +66,19 @@ impl<A: Address> GatewayMemo<A> {
 
     /// Applies the route edits of `journal` not seen yet: a check whose gateway an edited
     /// prefix contains is dropped.
-    pub(crate) fn follow(&mut self, journal: &[(TableId, SavedList<A>)]) {
+    pub(crate) fn follow(&mut self, journal: &Journal<A>) {
         if self.seen > journal.len() {
             // The journal was emptied without this memo seeing it go: trust nothing.
             self.clear();
         }
-        for (_, edit) in &journal[self.seen..] {
+        for (_, dst) in journal.destinations_from(self.seen) {
             let Some((low, high)) = self.span else {
                 break;
             };
-            if edit.dst.last() < low || edit.dst.addr() > high {
+            if dst.last() < low || dst.addr() > high {
                 continue;
             }
-            self.entries.retain(|(k, _)| !edit.dst.contains(k.gw));
+            self.entries.retain(|(k, _)| !dst.contains(k.gw));
             self.span = Self::span_of(&self.entries);
         }
         self.seen = journal.len();

@@ -341,7 +341,7 @@ impl family::Kernel for Ipv6Addr {
                     |r| r.prefsrc = None,
                     &mut saved,
                 );
-                st.journal.extend(saved.into_iter().map(|s| (*id, s)));
+                st.journal.extend(*id, saved);
             }
         }
     }

@@ -28,6 +28,7 @@ pub(crate) use image::FamilyParts;
 pub(crate) use image::RouterImage;
 mod ipv4;
 mod ipv6;
+mod journal;
 #[cfg(feature = "netlink")]
 mod mirrored;
 #[cfg(feature = "netlink")]

@@ -107,7 +107,7 @@ impl<A: RouterFamily> FamilyState<A> {
                 },
                 &mut saved,
             );
-            journal.extend(saved.into_iter().map(|s| (*table, s)));
+            journal.extend(*table, saved);
         }
         for id in released {
             nhs.release(id);

@@ -1,7 +1,8 @@
 //! One family's state: its tables, next-hop groups, rules and addresses, with the edits a
 //! change set makes to them and the rule walk of a lookup.
-use super::fibs::{journal_destinations, Fibs};
+use super::fibs::Fibs;
 use super::gateways::GatewayMemo;
+use super::journal::Journal;
 use super::{Matched, RouterFamily};
 use crate::error::{ChangeError, Errno};
 use crate::fib::FibFamily;
@@ -20,6 +21,10 @@ use std::sync::Arc;
 /// Fewest list edits in a change set after which its tables' indexes are packed.
 pub(super) const PACK_EDITS: usize = 4096;
 
+/// Fewest list edits in a change set that can leave a table's destinations in a run (16 new
+/// ones in order before it starts: see [`crate::prefix_map`]).
+const SETTLE_EDITS: usize = 17;
+
 /// Everything one family keeps. Outside the router it is a read-only view
 /// ([`Router::family`](super::Router::family)): every change goes through a change set.
 #[derive(Clone, Debug)]
@@ -34,7 +39,7 @@ pub struct FamilyState<A: KernelSemantics + FibFamily> {
     pub(super) derived: Arc<Vec<RouteSpec<A>>>,
     /// IPv4: a user added a `local` route (the kernel then checks sources the slow way).
     pub(super) custom_local_routes: bool,
-    pub(super) journal: Vec<(TableId, SavedList<A>)>,
+    pub(super) journal: Journal<A>,
     /// Room for the lists one RIB edit saves, on their way to the journal (kept between
     /// changes, empty: a route change allocates no list of its own).
     pub(super) saved: Vec<SavedList<A>>,
@@ -64,7 +69,7 @@ impl<A: KernelSemantics + FibFamily> Default for FamilyState<A> {
             addrs: Arc::default(),
             derived: Arc::default(),
             custom_local_routes: false,
-            journal: Vec::new(),
+            journal: Journal::default(),
             saved: Vec::new(),
             spare_hops: Vec::new(),
             created_tables: Vec::new(),
@@ -120,13 +125,18 @@ impl<A: RouterFamily> FamilyState<A> {
     /// destinations (see [`crate::prefix_map::PrefixMap::pack`]). A set of a few changes never
     /// packs: a table grown one change at a time would otherwise pay for a rebuild of its whole
     /// index inside one ordinary change, each time it doubled.
+    ///
+    /// A set of at least [`SETTLE_EDITS`] edits may have left destinations in a run (a few
+    /// routes added in prefix order): those go into the index, so that searches read it alone.
     pub(super) fn pack_after(&mut self, edits: usize) {
-        if edits < PACK_EDITS {
+        if edits < SETTLE_EDITS {
             return;
         }
         for rib in self.tables.values_mut() {
-            if 2 * edits >= rib.prefixes() {
+            if edits >= PACK_EDITS && 2 * edits >= rib.prefixes() {
                 rib.pack_index();
+            } else {
+                rib.settle_index();
             }
         }
     }
@@ -149,8 +159,7 @@ impl<A: RouterFamily> FamilyState<A> {
                 Rib::new(spec.table)
             })
             .insert(route, mode, &mut self.nhs, &mut saved);
-        self.journal
-            .extend(saved.drain(..).map(|s| (spec.table, s)));
+        self.journal.extend(spec.table, saved.drain(..));
         self.saved = saved;
         match r {
             Ok(displaced) => {
@@ -172,7 +181,7 @@ impl<A: RouterFamily> FamilyState<A> {
         };
         let mut saved = std::mem::take(&mut self.saved);
         let r = rib.delete(sel, &self.nhs, &mut saved);
-        self.journal.extend(saved.drain(..).map(|s| (table, s)));
+        self.journal.extend(table, saved.drain(..));
         self.saved = saved;
         for gone in r? {
             self.nhs.release(gone.hops);
@@ -189,7 +198,7 @@ impl<A: RouterFamily> FamilyState<A> {
         for (id, rib) in self.tables.iter_mut() {
             let mut saved = Vec::new();
             removed.extend(rib.remove_where(|r| doomed(r, nhs.get(r.hops)), &mut saved));
-            self.journal.extend(saved.into_iter().map(|s| (*id, s)));
+            self.journal.extend(*id, saved);
         }
         for r in removed {
             self.nhs.release(r.hops);
@@ -326,8 +335,8 @@ impl<A: RouterFamily> FamilySnapshot<A> {
     /// destinations put back (table, prefix): their entries may sit at other indexes now.
     pub(super) fn restore(self, s: &mut FamilyState<A>) -> Vec<(TableId, Prefix<A>)> {
         let journal = std::mem::take(&mut s.journal);
-        let touched = journal_destinations(&journal);
-        for (table, saved) in journal.into_iter().rev() {
+        let touched: Vec<_> = journal.destinations_from(0).collect();
+        for (table, saved) in journal.into_undo_order() {
             s.table_mut(table).restore(saved);
         }
         for id in s.created_tables.drain(..) {
