@@ -108,6 +108,8 @@ pub struct PrefixMap<A: Address, V> {
     /// The first key of `index` above the run when it started (`None`: none); the run grows
     /// up to it. A removal can only make it lower than the truth, which is safe.
     run_limit: Option<A::Packed>,
+    /// Indexed keys the run took in (see `PrefixMap::absorb_upto`).
+    run_absorbed: usize,
     /// The last key stored new, and how many new keys in a row came each above the one
     /// before (a run starts after [`RUN_AFTER`]).
     last_new: Option<A::Packed>,
@@ -133,6 +135,7 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
             index: BTreeMap::new(),
             run: Vec::new(),
             run_limit: None,
+            run_absorbed: 0,
             last_new: None,
             ascending: 0,
             slots: Paged::new(),
@@ -223,6 +226,7 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
     /// run (the streak), so single changes pay a comparison or two for it.
     fn start_run(&mut self, k: A::Packed, s: u32) {
         self.merge_run(false);
+        self.run_absorbed = 0;
         self.run_limit = self
             .index
             .range((Bound::Excluded(k), Bound::Unbounded))
@@ -232,7 +236,8 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
     }
     /// During a load (a streak of new keys in order), lets the run grow past a few indexed keys
     /// in its way: when `k` lies beyond the run's limit and at most [`ABSORB_MOST`] indexed keys
-    /// lie between the run and `k`, they move from the index onto the run. Why: a table loaded
+    /// lie between the run and `k` (and the run has 16 keys of its own for each), they move
+    /// from the index onto the run. Why: a table loaded
     /// after its connected routes holds a few keys among the loaded ones (the bench's main
     /// table, one subnet; a router's, its links'), and without this each one ended the run
     /// there, which merged it into the index in bulk before starting the next.
@@ -252,9 +257,13 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
             in_way[n] = (*x, *s);
             n += 1;
         }
-        if n > ABSORB_MOST {
+        // At most one taken in for every 16 keys of the run: keys in order among as many
+        // stored ones (changes stepping through a table) make no load, and would cost three
+        // searches each.
+        if n > ABSORB_MOST || (self.run_absorbed + n) * 16 > self.run.len() {
             return;
         }
+        self.run_absorbed += n;
         for &(x, s) in &in_way[..n] {
             self.index.remove(&x);
             self.run.push((x, s));
@@ -264,6 +273,20 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
             .range((Bound::Excluded(*k), Bound::Unbounded))
             .next()
             .map(|(x, _)| *x);
+    }
+    /// Ends a run that key `k` neither lands in nor extends while it is shorter than a streak:
+    /// it was no load (keys in order but far apart, as a router's changes stepping through a
+    /// table), so it goes into the index and the streak starts over. Without this, such keys
+    /// started a run each, a search for its limit and a merge more than an insert needs.
+    fn end_short_run(&mut self, k: &A::Packed) {
+        if !self.run.is_empty()
+            && self.run.len() < RUN_AFTER as usize
+            && !self.in_run_span(k)
+            && !self.extends_run(k)
+        {
+            self.merge_run(false);
+            self.ascending = 0;
+        }
     }
     /// Puts new key `k`, in the run's span or extending it, with a new slot holding `value`:
     /// at the end of the run, or (inside its span) in the index once the run is merged into
@@ -393,6 +416,7 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
     pub fn get_or_insert_with(&mut self, p: Prefix<A>, make: impl FnOnce() -> V) -> &mut V {
         let k = A::Packed::pack(p);
         self.absorb_upto(&k);
+        self.end_short_run(&k);
         if self.in_run_span(&k) || self.extends_run(&k) {
             let s = match self.run_position(&k) {
                 Some(i) => self.run[i].1,
@@ -429,6 +453,7 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
     pub fn update<R>(&mut self, p: Prefix<A>, f: impl FnOnce(&mut Option<V>) -> R) -> R {
         let k = A::Packed::pack(p);
         self.absorb_upto(&k);
+        self.end_short_run(&k);
         if self.in_run_span(&k) || self.extends_run(&k) {
             // The run answers, without a search of the index.
             let Some(i) = self.run_position(&k) else {

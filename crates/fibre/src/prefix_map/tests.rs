@@ -266,6 +266,18 @@ fn ordered_load_goes_to_a_run() {
     assert_eq!((t.index.len(), t.run.len()), (1050, 0));
     assert_eq!(t.get(&p4("11.0.39.0/24")), Some(&39));
     assert_eq!(t.get(&p4("10.0.200.0/24")), Some(&200));
+    // Keys in order but far apart, a stored key between each two (changes stepping through
+    // a table): a run of one starts after each streak and ends at the next key.
+    let mut u = PrefixMap::new();
+    for i in 0..100u32 {
+        u.insert(p24(0x1400_0000 + (i << 8)), i);
+    }
+    u.pack();
+    for i in 0..100u32 {
+        u.insert(Prefix::new(Ipv4Addr::from(0x1400_0080 + (i << 8)), 25), i);
+        assert!(u.run.len() <= 1, "no run grows through stored keys");
+    }
+    assert_eq!(u.len(), 200);
     // What a commit does with a run left over.
     for i in 0..40u32 {
         t.insert(p24(0x0c00_0000 + (i << 8)), i);
