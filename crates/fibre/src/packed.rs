@@ -81,9 +81,9 @@ impl PackedPrefix<Ipv6Addr> for PackedV6 {
 
 /// What [`longest_covering`] and [`covering_before`] ask of an ordered map: its last key up to
 /// a bound, and its first key. A `BTreeMap` answers both; so does a
-/// [`crate::prefix_map::PrefixMap`]'s index with the run of new prefixes appended above it.
+/// [`crate::prefix_map::PrefixMap`]'s index with the run of new prefixes in a gap of it.
 pub trait OrderedKeys<K, T> {
-    /// The last entry whose key is within `bound` (`..=k` or `..k`).
+    /// The last entry whose key is within `bound` (`..=k`, `..k`, or any).
     fn last_upto(&self, bound: Bound<K>) -> Option<(&K, &T)>;
     /// The first key.
     fn first_key(&self) -> Option<&K>;

@@ -105,8 +105,9 @@ pub struct PrefixMap<A: Address, V> {
     /// New prefixes a load put in order, with their slots' indexes, not yet in `index`
     /// (see [`PrefixMap::start_run`]).
     run: Vec<(A::Packed, u32)>,
-    /// The first key of `index` above the run when it started (`None`: none); the run grows
-    /// up to it. A removal can only make it lower than the truth, which is safe.
+    /// The first key of `index` above the run (`None`: none), found when the run started or
+    /// took in keys in its way; the run grows up to it. A removal can only make it lower than
+    /// the truth, which is safe.
     run_limit: Option<A::Packed>,
     /// Indexed keys the run took in (see `PrefixMap::absorb_upto`).
     run_absorbed: usize,
@@ -161,6 +162,11 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
         } else {
             self.merge_run(true);
         }
+    }
+    /// Keys in the run (see the module docs).
+    #[cfg(test)]
+    pub(crate) fn run_len(&self) -> usize {
+        self.run.len()
     }
     /// Number of prefixes holding a value.
     pub fn len(&self) -> usize {
@@ -220,9 +226,10 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
     /// a scan of every node down the right edge) and then splits its nodes half full. A run
     /// takes such a key in a push. It sits in a gap of the index: no indexed key lies between
     /// its first and its last, nor between its last and `run_limit`, so a key in that range is
-    /// found (or known absent) by a binary search of the run alone. It goes into the index in
-    /// one bulk merge when the map is packed (a router packs after a load), when a key lands
-    /// inside its span, or when the next run starts. Keys arriving in no order never make a
+    /// found (or known absent) by a binary search of the run alone. It goes into the index
+    /// (see [`PrefixMap::merge_run`]) when the map is packed or settled (a router does one or
+    /// the other at every commit), when a key lands inside its span, or when the next run
+    /// starts. Keys arriving in no order never make a
     /// run (the streak), so single changes pay a comparison or two for it.
     fn start_run(&mut self, k: A::Packed, s: u32) {
         self.merge_run(false);
@@ -236,8 +243,8 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
     }
     /// During a load (a streak of new keys in order), lets the run grow past a few indexed keys
     /// in its way: when `k` lies beyond the run's limit and at most [`ABSORB_MOST`] indexed keys
-    /// lie between the run and `k` (and the run has 16 keys of its own for each), they move
-    /// from the index onto the run. Why: a table loaded
+    /// lie between the run and `k` (and the run, with them, holds at least 16 keys for each key
+    /// it took in), they move from the index onto the run. Why: a table loaded
     /// after its connected routes holds a few keys among the loaded ones (the bench's main
     /// table, one subnet; a router's, its links'), and without this each one ended the run
     /// there, which merged it into the index in bulk before starting the next.
@@ -309,10 +316,15 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
             self.merge_run(false);
         }
     }
-    /// Moves a run into the index (see the module docs), so that searches read the index alone:
-    /// a router does it at the commit of a change set too small to pack.
+    /// Moves a run into the index (see the module docs), so that searches read the index
+    /// alone, and starts the count of new keys in order over: a router does it at every commit
+    /// too small to pack, so that no run outlives its change set. (A run kept across commits
+    /// would grow a key a commit while single changes arrive in order, and one later change
+    /// would then merge all of it into the index.)
     pub fn settle(&mut self) {
         self.merge_run(false);
+        self.last_new = None;
+        self.ascending = 0;
     }
     /// Moves the run into the index: in one bulk build (every node full) when the run is an
     /// eighth of the index or more, or when `packing`; else key by key. Each key of the run

@@ -285,6 +285,11 @@ fn ordered_load_goes_to_a_run() {
     assert_eq!(t.run.len(), 40, "the streak goes on from the 11.0.x.0s");
     t.settle();
     assert_eq!((t.index.len(), t.run.len()), (1050 + 40, 0));
+    // The streak starts over: the next keys in order go into the index until it is long again.
+    for i in 40..50u32 {
+        t.insert(p24(0x0c00_0000 + (i << 8)), i);
+    }
+    assert_eq!(t.run.len(), 0, "a settled map counts its streak afresh");
 }
 
 type Ops<A> = Vec<(u8, Prefix<A>, u32)>;

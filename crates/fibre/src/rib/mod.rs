@@ -319,6 +319,11 @@ impl<A: KernelSemantics> Rib<A> {
     pub fn settle_index(&mut self) {
         self.dsts.settle();
     }
+    /// Destinations in the index's run (see [`crate::prefix_map`]).
+    #[cfg(test)]
+    pub(crate) fn run_len(&self) -> usize {
+        self.dsts.run_len()
+    }
     /// Destination prefixes stored.
     pub fn prefixes(&self) -> usize {
         self.dsts.len()

@@ -289,40 +289,62 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
         touched: impl Iterator<Item = (TableId, Prefix<A>)> + Clone,
         links: &dyn LinkState,
     ) {
-        // Edits a table (an upper bound of its destinations edited), tables in first-seen
-        // order: a change set edits a table or two.
-        let mut counts: Vec<(TableId, usize)> = Vec::new();
+        // Edits a table (an upper bound of its destinations edited): counted a run of edits
+        // of one table at a time (a change set edits a table or two, in long runs).
+        let mut counts: BTreeMap<TableId, usize> = BTreeMap::new();
+        let mut run: Option<(TableId, usize)> = None;
         for (t, _) in touched.clone() {
-            match counts.iter_mut().find(|(x, _)| *x == t) {
-                Some((_, n)) => *n += 1,
-                None => counts.push((t, 1)),
+            match &mut run {
+                Some((r, n)) if *r == t => *n += 1,
+                _ => {
+                    if let Some((r, n)) = run.replace((t, 1)) {
+                        *counts.entry(r).or_default() += n;
+                    }
+                }
             }
         }
-        let dsts_of = |pick: &dyn Fn(TableId) -> bool| {
-            let mut dsts: Vec<Prefix<A>> = touched
-                .clone()
-                .filter(|(t, _)| pick(*t))
-                .map(|(_, dst)| dst)
-                .collect();
-            dsts.sort();
-            dsts.dedup();
-            dsts
-        };
-        let mut merged_edits = 0;
-        for &(t, edits) in &counts {
-            if t == TABLE_LOCAL || t == TABLE_MAIN {
-                merged_edits += edits;
-            }
+        if let Some((r, n)) = run {
+            *counts.entry(r).or_default() += n;
+        }
+        // Which FIBs are patched (the others are built anew), then their destinations, in one
+        // pass over the edits.
+        let merged_edits: usize = [TABLE_LOCAL, TABLE_MAIN]
+            .iter()
+            .filter_map(|t| counts.get(t))
+            .sum();
+        let patch_merged = self
+            .merged
+            .as_ref()
+            .is_some_and(|m| merged_edits > 0 && !Self::wholesale(merged_edits, m));
+        let patched: Vec<TableId> = counts
+            .iter()
+            .filter(|&(&t, &edits)| {
+                Self::own_fib(st, t)
+                    && self
+                        .tables
+                        .get(&t)
+                        .is_some_and(|tf| !Self::wholesale(edits, tf))
+            })
+            .map(|(&t, _)| t)
+            .collect();
+        let in_merged = |t: TableId| patch_merged && (t == TABLE_LOCAL || t == TABLE_MAIN);
+        let mut dsts: Vec<(TableId, Prefix<A>)> = touched
+            .filter(|&(t, _)| patched.binary_search(&t).is_ok() || in_merged(t))
+            .collect();
+        dsts.sort();
+        dsts.dedup();
+        for &t in counts.keys() {
             if !Self::own_fib(st, t) {
                 continue;
             }
-            match self.tables.get_mut(&t) {
-                Some(tf) if !Self::wholesale(edits, tf) => {
-                    tf.refresh(st, &dsts_of(&|x| x == t), links)
+            if patched.binary_search(&t).is_ok() {
+                let mine = dsts.partition_point(|d| d.0 < t)..dsts.partition_point(|d| d.0 <= t);
+                let mine: Vec<Prefix<A>> = dsts[mine].iter().map(|&(_, dst)| dst).collect();
+                if let Some(tf) = self.tables.get_mut(&t) {
+                    tf.refresh(st, &mine, links);
                 }
-                _ => {
-                    self.tables.insert(t, TableFib::build(st, vec![t], links));
-                }
+            } else {
+                self.tables.insert(t, TableFib::build(st, vec![t], links));
             }
         }
         self.tables.retain(|t, _| st.tables.contains_key(t));
@@ -333,14 +355,18 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
             }
         }
         if let Some(m) = self.merged.as_mut().filter(|_| merged_edits > 0) {
-            if Self::wholesale(merged_edits, m) {
-                *m = TableFib::build(st, vec![TABLE_LOCAL, TABLE_MAIN], links);
+            if patch_merged {
+                // Local's and main's destinations, each run sorted: one merge of two runs.
+                let mut mine: Vec<Prefix<A>> = dsts
+                    .iter()
+                    .filter(|d| d.0 == TABLE_LOCAL || d.0 == TABLE_MAIN)
+                    .map(|&(_, dst)| dst)
+                    .collect();
+                mine.sort();
+                mine.dedup();
+                m.refresh(st, &mine, links);
             } else {
-                m.refresh(
-                    st,
-                    &dsts_of(&|x| x == TABLE_LOCAL || x == TABLE_MAIN),
-                    links,
-                );
+                *m = TableFib::build(st, vec![TABLE_LOCAL, TABLE_MAIN], links);
             }
         }
     }
@@ -390,9 +416,9 @@ impl<A: KernelSemantics + FibFamily> FamilyState<A> {
         }
     }
 
-    /// Brings the FIBs in step with the RIB where `touched` changed (a commit's journal, or the
-    /// destinations a rollback put back, maybe at other indexes). FIBs waiting for a rebuild
-    /// (links changed) are left to it.
+    /// Brings the FIBs in step with the RIB where `touched` changed (the destinations a rollback
+    /// put back, maybe at other indexes). FIBs waiting for a rebuild (links changed) are left
+    /// to it.
     pub(super) fn follow_touched(
         &mut self,
         touched: Vec<(TableId, Prefix<A>)>,

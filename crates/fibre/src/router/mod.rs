@@ -26,6 +26,8 @@ mod image;
 pub(crate) use image::FamilyParts;
 #[cfg(feature = "snapshot")]
 pub(crate) use image::RouterImage;
+#[cfg(test)]
+mod commit_tests;
 mod ipv4;
 mod ipv6;
 mod journal;

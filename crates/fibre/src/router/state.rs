@@ -21,10 +21,6 @@ use std::sync::Arc;
 /// Fewest list edits in a change set after which its tables' indexes are packed.
 pub(super) const PACK_EDITS: usize = 4096;
 
-/// Fewest list edits in a change set that can leave a table's destinations in a run (16 new
-/// ones in order before it starts: see [`crate::prefix_map`]).
-const SETTLE_EDITS: usize = 17;
-
 /// Everything one family keeps. Outside the router it is a read-only view
 /// ([`Router::family`](super::Router::family)): every change goes through a change set.
 #[derive(Clone, Debug)]
@@ -126,12 +122,9 @@ impl<A: RouterFamily> FamilyState<A> {
     /// packs: a table grown one change at a time would otherwise pay for a rebuild of its whole
     /// index inside one ordinary change, each time it doubled.
     ///
-    /// A set of at least [`SETTLE_EDITS`] edits may have left destinations in a run (a few
-    /// routes added in prefix order): those go into the index, so that searches read it alone.
+    /// Every other table is settled (see [`crate::prefix_map::PrefixMap::settle`]): a set may
+    /// have left destinations in a run (routes added in prefix order), and none outlives it.
     pub(super) fn pack_after(&mut self, edits: usize) {
-        if edits < SETTLE_EDITS {
-            return;
-        }
         for rib in self.tables.values_mut() {
             if edits >= PACK_EDITS && 2 * edits >= rib.prefixes() {
                 rib.pack_index();
