@@ -154,8 +154,11 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
     /// of 208 (IPv6), with routes still stored whole (the `fibre-rib` engine's memory; see
     /// docs/fib.md). Packing visits every entry once (about 330 instructions an entry, a
     /// vector of all of them on the way): a caller packs after a load, not after a change.
-    /// A map holding a run (see the module docs) gets it merged in, which packs too.
+    /// A map holding a run (see the module docs) gets it merged in, which packs too. The count
+    /// of new keys in order starts over.
     pub fn pack(&mut self) {
+        self.last_new = None;
+        self.ascending = 0;
         if self.run.is_empty() {
             // `collect` of a sorted run bulk-builds the tree (`BTreeMap`'s `FromIterator`).
             self.index = std::mem::take(&mut self.index).into_iter().collect();
@@ -243,8 +246,8 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
     }
     /// During a load (a streak of new keys in order), lets the run grow past a few indexed keys
     /// in its way: when `k` lies beyond the run's limit and at most [`ABSORB_MOST`] indexed keys
-    /// lie between the run and `k` (and the run, with them, holds at least 16 keys for each key
-    /// it took in), they move from the index onto the run. Why: a table loaded
+    /// lie between the run and `k` (and the run holds at least 16 keys for each key it took in,
+    /// these included), they move from the index onto the run. Why: a table loaded
     /// after its connected routes holds a few keys among the loaded ones (the bench's main
     /// table, one subnet; a router's, its links'), and without this each one ended the run
     /// there, which merged it into the index in bulk before starting the next.

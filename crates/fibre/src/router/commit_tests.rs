@@ -5,11 +5,15 @@ use crate::route::{RouteSpec, RouteType, TABLE_MAIN};
 use std::net::Ipv4Addr;
 
 /// A blackhole route to the `i`th /24 of 10.0.0.0/8, in prefix order.
-fn add(i: u32) -> Change {
+fn spec(i: u32) -> RouteSpec<Ipv4Addr> {
     let dst = Prefix::new(Ipv4Addr::from(0x0a00_0000 + (i << 8)), 24);
     let mut spec = RouteSpec::new(dst, Vec::new());
     spec.kind = RouteType::Blackhole;
-    FamilyChange::Route(spec, InsertMode::Add).into()
+    spec
+}
+
+fn add(i: u32) -> Change {
+    FamilyChange::Route(spec(i), InsertMode::Add).into()
 }
 
 fn run_len(r: &Router) -> usize {
@@ -34,4 +38,24 @@ fn no_run_outlives_its_change_set() {
         assert_eq!(run_len(&r), 0, "change {i}, a set of its own");
     }
     assert_eq!(r.v4.tables[&TABLE_MAIN].prefixes(), 100);
+}
+
+/// A rollback of deletions puts the destinations back in reverse order, in prefix order when
+/// they were deleted last first: a load, whose run the rollback settles too.
+#[test]
+fn a_rollback_leaves_no_run() {
+    let mut r = Router::new();
+    let adds: Vec<Change> = (0..40).map(add).collect();
+    r.apply(&adds).unwrap();
+    let table = |r: &Router| r.v4.tables[&TABLE_MAIN].prefixes();
+    r.begin();
+    for i in (0..40).rev() {
+        let sel = crate::rib::RouteSelector::exact(&spec(i));
+        r.change(&FamilyChange::RouteDel(TABLE_MAIN, sel).into())
+            .unwrap();
+    }
+    assert_eq!(table(&r), 0);
+    r.rollback();
+    assert_eq!(table(&r), 40);
+    assert_eq!(run_len(&r), 0, "the rollback settles what it put back");
 }

@@ -18,6 +18,7 @@
 //! FIBs follow the RIB at commit: the journal names every edited destination; a link change
 //! (next hops die or come back) re-encodes all of them. While a change set is open, lookups use
 //! the RIB (the FIBs show the last committed state, as readers on other threads see it).
+use super::journal::count_by_table;
 use super::FamilyState;
 use crate::fib::FibFamily;
 use crate::fib::{Fib, PoptrieView, Reader, MAX_ID, NO_ROUTE};
@@ -289,23 +290,8 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
         touched: impl Iterator<Item = (TableId, Prefix<A>)> + Clone,
         links: &dyn LinkState,
     ) {
-        // Edits a table (an upper bound of its destinations edited): counted a run of edits
-        // of one table at a time (a change set edits a table or two, in long runs).
-        let mut counts: BTreeMap<TableId, usize> = BTreeMap::new();
-        let mut run: Option<(TableId, usize)> = None;
-        for (t, _) in touched.clone() {
-            match &mut run {
-                Some((r, n)) if *r == t => *n += 1,
-                _ => {
-                    if let Some((r, n)) = run.replace((t, 1)) {
-                        *counts.entry(r).or_default() += n;
-                    }
-                }
-            }
-        }
-        if let Some((r, n)) = run {
-            *counts.entry(r).or_default() += n;
-        }
+        // Edits a table (an upper bound of its destinations edited).
+        let counts = count_by_table(touched.clone());
         // Which FIBs are patched (the others are built anew), then their destinations, in one
         // pass over the edits.
         let merged_edits: usize = [TABLE_LOCAL, TABLE_MAIN]

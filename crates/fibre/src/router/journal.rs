@@ -10,6 +10,30 @@ use crate::addr::Address;
 use crate::prefix::Prefix;
 use crate::rib::SavedList;
 use crate::route::{Route, TableId};
+use std::collections::BTreeMap;
+
+/// Edits each table had in `edits` (table, destination), counted a run of one table at a time:
+/// a change set edits a table or two, in long runs.
+pub fn count_by_table<A: Address>(
+    edits: impl Iterator<Item = (TableId, Prefix<A>)>,
+) -> BTreeMap<TableId, usize> {
+    let mut counts: BTreeMap<TableId, usize> = BTreeMap::new();
+    let mut run: Option<(TableId, usize)> = None;
+    for (t, _) in edits {
+        match &mut run {
+            Some((r, n)) if *r == t => *n += 1,
+            _ => {
+                if let Some((r, n)) = run.replace((t, 1)) {
+                    *counts.entry(r).or_default() += n;
+                }
+            }
+        }
+    }
+    if let Some((r, n)) = run {
+        *counts.entry(r).or_default() += n;
+    }
+    counts
+}
 
 /// An edit's `list` when its saved list is the source-less one and held no route.
 const EMPTY: u32 = u32::MAX;

@@ -2,7 +2,7 @@
 //! change set makes to them and the rule walk of a lookup.
 use super::fibs::Fibs;
 use super::gateways::GatewayMemo;
-use super::journal::Journal;
+use super::journal::{count_by_table, Journal};
 use super::{Matched, RouterFamily};
 use crate::error::{ChangeError, Errno};
 use crate::fib::FibFamily;
@@ -116,16 +116,19 @@ impl<A: RouterFamily> FamilyState<A> {
         })
     }
 
-    /// After a change set of `edits` list edits, packs the index of each table the set may have
-    /// loaded: at least [`PACK_EDITS`] edits, and at least half as many as the table has
-    /// destinations (see [`crate::prefix_map::PrefixMap::pack`]). A set of a few changes never
-    /// packs: a table grown one change at a time would otherwise pay for a rebuild of its whole
-    /// index inside one ordinary change, each time it doubled.
-    ///
-    /// Every other table is settled (see [`crate::prefix_map::PrefixMap::settle`]): a set may
-    /// have left destinations in a run (routes added in prefix order), and none outlives it.
-    pub(super) fn pack_after(&mut self, edits: usize) {
-        for rib in self.tables.values_mut() {
+    /// At a commit, packs the index of each table the change set may have loaded: at least
+    /// [`PACK_EDITS`] edits of it, and at least half as many as it has destinations (see
+    /// [`crate::prefix_map::PrefixMap::pack`]). A set of a few changes never packs: a table
+    /// grown one change at a time would otherwise pay for a rebuild of its whole index inside
+    /// one ordinary change, each time it doubled. Every other table the set edited is settled
+    /// (see [`crate::prefix_map::PrefixMap::settle`]): the set may have left destinations in a
+    /// run (routes added in prefix order), and none outlives it. Tables the set did not edit
+    /// have no run (a rollback settles what it edits, see [`FamilySnapshot::restore`]).
+    pub(super) fn pack_after(&mut self) {
+        for (t, edits) in count_by_table(self.journal.destinations_from(0)) {
+            let Some(rib) = self.tables.get_mut(&t) else {
+                continue;
+            };
             if edits >= PACK_EDITS && 2 * edits >= rib.prefixes() {
                 rib.pack_index();
             } else {
@@ -331,6 +334,12 @@ impl<A: RouterFamily> FamilySnapshot<A> {
         let touched: Vec<_> = journal.destinations_from(0).collect();
         for (table, saved) in journal.into_undo_order() {
             s.table_mut(table).restore(saved);
+        }
+        // Put back in order, deleted destinations may make a run: none outlives the set.
+        for t in count_by_table(touched.iter().copied()).into_keys() {
+            if let Some(rib) = s.tables.get_mut(&t) {
+                rib.settle_index();
+            }
         }
         for id in s.created_tables.drain(..) {
             s.tables.remove(&id);
