@@ -27,6 +27,7 @@ use crate::prefix::Prefix;
 use crate::rib::KernelSemantics;
 use crate::rib::{LinkState, TableLookup};
 use crate::route::{TableId, TABLE_LOCAL, TABLE_MAIN};
+use smallvec::SmallVec;
 use std::collections::BTreeMap;
 
 /// The id of a destination the FIB cannot decide alone.
@@ -296,22 +297,22 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
         // pass over the edits.
         let merged_edits: usize = [TABLE_LOCAL, TABLE_MAIN]
             .iter()
-            .filter_map(|t| counts.get(t))
+            .filter_map(|t| counts.iter().find(|c| c.0 == *t).map(|c| c.1))
             .sum();
         let patch_merged = self
             .merged
             .as_ref()
             .is_some_and(|m| merged_edits > 0 && !Self::wholesale(merged_edits, m));
-        let patched: Vec<TableId> = counts
+        let patched: SmallVec<[TableId; 2]> = counts
             .iter()
-            .filter(|&(&t, &edits)| {
+            .filter(|&&(t, edits)| {
                 Self::own_fib(st, t)
                     && self
                         .tables
                         .get(&t)
                         .is_some_and(|tf| !Self::wholesale(edits, tf))
             })
-            .map(|(&t, _)| t)
+            .map(|&(t, _)| t)
             .collect();
         let in_merged = |t: TableId| patch_merged && (t == TABLE_LOCAL || t == TABLE_MAIN);
         let mut dsts: Vec<(TableId, Prefix<A>)> = touched
@@ -319,7 +320,7 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
             .collect();
         dsts.sort();
         dsts.dedup();
-        for &t in counts.keys() {
+        for &(t, _) in &counts {
             if !Self::own_fib(st, t) {
                 continue;
             }
@@ -343,10 +344,11 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
         if let Some(m) = self.merged.as_mut().filter(|_| merged_edits > 0) {
             if patch_merged {
                 // Local's and main's destinations, each run sorted: one merge of two runs.
+                // (Collected from `dsts` itself: its room is reused.)
                 let mut mine: Vec<Prefix<A>> = dsts
-                    .iter()
+                    .into_iter()
                     .filter(|d| d.0 == TABLE_LOCAL || d.0 == TABLE_MAIN)
-                    .map(|&(_, dst)| dst)
+                    .map(|(_, dst)| dst)
                     .collect();
                 mine.sort();
                 mine.dedup();

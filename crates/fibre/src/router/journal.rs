@@ -10,27 +10,30 @@ use crate::addr::Address;
 use crate::prefix::Prefix;
 use crate::rib::SavedList;
 use crate::route::{Route, TableId};
-use std::collections::BTreeMap;
+use smallvec::SmallVec;
 
-/// Edits each table had in `edits` (table, destination), counted a run of one table at a time:
-/// a change set edits a table or two, in long runs.
+/// Edits each table had in `edits` (table, destination), by table id ascending.
+///
+/// Counted a run of one table at a time (a change set edits a table or two, in long runs),
+/// the runs then sorted and added up: no allocation for a set of one or two runs, which every
+/// route change is (a `BTreeMap` here cost a route change about 900 instructions).
 pub fn count_by_table<A: Address>(
     edits: impl Iterator<Item = (TableId, Prefix<A>)>,
-) -> BTreeMap<TableId, usize> {
-    let mut counts: BTreeMap<TableId, usize> = BTreeMap::new();
-    let mut run: Option<(TableId, usize)> = None;
+) -> SmallVec<[(TableId, usize); 2]> {
+    let mut runs: SmallVec<[(TableId, usize); 2]> = SmallVec::new();
     for (t, _) in edits {
-        match &mut run {
+        match runs.last_mut() {
             Some((r, n)) if *r == t => *n += 1,
-            _ => {
-                if let Some((r, n)) = run.replace((t, 1)) {
-                    *counts.entry(r).or_default() += n;
-                }
-            }
+            _ => runs.push((t, 1)),
         }
     }
-    if let Some((r, n)) = run {
-        *counts.entry(r).or_default() += n;
+    runs.sort_unstable_by_key(|&(t, _)| t);
+    let mut counts: SmallVec<[(TableId, usize); 2]> = SmallVec::new();
+    for (t, n) in runs {
+        match counts.last_mut() {
+            Some((c, m)) if *c == t => *m += n,
+            _ => counts.push((t, n)),
+        }
     }
     counts
 }

@@ -336,7 +336,7 @@ impl<A: RouterFamily> FamilySnapshot<A> {
             s.table_mut(table).restore(saved);
         }
         // Put back in order, deleted destinations may make a run: none outlives the set.
-        for t in count_by_table(touched.iter().copied()).into_keys() {
+        for (t, _) in count_by_table(touched.iter().copied()) {
             if let Some(rib) = s.tables.get_mut(&t) {
                 rib.settle_index();
             }
