@@ -222,6 +222,17 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
         *last_new = Some(k);
         *ascending >= RUN_AFTER
     }
+    /// Whether new key `k`, found vacant in the index, starts a run: it extends a streak of
+    /// new keys in order ([`PrefixMap::note_new`]) and comes after the current run (a load goes
+    /// on past an indexed key). (On the fields: a caller holds an entry of the index.)
+    fn starts_run(
+        last_new: &mut Option<A::Packed>,
+        ascending: &mut u32,
+        run: &[(A::Packed, u32)],
+        k: A::Packed,
+    ) -> bool {
+        Self::note_new(last_new, ascending, k) && run.last().is_none_or(|(last, _)| k > *last)
+    }
     /// Starts a run with new key `k` at slot `s` (the run before merged into the index).
     ///
     /// Why runs: a load in prefix order inserts every key just above the one before, and
@@ -448,8 +459,7 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
                     &mut self.live,
                     make(),
                 );
-                let start = Self::note_new(&mut self.last_new, &mut self.ascending, k)
-                    && self.run.last().is_none_or(|(last, _)| k > *last);
+                let start = Self::starts_run(&mut self.last_new, &mut self.ascending, &self.run, k);
                 if !start {
                     e.insert(s);
                 }
@@ -513,8 +523,7 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
                     return r;
                 };
                 let s = Self::new_slot(&mut self.slots, &mut self.free_slots, &mut self.live, v);
-                let start = Self::note_new(&mut self.last_new, &mut self.ascending, k)
-                    && self.run.last().is_none_or(|(last, _)| k > *last);
+                let start = Self::starts_run(&mut self.last_new, &mut self.ascending, &self.run, k);
                 if start {
                     (r, Some(s))
                 } else {
@@ -656,24 +665,15 @@ impl<'a, A: Address, V> Iterator for Matches<'a, A, V> {
     fn next(&mut self) -> Option<Self::Item> {
         let (p, itself) = self.from.take()?;
         let map = self.map;
-        let (q, s) = if map.run.is_empty() {
-            if itself {
-                packed::longest_covering(&map.index, &p)
-            } else {
-                packed::covering_before(&map.index, &p)
-            }
-            .map(|(q, &s)| (q, s))
+        // The index with the run (an empty run leaves the index's answer as it is).
+        let keys = IndexAndRun {
+            index: &map.index,
+            run: &map.run,
+        };
+        let (q, &s) = if itself {
+            packed::longest_covering(&keys, &p)
         } else {
-            let keys = IndexAndRun {
-                index: &map.index,
-                run: &map.run,
-            };
-            if itself {
-                packed::longest_covering(&keys, &p)
-            } else {
-                packed::covering_before(&keys, &p)
-            }
-            .map(|(q, &s)| (q, s))
+            packed::covering_before(&keys, &p)
         }?;
         self.from = Some((q, false));
         Some((q, &self.map.slots[s as usize]))
