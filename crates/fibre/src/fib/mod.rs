@@ -318,8 +318,8 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
         }
     }
     /// Stages `prefix -> id` (`None`: no entry); readers see it after [`Fib::publish`]. An id
-    /// above [`MAX_ID`] is refused and nothing is staged.
-    pub fn set(&mut self, prefix: Prefix<A>, id: Option<u32>) -> Result<(), IdOutOfRange> {
+    /// above [`MAX_ID`] is refused and nothing is staged. Gives the id `prefix` had.
+    pub fn set(&mut self, prefix: Prefix<A>, id: Option<u32>) -> Result<Option<u32>, IdOutOfRange> {
         let before = match id {
             Some(id) => {
                 check_ids(std::iter::once((prefix, id)))?;
@@ -330,7 +330,7 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
         if before != id {
             self.staged.push((prefix, before, id));
         }
-        Ok(())
+        Ok(before)
     }
     /// Re-encodes what the staged changes touch and publishes it as one version. Prefixes whose
     /// id is back to what readers see (set, then unset, in one batch) are not changes: a batch

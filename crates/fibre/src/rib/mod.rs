@@ -380,6 +380,15 @@ impl<A: KernelSemantics> Rib<A> {
         self.view(Prefix::new(addr, len), Prefix::any(), routes)
     }
 
+    /// `route`, one of this table's stored routes, as the list of the destination it gives
+    /// `addr` (a compiled FIB's route class: the destination is `addr` cut to the route's
+    /// length).
+    #[inline]
+    pub fn route_at<'s>(&'s self, route: &'s StoredRoute, addr: A) -> ListView<'s, A> {
+        let dst = Prefix::new(addr, route.dst_len);
+        self.view(dst, Prefix::any(), std::slice::from_ref(route))
+    }
+
     /// Every route list of `dst`'s entry `e`, spelled out: the source-less one, then one per
     /// source prefix.
     pub fn lists_of<'s>(

@@ -11,20 +11,23 @@
 //! entry and nothing else (no table of ids to read first, no walk). An entry's index is stable
 //! while its destination is stored; a destination that moves (removed, or put back by a
 //! rollback) is journaled, and its id is derived again at commit or after the rollback.
-//! A prefix whose list answers nothing (every route dead or TOS-only) is left out, as the
-//! kernel's walk passes over it. IPv6 destinations with a source subtree map to [`ASK_RIB`]:
+//! A destination whose list is one route gets the id of that route's class instead
+//! ([`super::route_classes`]): the answer without reading the entry. A prefix whose list
+//! answers nothing (every route dead or TOS-only) is left out, as the kernel's walk passes
+//! over it. IPv6 destinations with a source subtree map to [`ASK_RIB`]:
 //! the walk there depends on the source; the RIB answers.
 //!
 //! FIBs follow the RIB at commit: the journal names every edited destination; a link change
 //! (next hops die or come back) re-encodes all of them. While a change set is open, lookups use
 //! the RIB (the FIBs show the last committed state, as readers on other threads see it).
 use super::journal::count_by_table;
+use super::route_classes::RouteClasses;
 use super::FamilyState;
 use crate::fib::FibFamily;
 use crate::fib::{Fib, PoptrieView, Reader, MAX_ID, NO_ROUTE};
 use crate::flow::Flow;
 use crate::prefix::Prefix;
-use crate::rib::KernelSemantics;
+use crate::rib::{KernelSemantics, StoredRoute};
 use crate::rib::{LinkState, TableLookup};
 use crate::route::{TableId, TABLE_LOCAL, TABLE_MAIN};
 use smallvec::SmallVec;
@@ -52,6 +55,8 @@ pub struct TableFib<A: KernelSemantics + FibFamily> {
     /// The tables it covers, in the order their lists compete at equal prefixes.
     tables: Vec<TableId>,
     fib: Fib<A>,
+    /// The route classes its ids name.
+    classes: RouteClasses,
     /// A covered table ever held a TOS route (IPv4) or a source route (IPv6): flows that carry
     /// TOS or a source go to the RIB. Sticky until the next full build.
     pub tos_or_source_routes: bool,
@@ -62,6 +67,7 @@ impl<A: KernelSemantics + FibFamily> Clone for TableFib<A> {
         TableFib {
             tables: self.tables.clone(),
             fib: self.fib.duplicate(),
+            classes: self.classes.clone(),
             tos_or_source_routes: self.tos_or_source_routes,
         }
     }
@@ -69,8 +75,9 @@ impl<A: KernelSemantics + FibFamily> Clone for TableFib<A> {
 
 /// What a destination's own lists answer a plain flow.
 enum Own {
-    /// The table whose list answers, and where the entry is in its RIB.
-    Answer(TableId, u32),
+    /// The table whose list answers, where the entry is in its RIB, and the list's route
+    /// when it is the only one (the id is then its class's).
+    Answer(TableId, u32, Option<StoredRoute>),
     AskRib,
     Nothing,
 }
@@ -80,6 +87,7 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
         let mut tf = TableFib {
             tables,
             fib: Fib::new(),
+            classes: RouteClasses::default(),
             tos_or_source_routes: false,
         };
         // Every destination's entries in prefix order and, at equal prefixes, in the tables'
@@ -116,7 +124,8 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
                 pairs.push((dst, id));
             }
         }
-        tf.fib = Fib::from_routes(pairs).expect("router ids are slot indexes, far below MAX_ID");
+        tf.fib = Fib::from_routes(pairs)
+            .expect("router ids are slot indexes and classes, far below MAX_ID");
         tf
     }
 
@@ -154,7 +163,10 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
                 TableLookup::None => {}
                 // What comes after a next-hop object's miss is the RIB walk's to decide.
                 TableLookup::Miss => return Own::AskRib,
-                _ => return Own::Answer(t, index),
+                _ => {
+                    let single = (entry.routes.len() == 1).then(|| entry.routes[0]);
+                    return Own::Answer(t, index, single);
+                }
             }
         }
         Own::Nothing
@@ -171,14 +183,18 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
         self.assign_own(own)
     }
 
-    /// The id of a destination whose lists answer `own`, or `None`.
-    fn assign_own(&self, own: Own) -> Option<u32> {
+    /// The id of a destination whose lists answer `own`, or `None`; a class's is held once
+    /// more (the leaf that gets it uses it).
+    fn assign_own(&mut self, own: Own) -> Option<u32> {
         match own {
             Own::Nothing => None,
             Own::AskRib => Some(ASK_RIB),
-            Own::Answer(t, index) => {
+            Own::Answer(t, index, single) => {
                 let pos = self.tables.iter().position(|&x| x == t);
-                Some(id_of(pos.expect("a covered table"), index))
+                let pos = pos.expect("a covered table");
+                single
+                    .and_then(|route| self.classes.hold(pos as u8, route))
+                    .or_else(|| Some(id_of(pos, index)))
             }
         }
     }
@@ -188,9 +204,14 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
     fn refresh(&mut self, st: &FamilyState<A>, dsts: &[Prefix<A>], links: &dyn LinkState) {
         for &dst in dsts {
             let id = self.assign(st, dst, links);
-            self.fib
+            let before = self
+                .fib
                 .set(dst, id)
-                .expect("router ids are slot indexes, far below MAX_ID");
+                .expect("router ids are slot indexes and classes, far below MAX_ID");
+            // After the hold of the new id: a class that stays is never let go on the way.
+            if let Some(before) = before {
+                self.classes.release(before);
+            }
         }
         self.fib.publish();
     }
@@ -206,8 +227,13 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
             NO_ROUTE => Some(TableLookup::None),
             ASK_RIB => None,
             id => {
-                let table = self.tables[(id >> INDEX_BITS) as usize];
-                let list = st.tables[&table].routes_at(id & ((1 << INDEX_BITS) - 1), flow.dst);
+                let list = if RouteClasses::is_class(id) {
+                    let (pos, route) = self.classes.get(id);
+                    st.tables[&self.tables[pos]].route_at(route, flow.dst)
+                } else {
+                    let table = self.tables[(id >> INDEX_BITS) as usize];
+                    st.tables[&table].routes_at(id & ((1 << INDEX_BITS) - 1), flow.dst)
+                };
                 match A::select(list, flow, &st.nhs, links) {
                     TableLookup::Miss => None,
                     answer => Some(answer),
@@ -223,6 +249,17 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
     /// The compiled FIB: destination prefix -> id.
     pub fn fib(&self) -> &Fib<A> {
         &self.fib
+    }
+
+    /// How many route classes its ids name (see [`super::route_classes`]).
+    pub fn route_classes(&self) -> usize {
+        self.classes.len()
+    }
+
+    /// Panics unless the classes are counted by exactly the FIB's leaves: for tests.
+    #[cfg(test)]
+    pub(crate) fn check_classes(&self) {
+        self.classes.check(self.fib.routes().map(|(_, id)| id));
     }
 }
 

@@ -37,6 +37,7 @@ mod mirrored;
 pub(crate) use mirrored::mirror_mode;
 mod nhobjects;
 mod query;
+mod route_classes;
 mod state;
 
 pub use change::{Change, FamilyChange};

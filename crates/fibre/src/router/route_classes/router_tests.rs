@@ -1,0 +1,155 @@
+//! Route classes in a router: after commits, rollbacks and link changes, every class is
+//! counted by exactly the FIB leaves that name it, and the FIBs answer as the RIB's walk.
+use crate::io::iproute2::{parse_line, Batch, Command};
+use crate::router::{Change, Router};
+use crate::RouteQuery;
+use proptest::prelude::*;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+fn router(rules: bool) -> Router {
+    let mut b = Batch::new(Router::new());
+    let mut text = String::from(
+        "link set lo up\nlink add veth0 type veth peer name veth1\nlink set veth0 up\n\
+         link set veth1 up\naddr add 10.0.0.1/24 dev veth0\naddr add 10.1.0.1/24 dev veth1\n\
+         addr add 2001:db8::1/64 dev veth0\n",
+    );
+    if rules {
+        text.push_str("rule add from 10.9.0.0/16 lookup 7 pref 5\n");
+    }
+    let out = b.run_text(&text);
+    assert!(out.success(), "{}", out.stderr);
+    b.router
+}
+
+/// Routes of a few next hops, so that destinations share classes, and lists of two routes
+/// (slot ids), replaced, moved between next hops, and links that go down and up.
+const LINES: [&str; 20] = [
+    "route add 198.18.0.0/24 via 10.0.0.2",
+    "route add 198.18.1.0/24 via 10.0.0.2",
+    "route add 198.18.2.0/24 via 10.1.0.2",
+    "route del 198.18.1.0/24",
+    "route replace 198.18.0.0/24 via 10.1.0.2",
+    "route replace 198.18.1.0/24 via 10.0.0.2 metric 7",
+    "route append 198.18.2.0/24 via 10.0.0.2 metric 9",
+    "route del 198.18.2.0/24 metric 9",
+    "route add 198.18.0.0/16 via 10.0.0.2",
+    "route del 198.18.0.0/16",
+    "route add blackhole 198.18.3.0/24",
+    "route add 198.18.3.0/24 tos 0x10 via 10.0.0.2",
+    "link set veth1 down",
+    "link set veth1 up",
+    "route add 2001:db8:1::/48 via 2001:db8::2",
+    "route add 2001:db8:2::/48 via 2001:db8::2",
+    "route del 2001:db8:1::/48",
+    "route add 2001:db8:2::/48 from 2001:db8:9::/48 via 2001:db8::3",
+    "addr del 10.1.0.1/24 dev veth1",
+    "route add 198.18.4.0/24 via 10.0.0.99 dev veth0 onlink",
+];
+
+const PROBES: [&str; 9] = [
+    "198.18.0.5",
+    "198.18.1.5",
+    "198.18.2.5",
+    "198.18.3.5",
+    "198.18.4.5",
+    "198.18.9.1",
+    "2001:db8:1::1",
+    "2001:db8:2::1",
+    "203.0.113.1",
+];
+
+fn changes(r: &Router, lines: &[&str]) -> Vec<Change> {
+    lines
+        .iter()
+        .map(|l| match parse_line(l, None, r).expect("parses") {
+            Command::Apply(c) => c,
+            other => panic!("not a change: {other:?}"),
+        })
+        .collect()
+}
+
+fn check(r: &Router) {
+    let v4 = r.family::<Ipv4Addr>();
+    let v6 = r.family::<Ipv6Addr>();
+    v4.merged_fib().into_iter().for_each(|f| f.check_classes());
+    for t in v4.tables() {
+        v4.table_fib(t.id)
+            .into_iter()
+            .for_each(|f| f.check_classes());
+    }
+    for t in v6.tables() {
+        v6.table_fib(t.id)
+            .into_iter()
+            .for_each(|f| f.check_classes());
+    }
+}
+
+fn answers(r: &Router) -> Vec<String> {
+    PROBES
+        .iter()
+        .map(|p| match p.parse::<IpAddr>().unwrap() {
+            IpAddr::V4(a) => format!("{:?}", r.route_get(&RouteQuery::to(a))),
+            IpAddr::V6(a) => format!("{:?}", r.route_get(&RouteQuery::to(a))),
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// Change sets that commit, or fail and roll back (a change that fails ends each set whose
+    /// last pick is odd): after each, the classes are counted by the leaves, and the FIBs answer
+    /// as the RIB's walk does.
+    #[test]
+    fn classes_follow_commits_and_rollbacks(
+        rules in any::<bool>(),
+        sets in prop::collection::vec(prop::collection::vec(0usize..LINES.len(), 1..5), 1..8),
+    ) {
+        let mut r = router(rules);
+        for picks in sets {
+            let lines: Vec<&str> = picks.iter().map(|&p| LINES[p]).collect();
+            let mut set = changes(&r, &lines);
+            if picks[picks.len() - 1] % 2 == 1 {
+                set.push(Change::LinkDel { dev: 999 });
+            }
+            let _ = r.apply(&set);
+            check(&r);
+            let mut rib = r.clone();
+            rib.set_fibs_enabled(false);
+            prop_assert_eq!(answers(&r), answers(&rib), "after {:?}", lines);
+        }
+    }
+}
+
+/// Destinations with one route each share their route's class: a /24 and a /25 of each of two
+/// next hops make four classes for any number of destinations, and they go with their routes.
+#[test]
+fn destinations_share_classes() {
+    let mut r = router(false);
+    let mut lines = Vec::new();
+    for (net, len) in [(18, 24), (19, 25)] {
+        for i in 0..64 {
+            let gw = if i % 2 == 0 { "10.0.0.2" } else { "10.1.0.2" };
+            lines.push(format!("route add 198.{net}.{i}.0/{len} via {gw}"));
+        }
+    }
+    let refs: Vec<&str> = lines.iter().map(|l| l.as_str()).collect();
+    r.apply(&changes(&r, &refs)).unwrap();
+    check(&r);
+    let classes = |r: &Router| r.family::<Ipv4Addr>().merged_fib().unwrap().route_classes();
+    // The local table's routes (addresses, broadcasts) and the subnets are classes too.
+    let base = classes(&router(false));
+    assert_eq!(classes(&r), base + 4);
+    let dels: Vec<String> = lines[..64]
+        .iter()
+        .map(|l| l.replace("add", "del"))
+        .collect();
+    let refs: Vec<&str> = dels.iter().map(|l| l.as_str()).collect();
+    r.apply(&changes(&r, &refs)).unwrap();
+    check(&r);
+    assert_eq!(
+        classes(&r),
+        base + 2,
+        "the /24s' two classes went with them"
+    );
+}
