@@ -52,7 +52,7 @@ impl<A: Address> RouteAttrs<A> {
 }
 
 /// A route as its list stores it (see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StoredRoute {
     /// The next-hop group.
     pub hops: NhId,

@@ -257,21 +257,26 @@ impl family::Kernel for Ipv4Addr {
         }
         // Fast path: local and main are one trie, reported as table main; then, if main has
         // nothing (or throws), the default table, if it exists.
-        let (local, main) = (&st.tables[&TABLE_LOCAL], &st.tables[&TABLE_MAIN]);
-        let default = st.tables.get(&TABLE_DEFAULT);
-        let merged = st
-            .fib_lookup_merged(flow, links)
-            .unwrap_or_else(|| Rib::lookup_merged(local, main, flow, &st.nhs, links));
-        let (table, result) = match merged {
+        // The tables are searched for only when the FIB cannot answer alone (three searches
+        // of the tables' map were a tenth of a `route get`).
+        let merged = st.fib_lookup_merged(flow, links).unwrap_or_else(|| {
+            let (local, main) = (&st.tables[&TABLE_LOCAL], &st.tables[&TABLE_MAIN]);
+            Rib::lookup_merged(local, main, flow, &st.nhs, links)
+        });
+        let fall_through = matches!(
+            merged,
             TableLookup::None
-            | TableLookup::Reject {
-                errno: Errno::EAGAIN,
-                ..
-            } if default.is_some() => (
-                TABLE_DEFAULT,
-                default.expect("guarded").lookup(flow, &st.nhs, links),
-            ),
-            other => (TABLE_MAIN, other),
+                | TableLookup::Reject {
+                    errno: Errno::EAGAIN,
+                    ..
+                }
+        );
+        let default = fall_through
+            .then(|| st.tables.get(&TABLE_DEFAULT))
+            .flatten();
+        let (table, result) = match default {
+            Some(default) => (TABLE_DEFAULT, default.lookup(flow, &st.nhs, links)),
+            None => (TABLE_MAIN, merged),
         };
         match result {
             TableLookup::Match {
