@@ -37,9 +37,10 @@ impl<A: FibFamily> Store<A> {
             Store::Plain(t) => {
                 t.insert(p, slot);
             }
-            Store::Compiled(f) => f
-                .set(p, Some(slot))
-                .expect("slots stay below the FIB's largest id"),
+            Store::Compiled(f) => {
+                f.set(p, Some(slot))
+                    .expect("slots stay below the FIB's largest id");
+            }
         }
     }
 
@@ -47,13 +48,7 @@ impl<A: FibFamily> Store<A> {
     pub fn remove(&mut self, p: &Prefix<A>) -> Option<u32> {
         match self {
             Store::Plain(t) => t.remove(p),
-            Store::Compiled(f) => {
-                let old = f.get(p);
-                if old.is_some() {
-                    f.set(*p, None).expect("removal stores no id");
-                }
-                old
-            }
+            Store::Compiled(f) => f.set(*p, None).expect("removal stores no id"),
         }
     }
 

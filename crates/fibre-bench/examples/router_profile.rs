@@ -12,7 +12,7 @@
 //! into a router as one change set (`load`), then does N `route_get`s of W1 addresses
 //! (`gets`) and N/10 deletes then N/10 inserts of the same routes, one change set each
 //! (`updates`: `deletes`, then `inserts`), in functions of their own: their instruction counts
-//! divided by N (or N/10 changes each) are per operation. Without valgrind it prints the wall-clock time of each.
+//! divided by N (or N/10 changes each) are per operation. Without valgrind it prints the wall-clock time of each, and how many route classes the FIB ids name.
 use fibre::{RouteQuery, Router};
 use fibre_bench::scenario::{with_next_hops, workspace_views, BenchRoute, StudyFamily};
 use fibre_bench::updates::{add, del, loaded_router, spec};
@@ -71,9 +71,14 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     let t = Instant::now();
     updates::<A>(&mut router, &chosen, dev);
     let change_ns = t.elapsed().as_nanos() as f64 / (2 * chosen.len()).max(1) as f64;
+    let st = router.family::<A>();
+    let classes = st
+        .merged_fib()
+        .or_else(|| st.table_fib(fibre::route::TABLE_MAIN))
+        .map_or(0, |f| f.route_classes());
     println!(
         "{}: {} routes loaded in {load_s:.3} s; {} route gets ({ok} answered), {get_ns:.0} ns \
-         each; {} changes, {change_ns:.0} ns each",
+         each; {} changes, {change_ns:.0} ns each; {classes} route classes",
         A::LABEL,
         routes.len(),
         queries.len(),

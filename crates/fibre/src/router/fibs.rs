@@ -11,11 +11,12 @@
 //! entry and nothing else (no table of ids to read first, no walk). An entry's index is stable
 //! while its destination is stored; a destination that moves (removed, or put back by a
 //! rollback) is journaled, and its id is derived again at commit or after the rollback.
-//! A destination whose list is one route gets the id of that route's class instead
-//! ([`super::route_classes`]): the answer without reading the entry. A prefix whose list
-//! answers nothing (every route dead or TOS-only) is left out, as the kernel's walk passes
-//! over it. IPv6 destinations with a source subtree map to [`ASK_RIB`]:
-//! the walk there depends on the source; the RIB answers.
+//!
+//! A destination whose list is one route (most of a BGP view) gets the id of that route's
+//! class instead (`router::route_classes`): the answer without reading the entry. A prefix
+//! whose list answers nothing (every route dead or TOS-only) is left out, as the kernel's walk
+//! passes over it. IPv6 destinations with a source subtree map to [`ASK_RIB`]: the walk there
+//! depends on the source; the RIB answers.
 //!
 //! FIBs follow the RIB at commit: the journal names every edited destination; a link change
 //! (next hops die or come back) re-encodes all of them. While a change set is open, lookups use
@@ -251,7 +252,7 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
         &self.fib
     }
 
-    /// How many route classes its ids name (see [`super::route_classes`]).
+    /// How many route classes its ids name (see `router::route_classes`).
     pub fn route_classes(&self) -> usize {
         self.classes.len()
     }
