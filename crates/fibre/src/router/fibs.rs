@@ -2,19 +2,24 @@
 //! kernel's trie while no rule was changed; IPv4 local and main get FIBs of their own only once
 //! rules are customised, since nothing reads them before).
 //!
-//! A FIB id names a destination prefix of the RIB whose route list answers a *plain* flow
+//! The FIB maps each destination prefix of the RIB whose route list answers a *plain* flow
 //! (no output device, no TOS where TOS routes exist, IPv4 scope universe, IPv6 no source where
-//! source routes exist and no preferred device): the list's selection is the same for every
-//! such flow, so the FIB can skip the longest-prefix walk and the router only resolves the id.
-//! The id *is* the destination's place: the covered table's position and the index of its
-//! entry in that table's RIB ([`crate::rib::Rib::entry_index`]), so resolving it reads the
-//! entry and nothing else (no table of ids to read first, no walk). An entry's index is stable
-//! while its destination is stored; a destination that moves (removed, or put back by a
-//! rollback) is journaled, and its id is derived again at commit or after the rollback.
+//! source routes exist and no preferred device) to an id: the list's selection is the same for
+//! every such flow, so the FIB can skip the longest-prefix walk and the router only resolves
+//! the id. An id is one of:
 //!
-//! A destination whose list is one route (most of a BGP view) gets the id of that route's
-//! class instead (`router::route_classes`): the answer without reading the entry. A prefix
-//! whose list answers nothing (every route dead or TOS-only) is left out, as the kernel's walk
+//! - **a route class** (`router::route_classes`), where the list is one route (most of a BGP
+//!   view): that route as stored and its table, shared by every destination with the same
+//!   route; resolving it reads no entry;
+//! - **the destination's place**, for lists of several routes (and past the cap of classes):
+//!   the covered table's position and the index of its entry in that table's RIB
+//!   ([`crate::rib::Rib::entry_index`]), so resolving it reads the entry and nothing else. An
+//!   entry's index is stable while its destination is stored; a destination that moves
+//!   (removed, or put back by a rollback) is journaled, and its id is derived again at commit
+//!   or after the rollback;
+//! - [`ASK_RIB`].
+//!
+//! A prefix whose list answers nothing (every route dead or TOS-only) is left out, as the kernel's walk
 //! passes over it. IPv6 destinations with a source subtree map to [`ASK_RIB`]: the walk there
 //! depends on the source; the RIB answers.
 //!
@@ -247,7 +252,8 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
     pub fn reader(&self) -> Reader<PoptrieView<A>> {
         self.fib.reader()
     }
-    /// The compiled FIB: destination prefix -> id.
+    /// The compiled FIB: destination prefix -> id (a route class, an entry's place, or
+    /// [`ASK_RIB`]: see the module docs).
     pub fn fib(&self) -> &Fib<A> {
         &self.fib
     }
@@ -485,8 +491,9 @@ impl<A: KernelSemantics + FibFamily> FamilyState<A> {
         tf.lookup(self, flow, links)
     }
 
-    /// A reader of table `id`'s FIB, for lookups on other threads (its ids name destinations
-    /// of the router's tables, resolved on the router's side).
+    /// A reader of table `id`'s FIB, for lookups on other threads. Its ids are the FIB's own
+    /// (see the module docs: a route class of this FIB, whose id is reused once the class
+    /// goes, or an entry's place), resolved on the router's side.
     pub fn fib_reader(&self, id: TableId) -> Option<Reader<PoptrieView<A>>> {
         self.fibs.tables.get(&id).map(|tf| tf.reader())
     }

@@ -46,7 +46,13 @@ const LINES: [&str; 20] = [
     "route add 198.18.4.0/24 via 10.0.0.99 dev veth0 onlink",
 ];
 
-const PROBES: [&str; 9] = [
+/// Main's routes, local's (addresses, broadcasts, loopback) and IPv6 local's.
+const PROBES: [&str; 14] = [
+    "10.0.0.1",
+    "10.0.0.255",
+    "10.1.0.1",
+    "127.0.0.1",
+    "2001:db8::1",
     "198.18.0.5",
     "198.18.1.5",
     "198.18.2.5",
@@ -97,9 +103,9 @@ fn answers(r: &Router) -> Vec<String> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
 
-    /// Change sets that commit, or fail and roll back (a change that fails ends each set whose
-    /// last pick is odd): after each, the classes are counted by the leaves, and the FIBs answer
-    /// as the RIB's walk does.
+    /// Change sets that commit, or fail and roll back (a deletion of a route that is not there
+    /// ends each set whose last pick is odd): after each, the classes are counted by the
+    /// leaves, and the FIBs answer as the RIB's walk does, in the router and in a copy of it.
     #[test]
     fn classes_follow_commits_and_rollbacks(
         rules in any::<bool>(),
@@ -110,13 +116,19 @@ proptest! {
             let lines: Vec<&str> = picks.iter().map(|&p| LINES[p]).collect();
             let mut set = changes(&r, &lines);
             if picks[picks.len() - 1] % 2 == 1 {
-                set.push(Change::LinkDel { dev: 999 });
+                // A route's failure: a link's (the change sets the links' mark first) would
+                // leave the FIBs to the next rebuild, and the RIB would answer for them.
+                set.extend(changes(&r, &["route del 192.0.2.0/24"]));
             }
             let _ = r.apply(&set);
             check(&r);
+            let copy = r.clone();
+            check(&copy);
             let mut rib = r.clone();
             rib.set_fibs_enabled(false);
-            prop_assert_eq!(answers(&r), answers(&rib), "after {:?}", lines);
+            let fib = answers(&r);
+            prop_assert_eq!(&fib, &answers(&rib), "after {:?}", lines);
+            prop_assert_eq!(&fib, &answers(&copy), "a copy, after {:?}", lines);
         }
     }
 }
@@ -152,4 +164,59 @@ fn destinations_share_classes() {
         base + 2,
         "the /24s' two classes went with them"
     );
+}
+
+/// Lowers this thread's cap of classes until dropped.
+struct Cap;
+impl Cap {
+    fn lower(to: usize) -> Cap {
+        super::TEST_CAP.with(|c| c.set(to));
+        Cap
+    }
+}
+impl Drop for Cap {
+    fn drop(&mut self) {
+        super::TEST_CAP.with(|c| c.set(super::MAX_CLASSES));
+    }
+}
+
+/// Past the cap, destinations keep their slots' ids and answer as before; the places of classes
+/// that went are taken again.
+#[test]
+fn past_the_cap_slots_answer() {
+    let mut r = router(false);
+    let classes = |r: &Router| r.family::<Ipv4Addr>().merged_fib().unwrap().route_classes();
+    let base = classes(&r);
+    let _cap = Cap::lower(base + 2);
+    // Eight metrics: eight routes that could be classes; two are.
+    let adds: Vec<String> = (0..8)
+        .map(|i| format!("route add 198.18.{i}.0/24 via 10.0.0.2 metric {i}"))
+        .collect();
+    let dels: Vec<String> = adds.iter().map(|l| l.replace("add", "del")).collect();
+    let apply = |r: &mut Router, lines: &[String]| {
+        let refs: Vec<&str> = lines.iter().map(|l| l.as_str()).collect();
+        let set = changes(r, &refs);
+        r.apply(&set).unwrap();
+        check(r);
+    };
+    let ask = |r: &Router| -> Vec<String> {
+        (0..8)
+            .map(|i| Ipv4Addr::new(198, 18, i, 1))
+            .map(|a| format!("{:?}", r.route_get(&RouteQuery::to(a))))
+            .collect()
+    };
+    let through_rib = |r: &Router| {
+        let mut rib = r.clone();
+        rib.set_fibs_enabled(false);
+        ask(&rib)
+    };
+    apply(&mut r, &adds);
+    assert_eq!(classes(&r), base + 2);
+    assert!(ask(&r).iter().all(|a| a.starts_with("Ok")), "{:?}", ask(&r));
+    assert_eq!(ask(&r), through_rib(&r));
+    apply(&mut r, &dels);
+    assert_eq!(classes(&r), base);
+    apply(&mut r, &adds);
+    assert_eq!(classes(&r), base + 2);
+    assert_eq!(ask(&r), through_rib(&r));
 }
