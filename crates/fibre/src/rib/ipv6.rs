@@ -195,7 +195,8 @@ fn sibling_hops(
     i: usize,
     nhs: &NhTable<Ipv6Addr>,
 ) -> Siblings {
-    if !qualifies_for_ecmp(route, nhs) {
+    // A route alone has no siblings: the list is not spelled out again (most destinations).
+    if list.stored().len() <= 1 || !qualifies_for_ecmp(route, nhs) {
         return Siblings::new();
     }
     let metric = route.metric;
