@@ -19,9 +19,9 @@
 //!   or after the rollback;
 //! - [`ASK_RIB`].
 //!
-//! A prefix whose list answers nothing (every route dead or TOS-only) is left out, as the kernel's walk
-//! passes over it. IPv6 destinations with a source subtree map to [`ASK_RIB`]: the walk there
-//! depends on the source; the RIB answers.
+//! A prefix whose list answers nothing (every route dead or TOS-only) is left out, as the
+//! kernel's walk passes over it. IPv6 destinations with a source subtree map to [`ASK_RIB`]: the
+//! walk there depends on the source; the RIB answers.
 //!
 //! FIBs follow the RIB at commit: the journal names every edited destination; a link change
 //! (next hops die or come back) re-encodes all of them. While a change set is open, lookups use
