@@ -26,7 +26,7 @@
 //! FIBs follow the RIB at commit: the journal names every edited destination; a link change
 //! (next hops die or come back) re-encodes all of them. While a change set is open, lookups use
 //! the RIB (the FIBs show the last committed state, as readers on other threads see it).
-use super::journal::count_by_table;
+use super::journal::{count_by_table, EditCounts};
 use super::route_classes::RouteClasses;
 use super::FamilyState;
 use crate::fib::FibFamily;
@@ -214,7 +214,7 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
                 .fib
                 .set(dst, id)
                 .expect("router ids are slot indexes and classes, far below MAX_ID");
-            // After the hold of the new id: a class that stays is never let go on the way.
+            // Released after the new id's hold: a class that stays is not freed and made again.
             if let Some(before) = before {
                 self.classes.release(before);
             }
@@ -323,7 +323,8 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
         }
     }
 
-    /// Follows the committed edits `touched` (table, destination; a destination may repeat).
+    /// Follows the committed edits `touched` (table, destination; a destination may repeat),
+    /// `counts` of them by table ([`count_by_table`]).
     ///
     /// A table whose FIB is built anew (a load: see `Fibs::wholesale`) needs only its count
     /// of edits; the destinations of the others are collected, sorted and patched. Why not a
@@ -332,11 +333,10 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
     pub fn follow(
         &mut self,
         st: &FamilyState<A>,
-        touched: impl Iterator<Item = (TableId, Prefix<A>)> + Clone,
+        touched: impl Iterator<Item = (TableId, Prefix<A>)>,
+        counts: &EditCounts,
         links: &dyn LinkState,
     ) {
-        // Edits a table (an upper bound of its destinations edited).
-        let counts = count_by_table(touched.clone());
         // Which FIBs are patched (the others are built anew), then their destinations, in one
         // pass over the edits.
         let merged_edits: usize = [TABLE_LOCAL, TABLE_MAIN]
@@ -364,7 +364,7 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
             .collect();
         dsts.sort();
         dsts.dedup();
-        for &(t, _) in &counts {
+        for &(t, _) in counts {
             if !Self::own_fib(st, t) {
                 continue;
             }
@@ -434,8 +434,9 @@ impl<A: KernelSemantics + FibFamily> FamilyState<A> {
         self.journal.is_empty() && !self.fibs.links_changed && !self.fibs.disabled
     }
 
-    /// Brings the FIBs to the state about to be committed (the journal names what changed).
-    pub(super) fn follow_commit(&mut self, links: &dyn LinkState) {
+    /// Brings the FIBs to the state about to be committed (the journal names what changed,
+    /// `counts` how much of each table: see [`FamilyState::pack_after`]).
+    pub(super) fn follow_commit(&mut self, links: &dyn LinkState, counts: &EditCounts) {
         if self.fibs.links_changed {
             let disabled = self.fibs.disabled;
             self.fibs = Fibs::rebuild(self, links);
@@ -443,7 +444,7 @@ impl<A: KernelSemantics + FibFamily> FamilyState<A> {
         } else if !self.journal.is_empty() {
             let mut fibs = std::mem::take(&mut self.fibs);
             let touched = self.journal.destinations_from(0);
-            fibs.follow(self, touched, links);
+            fibs.follow(self, touched, counts, links);
             self.fibs = fibs;
         }
     }
@@ -460,7 +461,8 @@ impl<A: KernelSemantics + FibFamily> FamilyState<A> {
             return;
         }
         let mut fibs = std::mem::take(&mut self.fibs);
-        fibs.follow(self, touched.iter().copied(), links);
+        let counts = count_by_table(touched.iter().copied());
+        fibs.follow(self, touched.iter().copied(), &counts, links);
         self.fibs = fibs;
     }
 

@@ -292,7 +292,8 @@ fn load_family<A: RouterFamily>(
     if !mirrored {
         st.derived = Arc::new(st.derived_routes(links));
     }
-    st.follow_commit(links);
+    let counts = super::journal::count_by_table(st.journal.destinations_from(0));
+    st.follow_commit(links, &counts);
     Ok(())
 }
 

@@ -12,14 +12,15 @@ use crate::rib::SavedList;
 use crate::route::{Route, TableId};
 use smallvec::SmallVec;
 
+/// Edits a table had in a change set, by table id ascending (see [`count_by_table`]).
+pub type EditCounts = SmallVec<[(TableId, usize); 2]>;
+
 /// Edits each table had in `edits` (table, destination), by table id ascending.
 ///
 /// Counted a run of one table at a time (a change set edits a table or two, in long runs),
 /// the runs then sorted and added up: no allocation for a set of one or two runs, which every
 /// route change is (a `BTreeMap` here cost a route change about 900 instructions).
-pub fn count_by_table<A: Address>(
-    edits: impl Iterator<Item = (TableId, Prefix<A>)>,
-) -> SmallVec<[(TableId, usize); 2]> {
+pub fn count_by_table<A: Address>(edits: impl Iterator<Item = (TableId, Prefix<A>)>) -> EditCounts {
     let mut runs: SmallVec<[(TableId, usize); 2]> = SmallVec::new();
     for (t, _) in edits {
         match runs.last_mut() {
@@ -28,7 +29,7 @@ pub fn count_by_table<A: Address>(
         }
     }
     runs.sort_unstable_by_key(|&(t, _)| t);
-    let mut counts: SmallVec<[(TableId, usize); 2]> = SmallVec::new();
+    let mut counts = EditCounts::new();
     for (t, n) in runs {
         match counts.last_mut() {
             Some((c, m)) if *c == t => *m += n,

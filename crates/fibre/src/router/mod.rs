@@ -224,10 +224,9 @@ impl Router {
             // A load leaves its tables' indexes half full, or some of its destinations in a
             // run (see `PrefixMap::pack`); packed first, the FIBs' build reads them in order.
             // Slots, and so FIB ids, do not move.
-            self.v4.pack_after();
-            self.v6.pack_after();
-            self.v4.follow_commit(&*self.links);
-            self.v6.follow_commit(&*self.links);
+            let counts = (self.v4.pack_after(), self.v6.pack_after());
+            self.v4.follow_commit(&*self.links, &counts.0);
+            self.v6.follow_commit(&*self.links, &counts.1);
             let (v4, v6) = (&mut self.v4, &mut self.v6);
             v4.gateways.follow(&v4.journal);
             v6.gateways.follow(&v6.journal);

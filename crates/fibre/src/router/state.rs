@@ -2,7 +2,7 @@
 //! change set makes to them and the rule walk of a lookup.
 use super::fibs::Fibs;
 use super::gateways::GatewayMemo;
-use super::journal::{count_by_table, Journal};
+use super::journal::{count_by_table, EditCounts, Journal};
 use super::{Matched, RouterFamily};
 use crate::error::{ChangeError, Errno};
 use crate::fib::FibFamily;
@@ -124,8 +124,12 @@ impl<A: RouterFamily> FamilyState<A> {
     /// (see [`crate::prefix_map::PrefixMap::settle`]): the set may have left destinations in a
     /// run (routes added in prefix order), and none outlives it. Tables the set did not edit
     /// have no run (a rollback settles what it edits, see [`FamilySnapshot::restore`]).
-    pub(super) fn pack_after(&mut self) {
-        for (t, edits) in count_by_table(self.journal.destinations_from(0)) {
+    ///
+    /// Gives the counts of edits by table, which the FIBs follow with (one pass over the
+    /// journal for both).
+    pub(super) fn pack_after(&mut self) -> EditCounts {
+        let counts = count_by_table(self.journal.destinations_from(0));
+        for &(t, edits) in &counts {
             let Some(rib) = self.tables.get_mut(&t) else {
                 continue;
             };
@@ -135,6 +139,7 @@ impl<A: RouterFamily> FamilyState<A> {
                 rib.settle_index();
             }
         }
+        counts
     }
 
     /// Interns, inserts, and releases what the insert displaced.

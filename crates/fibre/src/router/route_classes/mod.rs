@@ -96,22 +96,21 @@ impl RouteClasses {
         let at = match self.index.get(&key) {
             Some(&at) => at,
             None => {
-                let at = match self.free.pop() {
-                    Some(at) => at,
-                    None if self.classes.len() < cap() => {
-                        self.classes.push(Class {
-                            route,
-                            pos,
-                            uses: 0,
-                        });
-                        (self.classes.len() - 1) as u32
-                    }
-                    None => return None,
-                };
-                self.classes[at as usize] = Class {
+                let class = Class {
                     route,
                     pos,
                     uses: 0,
+                };
+                let at = match self.free.pop() {
+                    Some(at) => {
+                        self.classes[at as usize] = class;
+                        at
+                    }
+                    None if self.classes.len() < cap() => {
+                        self.classes.push(class);
+                        (self.classes.len() - 1) as u32
+                    }
+                    None => return None,
                 };
                 self.index.insert(key, at);
                 at
