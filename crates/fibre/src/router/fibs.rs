@@ -324,7 +324,7 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
     }
 
     /// Follows the committed edits `touched` (table, destination; a destination may repeat),
-    /// `counts` of them by table ([`count_by_table`]).
+    /// `counts` of them by table (`journal::count_by_table`).
     ///
     /// A table whose FIB is built anew (a load: see `Fibs::wholesale`) needs only its count
     /// of edits; the destinations of the others are collected, sorted and patched. Why not a
