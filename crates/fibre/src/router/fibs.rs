@@ -27,8 +27,9 @@
 //! (next hops die or come back) re-encodes all of them. While a change set is open, lookups use
 //! the RIB (the FIBs show the last committed state, as readers on other threads see it).
 use super::journal::{count_by_table, EditCounts};
+use super::plain::{PlainAnswers, Probe};
 use super::route_classes::RouteClasses;
-use super::FamilyState;
+use super::{FamilyState, RouterFamily};
 use crate::fib::FibFamily;
 use crate::fib::{Fib, PoptrieView, Reader, MAX_ID, NO_ROUTE};
 use crate::flow::Flow;
@@ -63,6 +64,8 @@ pub struct TableFib<A: KernelSemantics + FibFamily> {
     fib: Fib<A>,
     /// The route classes its ids name.
     classes: RouteClasses,
+    /// Their answers to plain queries (`router::plain`), by the class's place.
+    plain: PlainAnswers<A>,
     /// A covered table ever held a TOS route (IPv4) or a source route (IPv6): flows that carry
     /// TOS or a source go to the RIB. Sticky until the next full build.
     pub tos_or_source_routes: bool,
@@ -74,6 +77,7 @@ impl<A: KernelSemantics + FibFamily> Clone for TableFib<A> {
             tables: self.tables.clone(),
             fib: self.fib.duplicate(),
             classes: self.classes.clone(),
+            plain: self.plain.clone(),
             tos_or_source_routes: self.tos_or_source_routes,
         }
     }
@@ -88,12 +92,13 @@ enum Own {
     Nothing,
 }
 
-impl<A: KernelSemantics + FibFamily> TableFib<A> {
+impl<A: RouterFamily> TableFib<A> {
     fn build(st: &FamilyState<A>, tables: Vec<TableId>, links: &dyn LinkState) -> Self {
         let mut tf = TableFib {
             tables,
             fib: Fib::new(),
             classes: RouteClasses::default(),
+            plain: PlainAnswers::default(),
             tos_or_source_routes: false,
         };
         // Every destination's entries in prefix order and, at equal prefixes, in the tables'
@@ -126,7 +131,7 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
                 links,
                 group.iter().copied(),
             );
-            if let Some(id) = tf.assign_own(own) {
+            if let Some(id) = tf.assign_own(st, dst, links, own) {
                 pairs.push((dst, id));
             }
         }
@@ -186,22 +191,61 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
         links: &dyn LinkState,
     ) -> Option<u32> {
         let own = self.own(st, dst, links);
-        self.assign_own(own)
+        self.assign_own(st, dst, links, own)
     }
 
-    /// The id of a destination whose lists answer `own`, or `None`; a class's is held once
-    /// more (the leaf that gets it uses it).
-    fn assign_own(&mut self, own: Own) -> Option<u32> {
+    /// The id of `dst`, whose lists answer `own`, or `None`; a class's is held once more (the
+    /// leaf that gets it uses it), and a class made now gets its plain answer.
+    fn assign_own(
+        &mut self,
+        st: &FamilyState<A>,
+        dst: Prefix<A>,
+        links: &dyn LinkState,
+        own: Own,
+    ) -> Option<u32> {
         match own {
             Own::Nothing => None,
             Own::AskRib => Some(ASK_RIB),
             Own::Answer(t, index, single) => {
                 let pos = self.tables.iter().position(|&x| x == t);
                 let pos = pos.expect("a covered table");
-                single
-                    .and_then(|route| self.classes.hold(pos as u8, route))
-                    .or_else(|| Some(id_of(pos, index)))
+                let Some(route) = single else {
+                    return Some(id_of(pos, index));
+                };
+                match self.classes.hold(pos as u8, route) {
+                    Some((id, made)) => {
+                        if made {
+                            let answer =
+                                st.prepare_plain(self.reported(), t, &route, dst.addr(), links);
+                            self.plain.set(RouteClasses::place(id), answer);
+                        }
+                        Some(id)
+                    }
+                    None => Some(id_of(pos, index)),
+                }
             }
+        }
+    }
+
+    /// The table its answers report: IPv4's merged local+main is main.
+    fn reported(&self) -> TableId {
+        if self.tables.len() > 1 {
+            TABLE_MAIN
+        } else {
+            self.tables[0]
+        }
+    }
+
+    /// What it makes of `dst` for a plain query (see `router::plain`).
+    #[inline]
+    pub(super) fn probe_plain(&self, dst: A) -> Probe<'_, A> {
+        match self.fib.lookup(dst) {
+            NO_ROUTE => Probe::NoRoute,
+            id if RouteClasses::is_class(id) => self
+                .plain
+                .get(RouteClasses::place(id))
+                .map_or(Probe::Full, Probe::Prepared),
+            _ => Probe::Full,
         }
     }
 
@@ -215,8 +259,8 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
                 .set(dst, id)
                 .expect("router ids are slot indexes and classes, far below MAX_ID");
             // Released after the new id's hold: a class that stays is not freed and made again.
-            if let Some(before) = before {
-                self.classes.release(before);
+            if let Some(before) = before.filter(|&b| self.classes.release(b)) {
+                self.plain.set(RouteClasses::place(before), None);
             }
         }
         self.fib.publish();
@@ -263,6 +307,12 @@ impl<A: KernelSemantics + FibFamily> TableFib<A> {
         self.classes.len()
     }
 
+    /// How many of its route classes have an answer prepared for plain `route get`s (see
+    /// `router::plain`).
+    pub fn plain_answers(&self) -> usize {
+        self.plain.len()
+    }
+
     /// Panics unless the classes are counted by exactly the FIB's leaves: for tests.
     #[cfg(test)]
     pub(crate) fn check_classes(&self) {
@@ -295,7 +345,7 @@ impl<A: KernelSemantics + FibFamily> Default for Fibs<A> {
     }
 }
 
-impl<A: KernelSemantics + FibFamily> Fibs<A> {
+impl<A: RouterFamily> Fibs<A> {
     /// Whether table `t` gets a FIB of its own: IPv4 local and main are looked up through the
     /// merged FIB while rules are the default ones (as the kernel's merged trie), so theirs are
     /// built only once rules are customised.
@@ -428,9 +478,9 @@ impl<A: KernelSemantics + FibFamily> Fibs<A> {
     }
 }
 
-impl<A: KernelSemantics + FibFamily> FamilyState<A> {
+impl<A: RouterFamily> FamilyState<A> {
     /// FIBs hold the committed state; inside a change set the RIB answers.
-    fn fibs_current(&self) -> bool {
+    pub(super) fn fibs_current(&self) -> bool {
         self.journal.is_empty() && !self.fibs.links_changed && !self.fibs.disabled
     }
 

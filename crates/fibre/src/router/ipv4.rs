@@ -4,6 +4,7 @@
 use super::*;
 use crate::rib::AllUp;
 use gateways::GatewayKey;
+use plain::Probe;
 
 /// IPv4 route queries without `ipproto` are asked as UDP (`inet_rtm_getroute` builds a UDP
 /// packet); IPv6 ones carry protocol 0.
@@ -299,6 +300,9 @@ impl family::Kernel for Ipv4Addr {
     }
 
     fn route_get(r: &Router, q: &RouteQuery<Self>) -> Result<RouteAnswer<Self>, Errno> {
+        if let Some(a) = plain_route_get(r, q) {
+            return a;
+        }
         let dst = q.dst;
         // A source of 0.0.0.0 is no source (the kernel reads 0 as "unset").
         let src = q.src.filter(|s| !s.is_unspecified());
@@ -312,6 +316,13 @@ impl family::Kernel for Ipv4Addr {
             return Err(Errno::EHOSTUNREACH);
         }
         Ok(a)
+    }
+
+    fn plain_answer(st: &FamilyState<Self>, m: &Matched<Self>, dst: Self) -> RouteAnswer<Self> {
+        let mut a = output_answer(st, m, dst, None);
+        // A plain destination is unicast: the type is the route's, and no group is joined.
+        type_flags(&mut a, false);
+        a
     }
 
     fn prepare(
@@ -631,13 +642,8 @@ fn route_output(
             let (iif_name, oif_name) = r.names(flow.iif, flow.oif);
             match Ipv4Addr::policy_lookup(st, &flow, iif_name, oif_name, &*r.links) {
                 Ok(m) => {
-                    let mut a = r.answer(&m, dst, src, None);
-                    if m.route.kind == RouteType::Local {
-                        // Step 5: delivered through lo, from the route's source or to itself.
-                        a.dev = Some(LOOPBACK_IFINDEX);
-                        a.gateway = None;
-                        a.prefsrc = m.route.prefsrc.or(Some(dst));
-                    } else if dst.is_multicast() && m.route.dst.len() < 4 {
+                    let mut a = output_answer(st, &m, dst, src);
+                    if dst.is_multicast() && m.route.dst.len() < 4 {
                         // A group reached through the default route goes on-link.
                         a.gateway = None;
                     }
@@ -658,11 +664,80 @@ fn route_output(
     if src.is_some_and(|s| s.is_loopback()) && a.dev != Some(LOOPBACK_IFINDEX) {
         return Err(Errno::EINVAL);
     }
+    output_flags(&mut a, dst);
+    Ok(a)
+}
+
+/// `route get`'s fast path (`router::plain`): a plain query (no input or output device, no
+/// source, no TOS, to a unicast destination, default rules) that the merged FIB answers with
+/// a route class's prepared answer; `None`: the full path answers.
+#[inline]
+fn plain_route_get(
+    r: &Router,
+    q: &RouteQuery<Ipv4Addr>,
+) -> Option<Result<RouteAnswer<Ipv4Addr>, Errno>> {
+    let dst = q.dst;
+    let plain = q.iif.is_none()
+        && q.oif.is_none()
+        && q.src.is_none_or(|s| s.is_unspecified())
+        && q.tos == 0
+        && !(dst.is_multicast() || dst.is_broadcast() || dst.is_unspecified());
+    let st = &r.v4;
+    if !plain || st.rules.customised {
+        return None;
+    }
+    let Probe::Prepared(p) = st.probe_plain(st.fibs.merged.as_ref()?, dst) else {
+        return None;
+    };
+    Some(p.answer_to(dst, q.mark, |route, hop| output_source(st, route, hop, dst)))
+}
+
+/// Step 5 of `route_output` on a matched route's answer: a local route's packets are delivered
+/// through lo, from the route's source or to the destination itself.
+fn output_answer(
+    st: &FamilyState<Ipv4Addr>,
+    m: &Matched<Ipv4Addr>,
+    dst: Ipv4Addr,
+    src: Option<Ipv4Addr>,
+) -> RouteAnswer<Ipv4Addr> {
+    let mut a = st.answer(m, dst, src, None);
+    if m.route.kind == RouteType::Local {
+        a.dev = Some(LOOPBACK_IFINDEX);
+        a.gateway = None;
+        a.prefsrc = output_source(st, &m.route, None, dst);
+    }
+    a
+}
+
+/// The source an output answer reports for `route` through `hop` to `dst` (see
+/// [`output_answer`]).
+fn output_source<H>(
+    st: &FamilyState<Ipv4Addr>,
+    route: &Route<Ipv4Addr, H>,
+    hop: Option<&NextHop<Ipv4Addr>>,
+    dst: Ipv4Addr,
+) -> Option<Ipv4Addr> {
+    if route.kind == RouteType::Local {
+        route.prefsrc.or(Some(dst))
+    } else {
+        st.route_source(route, hop, dst)
+    }
+}
+
+/// The rest of step 6 (`__mkroute_output`): the destination's class decides the type, and the
+/// type the flags.
+fn output_flags(a: &mut RouteAnswer<Ipv4Addr>, dst: Ipv4Addr) {
     if dst.is_broadcast() {
         a.kind = RouteType::Broadcast;
     } else if dst.is_multicast() {
         a.kind = RouteType::Multicast;
     }
+    type_flags(a, joined(dst));
+}
+
+/// The flags of an output answer's type; `joined`: the destination is a group every device
+/// joined.
+fn type_flags(a: &mut RouteAnswer<Ipv4Addr>, joined: bool) {
     a.cache.local = a.dev == Some(LOOPBACK_IFINDEX);
     match a.kind {
         RouteType::Broadcast => {
@@ -672,11 +747,10 @@ fn route_output(
         }
         RouteType::Multicast => {
             a.cache.multicast = true;
-            a.cache.local |= joined(dst);
+            a.cache.local |= joined;
         }
         _ => {}
     }
-    Ok(a)
 }
 
 /// `ip_route_input_rcu`: `ip_route_input_mc` for groups, else `ip_route_input_slow`. Since Linux

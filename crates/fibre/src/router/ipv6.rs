@@ -1,6 +1,7 @@
 //! IPv6 parts of the router: derived routes (addrconf), lookups (`ip6_route_output_flags`,
 //! `ip6_route_input_lookup` through `fib6_rule_lookup`) and gateway checks (`ip6_validate_gw`).
 use super::*;
+use plain::Probe;
 
 fn is_link_local(a: &Ipv6Addr) -> bool {
     a.segments()[0] & 0xffc0 == 0xfe80
@@ -185,6 +186,9 @@ impl family::Kernel for Ipv6Addr {
     }
 
     fn route_get(r: &Router, q: &RouteQuery<Self>) -> Result<RouteAnswer<Self>, Errno> {
+        if let Some(a) = plain_route_get(r, q) {
+            return a;
+        }
         let dst = q.dst;
         let src = q.src.filter(|s| !s.is_unspecified());
         // `rt6_need_strict`: such destinations must be reached by a route on the given device.
@@ -228,6 +232,10 @@ impl family::Kernel for Ipv6Addr {
             return Err(Errno::EMSGSIZE);
         }
         Ok(r.answer(&m, dst, src, q.iif))
+    }
+
+    fn plain_answer(st: &FamilyState<Self>, m: &Matched<Self>, dst: Self) -> RouteAnswer<Self> {
+        st.answer(m, dst, None, None)
     }
 
     fn prepare(
@@ -345,4 +353,36 @@ impl family::Kernel for Ipv6Addr {
             }
         }
     }
+}
+
+/// `route get`'s fast path (`router::plain`): a plain query (no input or output device, no
+/// source, a destination without `rt6_need_strict`, default rules) that local's FIB leaves to
+/// main's, and main's answers with a route class's prepared answer; `None`: the full path
+/// answers.
+#[inline]
+fn plain_route_get(
+    r: &Router,
+    q: &RouteQuery<Ipv6Addr>,
+) -> Option<Result<RouteAnswer<Ipv6Addr>, Errno>> {
+    let dst = q.dst;
+    let strict_dst = is_link_local(&dst) || dst.is_multicast() || dst.is_loopback();
+    let plain = q.iif.is_none()
+        && q.oif.is_none()
+        && q.src.is_none_or(|s| s.is_unspecified())
+        && !strict_dst;
+    let st = &r.v6;
+    if !plain || st.rules.customised {
+        return None;
+    }
+    // The default rules: local, then main.
+    for table in [TABLE_LOCAL, TABLE_MAIN] {
+        match st.probe_plain(st.fibs.tables.get(&table)?, dst) {
+            Probe::NoRoute => continue,
+            Probe::Prepared(p) => {
+                return Some(p.answer_to(dst, 0, |route, hop| st.route_source(route, hop, dst)))
+            }
+            Probe::Full => return None,
+        }
+    }
+    None
 }

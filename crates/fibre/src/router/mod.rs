@@ -18,6 +18,7 @@ use crate::rules::{Rule, RuleAction};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
+mod answer;
 mod change;
 pub mod fibs;
 #[cfg(feature = "snapshot")]
@@ -36,6 +37,7 @@ mod mirrored;
 #[cfg(feature = "netlink")]
 pub(crate) use mirrored::mirror_mode;
 mod nhobjects;
+mod plain;
 mod query;
 mod route_classes;
 mod state;
@@ -98,6 +100,10 @@ mod family {
         fn check_address(a: &IfAddr<Self>, kind: Option<&LinkKind>) -> Result<(), ChangeError>;
         /// The whole `ip route get` for this family (`ipproto` already checked).
         fn route_get(r: &Router, q: &RouteQuery<Self>) -> Result<RouteAnswer<Self>, Errno>;
+        /// What `route get` answers a plain query (no device, source or TOS) to `dst` that
+        /// matched `m`, before the flags that the destination's own type sets: prepared once
+        /// per route class (`router::plain`).
+        fn plain_answer(st: &FamilyState<Self>, m: &Matched<Self>, dst: Self) -> RouteAnswer<Self>;
         /// Checks and completes a route before insert (gateway reachability, device state).
         fn prepare(
             r: &Router,
@@ -605,15 +611,10 @@ impl Router {
         A::state(self)
     }
 
-    /// A first address of `dev` usable as source toward `toward` (prefsrc when the route has none).
+    /// A first address of `dev` usable as source toward `toward` (see
+    /// `FamilyState::select_source`).
     fn select_source<A: RouterFamily>(&self, dev: Option<IfIndex>, toward: A) -> Option<A> {
-        let addrs = &A::state(self).addrs;
-        let on_dev = || addrs.iter().filter(move |a| Some(a.dev) == dev);
-        on_dev()
-            .find(|a| a.subnet().contains(toward))
-            .or_else(|| on_dev().next())
-            .or_else(|| addrs.iter().find(|a| a.dev != LOOPBACK_IFINDEX))
-            .map(|a| a.addr)
+        A::state(self).select_source(dev, toward)
     }
 
     /// `inet_select_addr(dev, 0, HOST)`: the first address of `dev`.
@@ -636,7 +637,7 @@ impl Router {
         )
     }
 
-    /// The answer for a matched route: spelled-out route (with IPv6 siblings) and the path.
+    /// The answer for a matched route (see `FamilyState::answer`).
     fn answer<A: RouterFamily>(
         &self,
         m: &Matched<A>,
@@ -644,37 +645,7 @@ impl Router {
         src: Option<A>,
         iif: Option<IfIndex>,
     ) -> RouteAnswer<A> {
-        let st = A::state(self);
-        let hops = A::matched_hops(st, m);
-        let hop = hops
-            .get(if A::FAMILY == Family::Inet6 { 0 } else { m.hop })
-            .copied();
-        // The table a lookup reports is the one it searched: IPv4's merged local+main is main.
-        let spec = Route {
-            table: m.table,
-            ..m.route.with_hops(hops)
-        };
-        let dev = hop.and_then(|h| h.dev);
-        let gateway = hop.and_then(|h| h.gateway);
-        let prefsrc = m.route.prefsrc.or_else(|| {
-            if m.route.kind.is_reject() {
-                None
-            } else {
-                self.select_source(dev, gateway.unwrap_or(dst))
-            }
-        });
-        RouteAnswer {
-            kind: m.route.kind,
-            cache: CacheFlags::default(),
-            mark: 0,
-            route: Some(spec),
-            dst,
-            src,
-            gateway,
-            dev,
-            prefsrc,
-            iif,
-        }
+        A::state(self).answer(m, dst, src, iif)
     }
 
     /// Every route of every table of a family, in table order.

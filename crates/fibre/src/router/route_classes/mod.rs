@@ -89,12 +89,13 @@ impl RouteClasses {
         id.wrapping_sub(FIRST_CLASS) < MAX_CLASSES as u32
     }
 
-    /// The id of the class of `route` in the table at `pos`, held once more; `None` when
-    /// [`MAX_CLASSES`] are in use.
-    pub fn hold(&mut self, pos: u8, route: StoredRoute) -> Option<u32> {
+    /// The id of the class of `route` in the table at `pos`, held once more, and whether the
+    /// class was made now (its id may be a gone class's); `None` when [`MAX_CLASSES`] are in
+    /// use.
+    pub fn hold(&mut self, pos: u8, route: StoredRoute) -> Option<(u32, bool)> {
         let key = key(pos, &route);
-        let at = match self.index.get(&key) {
-            Some(&at) => at,
+        let (at, made) = match self.index.get(&key) {
+            Some(&at) => (at, false),
             None => {
                 let class = Class {
                     route,
@@ -113,17 +114,24 @@ impl RouteClasses {
                     None => return None,
                 };
                 self.index.insert(key, at);
-                at
+                (at, true)
             }
         };
         self.classes[at as usize].uses += 1;
-        Some(FIRST_CLASS | at)
+        Some((FIRST_CLASS | at, made))
     }
 
-    /// Lets go of one use of `id` (nothing for an id that is not a class's).
-    pub fn release(&mut self, id: u32) {
+    /// The place of class `id` among the classes (what a FIB's side tables index by).
+    #[inline]
+    pub fn place(id: u32) -> usize {
+        (id & !FIRST_CLASS) as usize
+    }
+
+    /// Lets go of one use of `id` (nothing for an id that is not a class's); whether its class
+    /// went with it.
+    pub fn release(&mut self, id: u32) -> bool {
         if !Self::is_class(id) {
-            return;
+            return false;
         }
         let at = id & !FIRST_CLASS;
         let c = &mut self.classes[at as usize];
@@ -131,7 +139,9 @@ impl RouteClasses {
         if c.uses == 0 {
             self.index.remove(&key(c.pos, &c.route));
             self.free.push(at);
+            return true;
         }
+        false
     }
 
     /// The table position and route of class `id`.
@@ -191,13 +201,14 @@ mod tests {
     #[test]
     fn a_class_is_shared_and_goes_with_its_last_use() {
         let mut c = RouteClasses::default();
-        let a = c.hold(0, route(1, 24)).unwrap();
-        assert_eq!(c.hold(0, route(1, 24)), Some(a));
+        let (a, made) = c.hold(0, route(1, 24)).unwrap();
+        assert!(made, "a new class");
+        assert_eq!(c.hold(0, route(1, 24)), Some((a, false)), "the same class");
         assert!(RouteClasses::is_class(a));
         // Another table position, another length, other hops: other classes.
-        let b = c.hold(1, route(1, 24)).unwrap();
-        let d = c.hold(0, route(1, 23)).unwrap();
-        let e = c.hold(0, route(2, 24)).unwrap();
+        let b = c.hold(1, route(1, 24)).unwrap().0;
+        let d = c.hold(0, route(1, 23)).unwrap().0;
+        let e = c.hold(0, route(2, 24)).unwrap().0;
         assert_eq!(
             [a, b, d, e]
                 .iter()
@@ -207,18 +218,18 @@ mod tests {
         );
         assert_eq!(c.get(b), (1, &route(1, 24)));
         assert_eq!(c.len(), 4);
-        c.release(a);
-        assert_eq!(c.len(), 4, "one use left");
-        c.release(a);
+        assert!(!c.release(a), "one use left");
+        assert_eq!(c.len(), 4);
+        assert!(c.release(a), "the last use");
         assert_eq!(c.len(), 3);
         // Its place is reused, for what is held now.
-        let f = c.hold(0, route(3, 8)).unwrap();
-        assert_eq!(f, a);
+        let (f, made) = c.hold(0, route(3, 8)).unwrap();
+        assert_eq!((f, made), (a, true), "made anew in a gone class's place");
         assert_eq!(c.get(f), (0, &route(3, 8)));
-        assert_eq!(c.hold(0, route(1, 24)).map(|x| x == a), Some(false));
+        assert_eq!(c.hold(0, route(1, 24)).map(|x| x.0 == a), Some(false));
         assert_eq!(c.len(), 5);
         // A slot's id is left alone.
-        c.release(5);
+        assert!(!c.release(5));
         assert_eq!(c.len(), 5);
     }
 
@@ -249,8 +260,8 @@ mod tests {
             },
         ];
         let mut c = RouteClasses::default();
-        let mut ids: Vec<u32> = variants.iter().map(|r| c.hold(0, *r).unwrap()).collect();
-        ids.push(c.hold(1, base).unwrap());
+        let mut ids: Vec<u32> = variants.iter().map(|r| c.hold(0, *r).unwrap().0).collect();
+        ids.push(c.hold(1, base).unwrap().0);
         for (i, r) in variants.iter().enumerate() {
             assert_eq!(c.get(ids[i]), (0, r));
         }
@@ -267,7 +278,7 @@ mod tests {
         }
         assert_eq!(c.hold(0, route(u32::MAX, 24)), None);
         // A held one is still found, and a freed place is taken again.
-        let first = c.hold(0, route(0, 24)).unwrap();
+        let first = c.hold(0, route(0, 24)).unwrap().0;
         c.release(first);
         c.release(first);
         assert!(c.hold(0, route(u32::MAX, 24)).is_some());

@@ -22,8 +22,10 @@ fn router(rules: bool) -> Router {
 }
 
 /// Routes of a few next hops, so that destinations share classes, and lists of two routes
-/// (slot ids), replaced, moved between next hops, and links that go down and up.
-const LINES: [&str; 20] = [
+/// (slot ids), replaced, moved between next hops, and links that go down and up; and for the
+/// prepared answers of plain queries: multipath, reject and `throw` routes, a preferred source,
+/// a direct route whose source an address added later decides, next-hop objects replaced.
+const LINES: [&str; 33] = [
     "route add 198.18.0.0/24 via 10.0.0.2",
     "route add 198.18.1.0/24 via 10.0.0.2",
     "route add 198.18.2.0/24 via 10.1.0.2",
@@ -44,10 +46,23 @@ const LINES: [&str; 20] = [
     "route add 2001:db8:2::/48 from 2001:db8:9::/48 via 2001:db8::3",
     "addr del 10.1.0.1/24 dev veth1",
     "route add 198.18.4.0/24 via 10.0.0.99 dev veth0 onlink",
+    "route add 198.18.5.0/24 nexthop via 10.0.0.2 nexthop via 10.1.0.2",
+    "route add unreachable 198.18.6.0/24",
+    "route add throw 198.18.7.0/24",
+    "route add 198.18.9.0/24 via 10.0.0.2 src 10.0.0.1",
+    "route add 198.18.10.128/25 dev veth0",
+    "addr add 198.18.10.9/24 dev veth0",
+    "nexthop add id 5 via 10.0.0.2 dev veth0",
+    "route add 198.18.11.0/24 nhid 5",
+    "nexthop replace id 5 via 10.1.0.2 dev veth1",
+    "route add local 198.18.12.0/24 dev lo",
+    "route add 2001:db8:3::/48 dev veth0",
+    "route add unreachable 2001:db8:4::/48",
+    "route add 2001:db8:5::/48 nexthop via 2001:db8::2 nexthop via 2001:db8::3",
 ];
 
 /// Main's routes, local's (addresses, broadcasts, loopback) and IPv6 local's.
-const PROBES: [&str; 14] = [
+const PROBES: [&str; 25] = [
     "10.0.0.1",
     "10.0.0.255",
     "10.1.0.1",
@@ -58,9 +73,20 @@ const PROBES: [&str; 14] = [
     "198.18.2.5",
     "198.18.3.5",
     "198.18.4.5",
+    "198.18.5.5",
+    "198.18.6.5",
+    "198.18.7.5",
     "198.18.9.1",
+    "198.18.9.5",
+    "198.18.10.200",
+    "198.18.11.5",
+    "198.18.12.5",
     "2001:db8:1::1",
     "2001:db8:2::1",
+    "2001:db8:3::1",
+    "2001:db8:4::1",
+    "2001:db8:5::1",
+    "2001:db8:5::2",
     "203.0.113.1",
 ];
 
@@ -90,12 +116,42 @@ fn check(r: &Router) {
     }
 }
 
+/// Each probe asked plainly (the prepared answers' fast path) and in one of six other shapes
+/// (a mark, a protocol and port, a TOS, a source, an output device, an input device), which the
+/// full path answers.
 fn answers(r: &Router) -> Vec<String> {
+    fn ask<A: crate::router::RouterFamily>(r: &Router, dst: A, shape: usize, src: A) -> String {
+        let plain = RouteQuery::to(dst);
+        let shaped = match shape {
+            0 => RouteQuery { mark: 7, ..plain },
+            1 => RouteQuery {
+                ipproto: Some(6),
+                dport: Some(80),
+                ..plain
+            },
+            2 => RouteQuery { tos: 0x10, ..plain },
+            3 => RouteQuery {
+                src: Some(src),
+                ..plain
+            },
+            4 => RouteQuery {
+                oif: Some(2),
+                ..plain
+            },
+            _ => RouteQuery {
+                iif: Some(3),
+                src: Some(src),
+                ..plain
+            },
+        };
+        format!("{:?} {:?}", r.route_get(&plain), r.route_get(&shaped))
+    }
     PROBES
         .iter()
-        .map(|p| match p.parse::<IpAddr>().unwrap() {
-            IpAddr::V4(a) => format!("{:?}", r.route_get(&RouteQuery::to(a))),
-            IpAddr::V6(a) => format!("{:?}", r.route_get(&RouteQuery::to(a))),
+        .enumerate()
+        .map(|(i, p)| match p.parse::<IpAddr>().unwrap() {
+            IpAddr::V4(a) => ask(r, a, i % 6, Ipv4Addr::new(10, 0, 0, 1)),
+            IpAddr::V6(a) => ask(r, a, i % 6, "2001:db8::1".parse().unwrap()),
         })
         .collect()
 }
@@ -122,6 +178,11 @@ proptest! {
             }
             let _ = r.apply(&set);
             check(&r);
+            let v4 = r.family::<Ipv4Addr>();
+            prop_assert!(
+                rules || v4.merged_fib().is_some_and(|f| f.plain_answers() > 0),
+                "plain queries take the fast path"
+            );
             let copy = r.clone();
             check(&copy);
             let mut rib = r.clone();

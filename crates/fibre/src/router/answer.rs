@@ -1,0 +1,72 @@
+//! A `route get`'s answer from the route a lookup matched: the route spelled out, the chosen
+//! next hop, and the preferred source. Both the full path and the prepared answers of route
+//! classes (`router::plain`) build it here, so that they cannot drift apart.
+use super::*;
+
+impl<A: RouterFamily> FamilyState<A> {
+    /// A first address of `dev` usable as source toward `toward` (prefsrc when the route has
+    /// none).
+    pub(super) fn select_source(&self, dev: Option<IfIndex>, toward: A) -> Option<A> {
+        let on_dev = || self.addrs.iter().filter(move |a| Some(a.dev) == dev);
+        on_dev()
+            .find(|a| a.subnet().contains(toward))
+            .or_else(|| on_dev().next())
+            .or_else(|| self.addrs.iter().find(|a| a.dev != LOOPBACK_IFINDEX))
+            .map(|a| a.addr)
+    }
+
+    /// The source an answer reports for `route` through `hop` to `dst`: the route's own, or one
+    /// of the hop's device's addresses (toward its gateway, or toward `dst` on the link); none
+    /// for reject routes.
+    pub(super) fn route_source<H>(
+        &self,
+        route: &Route<A, H>,
+        hop: Option<&NextHop<A>>,
+        dst: A,
+    ) -> Option<A> {
+        route.prefsrc.or_else(|| {
+            if route.kind.is_reject() {
+                None
+            } else {
+                let toward = hop.and_then(|h| h.gateway).unwrap_or(dst);
+                self.select_source(hop.and_then(|h| h.dev), toward)
+            }
+        })
+    }
+
+    /// The next hop an answer reports for `m` among `hops` (what [`Kernel::matched_hops`]
+    /// gives): IPv4's chosen leg; IPv6's matched sibling, which comes first.
+    pub(super) fn answer_hop(m: &Matched<A>, hops: &[NextHop<A>]) -> Option<NextHop<A>> {
+        hops.get(if A::FAMILY == Family::Inet6 { 0 } else { m.hop })
+            .copied()
+    }
+
+    /// The answer for a matched route: spelled-out route (with IPv6 siblings) and the path.
+    pub(super) fn answer(
+        &self,
+        m: &Matched<A>,
+        dst: A,
+        src: Option<A>,
+        iif: Option<IfIndex>,
+    ) -> RouteAnswer<A> {
+        let hops = A::matched_hops(self, m);
+        let hop = Self::answer_hop(m, &hops);
+        // The table a lookup reports is the one it searched: IPv4's merged local+main is main.
+        let spec = Route {
+            table: m.table,
+            ..m.route.with_hops(hops)
+        };
+        RouteAnswer {
+            kind: m.route.kind,
+            cache: CacheFlags::default(),
+            mark: 0,
+            prefsrc: self.route_source(&m.route, hop.as_ref(), dst),
+            route: Some(spec),
+            dst,
+            src,
+            gateway: hop.and_then(|h| h.gateway),
+            dev: hop.and_then(|h| h.dev),
+            iif,
+        }
+    }
+}
