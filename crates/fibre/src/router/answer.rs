@@ -3,6 +3,19 @@
 //! classes (`router::plain`) build it here, so that they cannot drift apart.
 use super::*;
 
+/// How an answer's preferred source follows from its route, its next hop and the host's
+/// addresses (`FamilyState::source_rule`): what the destination adds is kept apart, so that a
+/// prepared answer (`router::plain`) can keep the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceRule<A> {
+    /// This source (or none), whatever the destination.
+    Known(Option<A>),
+    /// An address of this device, chosen toward the destination.
+    OnLink(Option<IfIndex>),
+    /// The destination itself (IPv4's local routes without a source of their own).
+    Destination,
+}
+
 impl<A: RouterFamily> FamilyState<A> {
     /// A first address of `dev` usable as source toward `toward` (prefsrc when the route has
     /// none).
@@ -15,23 +28,43 @@ impl<A: RouterFamily> FamilyState<A> {
             .map(|a| a.addr)
     }
 
-    /// The source an answer reports for `route` through `hop` to `dst`: the route's own, or one
-    /// of the hop's device's addresses (toward its gateway, or toward `dst` on the link); none
-    /// for reject routes.
+    /// How the source an answer reports for `route` through `hop` follows: the route's own;
+    /// none for reject routes; else one of the hop's device's addresses, toward its gateway or,
+    /// on the link, toward the destination.
+    pub(super) fn source_rule<H>(
+        &self,
+        route: &Route<A, H>,
+        hop: Option<&NextHop<A>>,
+    ) -> SourceRule<A> {
+        if route.prefsrc.is_some() || route.kind.is_reject() {
+            return SourceRule::Known(route.prefsrc);
+        }
+        let dev = hop.and_then(|h| h.dev);
+        match hop.and_then(|h| h.gateway) {
+            Some(gw) => SourceRule::Known(self.select_source(dev, gw)),
+            None => SourceRule::OnLink(dev),
+        }
+    }
+
+    /// The source `rule` gives toward `dst`.
+    #[inline]
+    pub(super) fn source_to(&self, rule: &SourceRule<A>, dst: A) -> Option<A> {
+        match *rule {
+            SourceRule::Known(a) => a,
+            SourceRule::OnLink(dev) => self.select_source(dev, dst),
+            SourceRule::Destination => Some(dst),
+        }
+    }
+
+    /// The source an answer reports for `route` through `hop` to `dst` (see
+    /// [`FamilyState::source_rule`]).
     pub(super) fn route_source<H>(
         &self,
         route: &Route<A, H>,
         hop: Option<&NextHop<A>>,
         dst: A,
     ) -> Option<A> {
-        route.prefsrc.or_else(|| {
-            if route.kind.is_reject() {
-                None
-            } else {
-                let toward = hop.and_then(|h| h.gateway).unwrap_or(dst);
-                self.select_source(hop.and_then(|h| h.dev), toward)
-            }
-        })
+        self.source_to(&self.source_rule(route, hop), dst)
     }
 
     /// The next hop an answer reports for `m` among `hops` (what [`Kernel::matched_hops`]

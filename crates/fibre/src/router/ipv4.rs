@@ -4,7 +4,7 @@
 use super::*;
 use crate::rib::AllUp;
 use gateways::GatewayKey;
-use plain::Probe;
+use plain::{Prepared, Probe};
 
 /// IPv4 route queries without `ipproto` are asked as UDP (`inet_rtm_getroute` builds a UDP
 /// packet); IPv6 ones carry protocol 0.
@@ -300,8 +300,10 @@ impl family::Kernel for Ipv4Addr {
     }
 
     fn route_get(r: &Router, q: &RouteQuery<Self>) -> Result<RouteAnswer<Self>, Errno> {
-        if let Some(a) = plain_route_get(r, q) {
-            return a;
+        if let Some(p) = prepared_answer(r, q) {
+            // Built in place: a prepared answer handed back through an `Option` was copied
+            // once more (callgrind).
+            return p.answer_to(&r.v4, q.dst, q.mark);
         }
         let dst = q.dst;
         // A source of 0.0.0.0 is no source (the kernel reads 0 as "unset").
@@ -323,6 +325,14 @@ impl family::Kernel for Ipv4Addr {
         // A plain destination is unicast: the type is the route's, and no group is joined.
         type_flags(&mut a, false);
         a
+    }
+
+    fn plain_source<H>(
+        st: &FamilyState<Self>,
+        route: &Route<Self, H>,
+        hop: Option<&NextHop<Self>>,
+    ) -> SourceRule<Self> {
+        output_source(st, route, hop)
     }
 
     fn prepare(
@@ -670,12 +680,9 @@ fn route_output(
 
 /// `route get`'s fast path (`router::plain`): a plain query (no input or output device, no
 /// source, no TOS, to a unicast destination, default rules) that the merged FIB answers with
-/// a route class's prepared answer; `None`: the full path answers.
+/// a route class's prepared answer, which it gives; `None`: the full path answers.
 #[inline]
-fn plain_route_get(
-    r: &Router,
-    q: &RouteQuery<Ipv4Addr>,
-) -> Option<Result<RouteAnswer<Ipv4Addr>, Errno>> {
+fn prepared_answer<'r>(r: &'r Router, q: &RouteQuery<Ipv4Addr>) -> Option<&'r Prepared<Ipv4Addr>> {
     let dst = q.dst;
     let plain = q.iif.is_none()
         && q.oif.is_none()
@@ -689,7 +696,7 @@ fn plain_route_get(
     let Probe::Prepared(p) = st.probe_plain(st.fibs.merged.as_ref()?, dst) else {
         return None;
     };
-    Some(p.answer_to(dst, q.mark, |route, hop| output_source(st, route, hop, dst)))
+    Some(p)
 }
 
 /// Step 5 of `route_output` on a matched route's answer: a local route's packets are delivered
@@ -704,23 +711,21 @@ fn output_answer(
     if m.route.kind == RouteType::Local {
         a.dev = Some(LOOPBACK_IFINDEX);
         a.gateway = None;
-        a.prefsrc = output_source(st, &m.route, None, dst);
+        a.prefsrc = st.source_to(&output_source(st, &m.route, None), dst);
     }
     a
 }
 
-/// The source an output answer reports for `route` through `hop` to `dst` (see
-/// [`output_answer`]).
+/// How the source of an output answer follows from `route` and `hop` (see [`output_answer`]).
 fn output_source<H>(
     st: &FamilyState<Ipv4Addr>,
     route: &Route<Ipv4Addr, H>,
     hop: Option<&NextHop<Ipv4Addr>>,
-    dst: Ipv4Addr,
-) -> Option<Ipv4Addr> {
-    if route.kind == RouteType::Local {
-        route.prefsrc.or(Some(dst))
-    } else {
-        st.route_source(route, hop, dst)
+) -> SourceRule<Ipv4Addr> {
+    match route.prefsrc {
+        None if route.kind == RouteType::Local => SourceRule::Destination,
+        Some(p) if route.kind == RouteType::Local => SourceRule::Known(Some(p)),
+        _ => st.source_rule(route, hop),
     }
 }
 

@@ -1,7 +1,7 @@
 //! IPv6 parts of the router: derived routes (addrconf), lookups (`ip6_route_output_flags`,
 //! `ip6_route_input_lookup` through `fib6_rule_lookup`) and gateway checks (`ip6_validate_gw`).
 use super::*;
-use plain::Probe;
+use plain::{Prepared, Probe};
 
 fn is_link_local(a: &Ipv6Addr) -> bool {
     a.segments()[0] & 0xffc0 == 0xfe80
@@ -186,8 +186,9 @@ impl family::Kernel for Ipv6Addr {
     }
 
     fn route_get(r: &Router, q: &RouteQuery<Self>) -> Result<RouteAnswer<Self>, Errno> {
-        if let Some(a) = plain_route_get(r, q) {
-            return a;
+        if let Some(p) = prepared_answer(r, q) {
+            // Built in place (see IPv4's).
+            return p.answer_to(&r.v6, q.dst, 0);
         }
         let dst = q.dst;
         let src = q.src.filter(|s| !s.is_unspecified());
@@ -236,6 +237,14 @@ impl family::Kernel for Ipv6Addr {
 
     fn plain_answer(st: &FamilyState<Self>, m: &Matched<Self>, dst: Self) -> RouteAnswer<Self> {
         st.answer(m, dst, None, None)
+    }
+
+    fn plain_source<H>(
+        st: &FamilyState<Self>,
+        route: &Route<Self, H>,
+        hop: Option<&NextHop<Self>>,
+    ) -> SourceRule<Self> {
+        st.source_rule(route, hop)
     }
 
     fn prepare(
@@ -357,13 +366,10 @@ impl family::Kernel for Ipv6Addr {
 
 /// `route get`'s fast path (`router::plain`): a plain query (no input or output device, no
 /// source, a destination without `rt6_need_strict`, default rules) that local's FIB leaves to
-/// main's, and main's answers with a route class's prepared answer; `None`: the full path
-/// answers.
+/// main's, and main's answers with a route class's prepared answer, which it gives; `None`:
+/// the full path answers.
 #[inline]
-fn plain_route_get(
-    r: &Router,
-    q: &RouteQuery<Ipv6Addr>,
-) -> Option<Result<RouteAnswer<Ipv6Addr>, Errno>> {
+fn prepared_answer<'r>(r: &'r Router, q: &RouteQuery<Ipv6Addr>) -> Option<&'r Prepared<Ipv6Addr>> {
     let dst = q.dst;
     let strict_dst = is_link_local(&dst) || dst.is_multicast() || dst.is_loopback();
     let plain = q.iif.is_none()
@@ -378,9 +384,7 @@ fn plain_route_get(
     for table in [TABLE_LOCAL, TABLE_MAIN] {
         match st.probe_plain(st.fibs.tables.get(&table)?, dst) {
             Probe::NoRoute => continue,
-            Probe::Prepared(p) => {
-                return Some(p.answer_to(dst, 0, |route, hop| st.route_source(route, hop, dst)))
-            }
+            Probe::Prepared(p) => return Some(p),
             Probe::Full => return None,
         }
     }

@@ -19,6 +19,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 mod answer;
+use answer::SourceRule;
 mod change;
 pub mod fibs;
 #[cfg(feature = "snapshot")]
@@ -104,6 +105,12 @@ mod family {
         /// matched `m`, before the flags that the destination's own type sets: prepared once
         /// per route class (`router::plain`).
         fn plain_answer(st: &FamilyState<Self>, m: &Matched<Self>, dst: Self) -> RouteAnswer<Self>;
+        /// How the source of [`Kernel::plain_answer`] follows from its route and next hop.
+        fn plain_source<H>(
+            st: &FamilyState<Self>,
+            route: &Route<Self, H>,
+            hop: Option<&NextHop<Self>>,
+        ) -> SourceRule<Self>;
         /// Checks and completes a route before insert (gateway reachability, device state).
         fn prepare(
             r: &Router,

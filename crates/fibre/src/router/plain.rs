@@ -7,12 +7,16 @@
 //! source (chosen toward the destination where the route has no gateway). So the rest is
 //! built once, by the full path's own code ([`Kernel::plain_answer`]), and a query copies it
 //! and fills those three in: no walk of the rules, no selection over the route list, no
-//! spelling out of next hops (`route get` 1,022 -> about 200 instructions, issue 15).
+//! spelling out of next hops (IPv4 `route get` 1,015 -> 444 instructions, IPv6 1,624 -> 686,
+//! callgrind, issue 15). The source's rule is kept with the host's addresses it was made
+//! with ([`SourceRule`]): while they are the family's, a route through a gateway has its source
+//! without a search of them.
 //!
 //! **Why a prepared answer cannot go stale.** It depends on the class's route (its next-hop
 //! group and attribute set, which are interned by content and never edited in place), on
 //! which devices are up (a link change rebuilds every FIB, and its classes with it) and on
-//! the host's addresses (read at query time, for the source). The rules are checked at query
+//! the host's addresses (the source's rule is made again when they are not those it was made
+//! with). The rules are checked at query
 //! time. A class's place is reused once it goes, and its answer is prepared again then.
 //!
 //! What the fast path leaves to the full one: multipath routes (the leg depends on the flow's
@@ -30,26 +34,39 @@ pub(super) struct Prepared<A: Address> {
     answer: Result<RouteAnswer<A>, Errno>,
     /// The next hop the answer reports, toward which the source is chosen.
     hop: Option<NextHop<A>>,
+    /// How its source follows ([`Kernel::plain_source`]) with the host's addresses `addrs`.
+    source: SourceRule<A>,
+    /// The host's addresses when `source` was made. An address list is shared, never edited
+    /// (every edit copies a list that is shared: `Arc::make_mut`), and this one is held: while
+    /// the family's list is still this one, `source` holds.
+    addrs: Arc<Vec<IfAddr<A>>>,
 }
 
 impl<A: RouterFamily> Prepared<A> {
-    /// The answer to `dst`, with the flow's `mark`; `source` gives the preferred source from
-    /// the route and the hop. Built field by field: a derived clone of the answer and its
-    /// moves cost more than the rest of the fast path (callgrind).
+    /// The answer to `dst` in `st`, with the flow's `mark`. Built field by field: a derived
+    /// clone of the answer and its moves cost more than the rest of the fast path (callgrind).
     #[inline]
     pub(super) fn answer_to(
         &self,
+        st: &FamilyState<A>,
         dst: A,
         mark: u32,
-        source: impl FnOnce(&Route<A, AnswerHops<A>>, Option<&NextHop<A>>) -> Option<A>,
     ) -> Result<RouteAnswer<A>, Errno> {
         let t = self.answer.as_ref().map_err(|e| *e)?;
         let route = t.route.as_ref().map(|r| Route {
             dst: Prefix::new(dst, r.dst.len()),
             ..r.with_hops(AnswerHops::from_slice(&r.hops))
         });
+        let prefsrc = if Arc::ptr_eq(&self.addrs, &st.addrs) {
+            st.source_to(&self.source, dst)
+        } else {
+            let rule = route
+                .as_ref()
+                .map(|r| A::plain_source(st, r, self.hop.as_ref()));
+            rule.and_then(|rule| st.source_to(&rule, dst))
+        };
         Ok(RouteAnswer {
-            prefsrc: route.as_ref().and_then(|r| source(r, self.hop.as_ref())),
+            prefsrc,
             route,
             kind: t.kind,
             cache: t.cache,
@@ -136,12 +153,16 @@ impl<A: RouterFamily> FamilyState<A> {
                 let hop = Self::answer_hop(&m, self.nhs.get(m.route.hops));
                 Some(Prepared {
                     answer: Ok(A::plain_answer(self, &m, dst)),
+                    source: A::plain_source(self, &m.route, hop.as_ref()),
                     hop,
+                    addrs: self.addrs.clone(),
                 })
             }
             TableLookup::Reject { errno, .. } if errno != Errno::EAGAIN => Some(Prepared {
                 answer: Err(errno),
                 hop: None,
+                source: SourceRule::Known(None),
+                addrs: self.addrs.clone(),
             }),
             _ => None,
         }

@@ -11,7 +11,7 @@ fn router(rules: bool) -> Router {
     let mut text = String::from(
         "link set lo up\nlink add veth0 type veth peer name veth1\nlink set veth0 up\n\
          link set veth1 up\naddr add 10.0.0.1/24 dev veth0\naddr add 10.1.0.1/24 dev veth1\n\
-         addr add 2001:db8::1/64 dev veth0\n",
+         addr add 10.9.0.1/16 dev veth1\naddr add 2001:db8::1/64 dev veth0\n",
     );
     if rules {
         text.push_str("rule add from 10.9.0.0/16 lookup 7 pref 5\n");
@@ -24,7 +24,9 @@ fn router(rules: bool) -> Router {
 /// Routes of a few next hops, so that destinations share classes, and lists of two routes
 /// (slot ids), replaced, moved between next hops, and links that go down and up; and for the
 /// prepared answers of plain queries: multipath, reject and `throw` routes, a preferred source,
-/// a direct route whose source an address added later decides, next-hop objects replaced.
+/// a direct route whose source an address added later decides, next-hop objects replaced (and
+/// veth1's first address removed, which gives routes through 10.1.0.2 another source: the
+/// router's setup gives veth1 a second one).
 const LINES: [&str; 33] = [
     "route add 198.18.0.0/24 via 10.0.0.2",
     "route add 198.18.1.0/24 via 10.0.0.2",
