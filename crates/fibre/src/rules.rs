@@ -287,15 +287,7 @@ impl<A: Address> RuleSet<A> {
     /// default ones.
     #[cfg(feature = "netlink")]
     pub(crate) fn mirrored(rules: Vec<Rule<A>>) -> Self {
-        // The kernel's own rules are proto kernel; the defaults here name none.
-        let plain = |r: &Rule<A>| Rule {
-            protocol: 0,
-            ..r.clone()
-        };
-        let customised = !rules
-            .iter()
-            .map(plain)
-            .eq(Rule::defaults().iter().map(plain));
+        let customised = !Self::are_defaults(&rules);
         RuleSet { rules, customised }
     }
     /// A rule a mirrored kernel added (`RTM_NEWRULE`), where the kernel put it: after the
@@ -317,9 +309,13 @@ impl<A: Address> RuleSet<A> {
         self.customised = true;
     }
     /// Whether the rules are as `add` keeps them (a snapshot's, which came from outside): in
-    /// priority order, each `goto` forward.
+    /// priority order, each `goto` forward, and not marked as the defaults unless they are.
     #[cfg(feature = "snapshot")]
     pub(crate) fn check(&self) -> Result<(), String> {
+        // Lookups skip the rules while they are not customised (the kernel's fast path).
+        if !self.customised && !Self::are_defaults(&self.rules) {
+            return Err("rules other than the defaults, not marked customised".into());
+        }
         if self.rules.windows(2).any(|w| w[0].priority > w[1].priority) {
             return Err("rules out of priority order".into());
         }
@@ -343,6 +339,20 @@ impl<A: Address> RuleSet<A> {
             None => Ok(()),
         }
     }
+    /// Whether `rules` are the kernel's default ones, whoever installed them (the kernel's own
+    /// are proto kernel; the defaults here name none).
+    #[cfg(any(feature = "netlink", feature = "snapshot"))]
+    fn are_defaults(rules: &[Rule<A>]) -> bool {
+        let plain = |r: &Rule<A>| Rule {
+            protocol: 0,
+            ..r.clone()
+        };
+        rules
+            .iter()
+            .map(plain)
+            .eq(Rule::defaults().iter().map(plain))
+    }
+
     /// `ip rule del`: removes the first rule matching every attribute `wanted` says it has.
     pub fn delete(&mut self, wanted: &RuleSelector<A>) -> Result<Rule<A>, Errno> {
         let i = self
@@ -419,5 +429,24 @@ impl<A: Address> RuleSelector<A> {
             && (!g.uidrange || w.uidrange == r.uidrange)
             && (!g.action || w.action == r.action)
             && (!g.invert || w.invert == r.invert)
+    }
+}
+
+#[cfg(all(test, feature = "snapshot"))]
+mod tests {
+    use super::*;
+    use std::net::Ipv6Addr;
+
+    /// Lookups skip rules that are not customised, so a snapshot's rules marked so must be
+    /// the defaults.
+    #[test]
+    fn rules_marked_default_are_the_defaults() {
+        let mut set = RuleSet::<Ipv6Addr>::default();
+        assert_eq!(set.check(), Ok(()));
+        set.rules.insert(1, Rule::lookup(5, 7));
+        let e = set.check().unwrap_err();
+        assert!(e.contains("not marked customised"), "{e}");
+        set.customised = true;
+        assert_eq!(set.check(), Ok(()));
     }
 }

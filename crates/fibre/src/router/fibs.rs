@@ -64,8 +64,10 @@ pub struct TableFib<A: KernelSemantics + FibFamily> {
     fib: Fib<A>,
     /// The route classes its ids name.
     classes: RouteClasses,
-    /// Their answers to plain queries (`router::plain`), by the class's place.
+    /// Their answers to plain queries (`router::plain`), by the class's place; only where
+    /// plain queries probe this FIB.
     plain: PlainAnswers<A>,
+    prepares: bool,
     /// A covered table ever held a TOS route (IPv4) or a source route (IPv6): flows that carry
     /// TOS or a source go to the RIB. Sticky until the next full build.
     pub tos_or_source_routes: bool,
@@ -78,6 +80,7 @@ impl<A: KernelSemantics + FibFamily> Clone for TableFib<A> {
             fib: self.fib.duplicate(),
             classes: self.classes.clone(),
             plain: self.plain.clone(),
+            prepares: self.prepares,
             tos_or_source_routes: self.tos_or_source_routes,
         }
     }
@@ -95,10 +98,17 @@ enum Own {
 impl<A: RouterFamily> TableFib<A> {
     fn build(st: &FamilyState<A>, tables: Vec<TableId>, links: &dyn LinkState) -> Self {
         let mut tf = TableFib {
-            tables,
+            tables: tables.clone(),
             fib: Fib::new(),
             classes: RouteClasses::default(),
             plain: PlainAnswers::default(),
+            // What `route get`'s fast path probes: IPv4's merged local+main, IPv6's local and
+            // main (the default rules' tables).
+            prepares: if A::FAMILY == crate::addr::Family::Inet {
+                tables.len() == 2
+            } else {
+                tables == [TABLE_LOCAL] || tables == [TABLE_MAIN]
+            },
             tos_or_source_routes: false,
         };
         // Every destination's entries in prefix order and, at equal prefixes, in the tables'
@@ -131,7 +141,7 @@ impl<A: RouterFamily> TableFib<A> {
                 links,
                 group.iter().copied(),
             );
-            if let Some(id) = tf.assign_own(st, dst, links, own) {
+            if let Some(id) = tf.assign_own(st, dst, links, own, false) {
                 pairs.push((dst, id));
             }
         }
@@ -191,17 +201,21 @@ impl<A: RouterFamily> TableFib<A> {
         links: &dyn LinkState,
     ) -> Option<u32> {
         let own = self.own(st, dst, links);
-        self.assign_own(st, dst, links, own)
+        self.assign_own(st, dst, links, own, true)
     }
 
     /// The id of `dst`, whose lists answer `own`, or `None`; a class's is held once more (the
-    /// leaf that gets it uses it), and a class made now gets its plain answer.
+    /// leaf that gets it uses it), and a class made now gets its plain answer. `after_edits`:
+    /// the tables were edited since the classes were made (a refresh, not a build), so a class
+    /// held again may have other attributes behind its attribute set's id (see
+    /// `router::plain`).
     fn assign_own(
         &mut self,
         st: &FamilyState<A>,
         dst: Prefix<A>,
         links: &dyn LinkState,
         own: Own,
+        after_edits: bool,
     ) -> Option<u32> {
         match own {
             Own::Nothing => None,
@@ -212,17 +226,21 @@ impl<A: RouterFamily> TableFib<A> {
                 let Some(route) = single else {
                     return Some(id_of(pos, index));
                 };
-                match self.classes.hold(pos as u8, route) {
-                    Some((id, made)) => {
-                        if made {
-                            let answer =
-                                st.prepare_plain(self.reported(), t, &route, dst.addr(), links);
-                            self.plain.set(RouteClasses::place(id), answer);
-                        }
-                        Some(id)
+                let Some((id, made)) = self.classes.hold(pos as u8, route) else {
+                    return Some(id_of(pos, index));
+                };
+                if self.prepares {
+                    let place = RouteClasses::place(id);
+                    let stale = || {
+                        let attrs = st.tables[&t].route_at(&route, dst.addr()).attrs_of(&route);
+                        !self.plain.made_with(place, attrs)
+                    };
+                    if made || (after_edits && stale()) {
+                        let plain = st.prepare_plain(self.reported(), t, &route, dst.addr(), links);
+                        self.plain.set(place, plain);
                     }
-                    None => Some(id_of(pos, index)),
                 }
+                Some(id)
             }
         }
     }
@@ -313,9 +331,11 @@ impl<A: RouterFamily> TableFib<A> {
         self.plain.len()
     }
 
-    /// Panics unless the classes are counted by exactly the FIB's leaves: for tests.
+    /// Panics unless the classes are counted by exactly the FIB's leaves, and their prepared
+    /// answers' sources were made with `st`'s addresses: for tests.
     #[cfg(test)]
-    pub(crate) fn check_classes(&self) {
+    pub(crate) fn check_classes(&self, st: &FamilyState<A>) {
+        assert!(self.plain.follow(st), "sources follow the addresses");
         self.classes.check(self.fib.routes().map(|(_, id)| id));
     }
 }
@@ -497,6 +517,13 @@ impl<A: RouterFamily> FamilyState<A> {
             fibs.follow(self, touched, counts, links);
             self.fibs = fibs;
         }
+        // After an address change, the prepared answers' sources (see `router::plain`).
+        let mut fibs = std::mem::take(&mut self.fibs);
+        let probed = fibs.merged.iter_mut().chain(fibs.tables.values_mut());
+        for tf in probed.filter(|tf| tf.prepares) {
+            tf.plain.follow_addresses(self);
+        }
+        self.fibs = fibs;
     }
 
     /// Brings the FIBs in step with the RIB where `touched` changed (the destinations a rollback

@@ -682,7 +682,10 @@ fn route_output(
 /// source, no TOS, to a unicast destination, default rules) that the merged FIB answers with
 /// a route class's prepared answer, which it gives; `None`: the full path answers.
 #[inline]
-fn prepared_answer<'r>(r: &'r Router, q: &RouteQuery<Ipv4Addr>) -> Option<&'r Prepared<Ipv4Addr>> {
+pub(super) fn prepared_answer<'r>(
+    r: &'r Router,
+    q: &RouteQuery<Ipv4Addr>,
+) -> Option<&'r Prepared<Ipv4Addr>> {
     let dst = q.dst;
     let plain = q.iif.is_none()
         && q.oif.is_none()

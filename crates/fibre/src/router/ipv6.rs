@@ -369,7 +369,10 @@ impl family::Kernel for Ipv6Addr {
 /// main's, and main's answers with a route class's prepared answer, which it gives; `None`:
 /// the full path answers.
 #[inline]
-fn prepared_answer<'r>(r: &'r Router, q: &RouteQuery<Ipv6Addr>) -> Option<&'r Prepared<Ipv6Addr>> {
+pub(super) fn prepared_answer<'r>(
+    r: &'r Router,
+    q: &RouteQuery<Ipv6Addr>,
+) -> Option<&'r Prepared<Ipv6Addr>> {
     let dst = q.dst;
     let strict_dst = is_link_local(&dst) || dst.is_multicast() || dst.is_loopback();
     let plain = q.iif.is_none()

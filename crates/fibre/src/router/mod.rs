@@ -101,9 +101,9 @@ mod family {
         fn check_address(a: &IfAddr<Self>, kind: Option<&LinkKind>) -> Result<(), ChangeError>;
         /// The whole `ip route get` for this family (`ipproto` already checked).
         fn route_get(r: &Router, q: &RouteQuery<Self>) -> Result<RouteAnswer<Self>, Errno>;
-        /// What `route get` answers a plain query (no device, source or TOS) to `dst` that
-        /// matched `m`, before the flags that the destination's own type sets: prepared once
-        /// per route class (`router::plain`).
+        /// What `route get` answers a plain query (see `router::plain`) to `dst` that matched
+        /// `m`, by the full path's code (IPv4: with step 5 and the flags of the route's type):
+        /// prepared once per route class.
         fn plain_answer(st: &FamilyState<Self>, m: &Matched<Self>, dst: Self) -> RouteAnswer<Self>;
         /// How the source of [`Kernel::plain_answer`] follows from its route and next hop.
         fn plain_source<H>(

@@ -1,30 +1,37 @@
 //! `route get`'s fast path: the answers of route classes, prepared when a class is made.
 //!
-//! A *plain* query (no input or output device, no source, no TOS, a unicast destination, and
-//! the default rules) that the FIB answers with a route class gets the same answer for every
-//! destination of the class, but for three parts the destination decides: the destination
-//! itself, the route's prefix (the destination cut to the class's length) and the preferred
-//! source (chosen toward the destination where the route has no gateway). So the rest is
-//! built once, by the full path's own code ([`Kernel::plain_answer`]), and a query copies it
-//! and fills those three in: no walk of the rules, no selection over the route list, no
-//! spelling out of next hops (IPv4 `route get` 1,015 -> 444 instructions, IPv6 1,624 -> 686,
-//! callgrind, issue 15). The source's rule is kept with the host's addresses it was made
-//! with ([`SourceRule`]): while they are the family's, a route through a gateway has its source
-//! without a search of them.
+//! A *plain* query (no input or output device, no source, for IPv4 no TOS, a unicast
+//! destination, and the default rules) that the FIB answers with a route class gets the same
+//! answer for every destination of the class, but for three parts the destination decides:
+//! the destination itself, the route's prefix (the destination cut to the class's length) and
+//! the preferred source (chosen toward the destination where the route has no gateway). So the
+//! rest is built once, by the full path's own code ([`Kernel::plain_answer`]), and a query
+//! copies it and fills those three in: no walk of the rules, no selection over the route list,
+//! no spelling out of next hops (IPv4 `route get` 1,015 -> 283 instructions, IPv6 1,624 ->
+//! 504, callgrind, issue 15). Only the FIBs that plain queries probe prepare answers: IPv4's
+//! merged local+main, IPv6's local and main.
 //!
-//! **Why a prepared answer cannot go stale.** It depends on the class's route (its next-hop
-//! group and attribute set, which are interned by content and never edited in place), on
-//! which devices are up (a link change rebuilds every FIB, and its classes with it) and on
-//! the host's addresses (the source's rule is made again when they are not those it was made
-//! with). The rules are checked at query
-//! time. A class's place is reused once it goes, and its answer is prepared again then.
+//! **Why a prepared answer does not go stale.**
+//! - It depends on the class's route: its next-hop group, whose id is not reused before the
+//!   FIBs follow a commit (releases wait for it), and its attribute set, whose id can be let go
+//!   and taken by other attributes inside one change set. So a class keeps the attributes it
+//!   was prepared with, and a destination that holds it again at commit with others behind the
+//!   id prepares it again (every destination whose route changed is journaled, and the FIB
+//!   refreshes it).
+//! - On which devices are up: a link change rebuilds every FIB, and its classes with it.
+//! - On the host's addresses, for the source: the source's rule ([`SourceRule`]) is kept with
+//!   the address list it was made with (a shared list is never edited: every edit copies it),
+//!   a query whose family has another list makes the rule again, and a commit makes every
+//!   class's again after an address change.
+//! - The rules are checked at query time. A class's place is reused once it goes, and its
+//!   answer is prepared again then.
 //!
 //! What the fast path leaves to the full one: multipath routes (the leg depends on the flow's
 //! hash), destinations that fall through (`throw`, or nothing in the FIB), slot ids, and every
 //! query that is not plain.
 use super::fibs::TableFib;
 use super::*;
-use crate::rib::StoredRoute;
+use crate::rib::{RouteAttrs, StoredRoute};
 
 /// What a plain query through a route class answers (see the module docs).
 #[derive(Clone, Debug)]
@@ -80,34 +87,102 @@ impl<A: RouterFamily> Prepared<A> {
     }
 }
 
+/// What a class's place holds: the attribute set its route had when its answer was prepared,
+/// and the answer, if it has one.
+#[derive(Clone, Debug)]
+pub(super) struct Plain<A: Address> {
+    /// A class names its route's attribute set by id, and an id let go inside a change set can
+    /// be taken again by other attributes before the FIBs follow: a class held again with other
+    /// attributes behind its id is prepared again (`TableFib::assign_own`).
+    attrs: RouteAttrs<A>,
+    prepared: Option<Prepared<A>>,
+}
+
 /// The prepared answers of a FIB's route classes, by the class's place.
 #[derive(Clone, Debug)]
-pub(super) struct PlainAnswers<A: Address>(Vec<Option<Prepared<A>>>);
+pub(super) struct PlainAnswers<A: Address> {
+    places: Vec<Option<Plain<A>>>,
+    /// The address list the answers' sources were last brought to (`follow_addresses`).
+    addrs: Option<Arc<Vec<IfAddr<A>>>>,
+}
 
 impl<A: Address> Default for PlainAnswers<A> {
     fn default() -> Self {
-        PlainAnswers(Vec::new())
+        PlainAnswers {
+            places: Vec::new(),
+            addrs: None,
+        }
     }
 }
 
-impl<A: Address> PlainAnswers<A> {
-    /// Sets the answer of the class at place `at` (`None`: the full path answers).
-    pub(super) fn set(&mut self, at: usize, answer: Option<Prepared<A>>) {
-        if self.0.len() <= at {
-            self.0.resize_with(at + 1, || None);
+impl<A: RouterFamily> PlainAnswers<A> {
+    /// Sets what the class at place `at` holds (`None`: the class went).
+    pub(super) fn set(&mut self, at: usize, plain: Option<Plain<A>>) {
+        if self.places.len() <= at {
+            if plain.is_none() {
+                return;
+            }
+            self.places.resize_with(at + 1, || None);
         }
-        self.0[at] = answer;
+        self.places[at] = plain;
     }
 
     /// The answer of the class at place `at`, if it has one.
     #[inline]
     pub(super) fn get(&self, at: usize) -> Option<&Prepared<A>> {
-        self.0.get(at)?.as_ref()
+        self.places.get(at)?.as_ref()?.prepared.as_ref()
+    }
+
+    /// Whether the class at place `at` was prepared with the attributes `attrs`.
+    pub(super) fn made_with(&self, at: usize, attrs: &RouteAttrs<A>) -> bool {
+        self.places
+            .get(at)
+            .and_then(|p| p.as_ref())
+            .is_some_and(|p| p.attrs == *attrs)
+    }
+
+    /// Whether every answer's source was made with the family's addresses: for tests.
+    #[cfg(test)]
+    pub(super) fn follow(&self, st: &FamilyState<A>) -> bool {
+        let mut prepared = self.places.iter().flatten();
+        prepared.all(|p| {
+            p.prepared
+                .as_ref()
+                .is_none_or(|p| Arc::ptr_eq(&p.addrs, &st.addrs))
+        })
     }
 
     /// How many classes have an answer.
     pub(super) fn len(&self) -> usize {
-        self.0.iter().flatten().count()
+        self.places
+            .iter()
+            .flatten()
+            .filter(|p| p.prepared.is_some())
+            .count()
+    }
+
+    /// Makes the sources' rules again with the family's addresses, where they were made with
+    /// others (after an address change: until then, each query makes its own). One comparison
+    /// when the addresses did not change.
+    pub(super) fn follow_addresses(&mut self, st: &FamilyState<A>) {
+        if self
+            .addrs
+            .as_ref()
+            .is_some_and(|a| Arc::ptr_eq(a, &st.addrs))
+        {
+            return;
+        }
+        self.addrs = Some(st.addrs.clone());
+        let prepared = self.places.iter_mut().flatten();
+        for p in prepared.filter_map(|p| p.prepared.as_mut()) {
+            if Arc::ptr_eq(&p.addrs, &st.addrs) {
+                continue;
+            }
+            if let Ok(Some(route)) = p.answer.as_ref().map(|a| a.route.as_ref()) {
+                p.source = A::plain_source(st, route, p.hop.as_ref());
+            }
+            p.addrs = st.addrs.clone();
+        }
     }
 }
 
@@ -122,9 +197,9 @@ pub(super) enum Probe<'a, A: Address> {
 }
 
 impl<A: RouterFamily> FamilyState<A> {
-    /// The answer a plain query gets through `route` (a class of table `table`, reported as
-    /// `reported`), found at `dst`; `None` where the full path must answer (see the module
-    /// docs).
+    /// What a plain query gets through `route` (a class of table `table`, reported as
+    /// `reported`), found at `dst`: an answer, or `None` where the full path must answer (see
+    /// the module docs).
     pub(super) fn prepare_plain(
         &self,
         reported: TableId,
@@ -132,13 +207,13 @@ impl<A: RouterFamily> FamilyState<A> {
         route: &StoredRoute,
         dst: A,
         links: &dyn LinkState,
-    ) -> Option<Prepared<A>> {
-        let rib = self.tables.get(&table)?;
+    ) -> Option<Plain<A>> {
+        let list = self.tables.get(&table)?.route_at(route, dst);
         let flow = Flow {
             iif: Some(LOOPBACK_IFINDEX),
             ..Flow::to(dst)
         };
-        match A::select(rib.route_at(route, dst), &flow, &self.nhs, links) {
+        let prepared = match A::select(list, &flow, &self.nhs, links) {
             TableLookup::Match {
                 route,
                 hop,
@@ -165,7 +240,11 @@ impl<A: RouterFamily> FamilyState<A> {
                 addrs: self.addrs.clone(),
             }),
             _ => None,
-        }
+        };
+        Some(Plain {
+            attrs: *list.attrs_of(route),
+            prepared,
+        })
     }
 
     /// What FIB `tf` makes of `dst` for a plain query; the full path answers while the FIBs

@@ -27,7 +27,7 @@ fn router(rules: bool) -> Router {
 /// a direct route whose source an address added later decides, next-hop objects replaced (and
 /// veth1's first address removed, which gives routes through 10.1.0.2 another source: the
 /// router's setup gives veth1 a second one).
-const LINES: [&str; 33] = [
+const LINES: [&str; 37] = [
     "route add 198.18.0.0/24 via 10.0.0.2",
     "route add 198.18.1.0/24 via 10.0.0.2",
     "route add 198.18.2.0/24 via 10.1.0.2",
@@ -61,10 +61,16 @@ const LINES: [&str; 33] = [
     "route add 2001:db8:3::/48 dev veth0",
     "route add unreachable 2001:db8:4::/48",
     "route add 2001:db8:5::/48 nexthop via 2001:db8::2 nexthop via 2001:db8::3",
+    "route add 198.18.13.0/24 via 10.0.0.2 mtu 1400",
+    "route del 198.18.13.0/24",
+    "route add 198.18.13.0/24 via 10.0.0.2 mtu 1500",
+    "route add default via 10.0.0.2",
 ];
 
-/// Main's routes, local's (addresses, broadcasts, loopback) and IPv6 local's.
-const PROBES: [&str; 25] = [
+/// Main's routes, local's (addresses, broadcasts, loopback) and IPv6 local's; and destinations
+/// a plain query never takes the fast path to (the limited broadcast, a group, 0.0.0.0, IPv6
+/// multicast and link-local).
+const PROBES: [&str; 31] = [
     "10.0.0.1",
     "10.0.0.255",
     "10.1.0.1",
@@ -90,6 +96,12 @@ const PROBES: [&str; 25] = [
     "2001:db8:5::1",
     "2001:db8:5::2",
     "203.0.113.1",
+    "198.18.13.5",
+    "255.255.255.255",
+    "224.0.0.1",
+    "0.0.0.0",
+    "ff02::1",
+    "fe80::1",
 ];
 
 fn changes(r: &Router, lines: &[&str]) -> Vec<Change> {
@@ -105,16 +117,18 @@ fn changes(r: &Router, lines: &[&str]) -> Vec<Change> {
 fn check(r: &Router) {
     let v4 = r.family::<Ipv4Addr>();
     let v6 = r.family::<Ipv6Addr>();
-    v4.merged_fib().into_iter().for_each(|f| f.check_classes());
+    v4.merged_fib()
+        .into_iter()
+        .for_each(|f| f.check_classes(v4));
     for t in v4.tables() {
         v4.table_fib(t.id)
             .into_iter()
-            .for_each(|f| f.check_classes());
+            .for_each(|f| f.check_classes(v4));
     }
     for t in v6.tables() {
         v6.table_fib(t.id)
             .into_iter()
-            .for_each(|f| f.check_classes());
+            .for_each(|f| f.check_classes(v6));
     }
 }
 
@@ -282,4 +296,129 @@ fn past_the_cap_slots_answer() {
     apply(&mut r, &adds);
     assert_eq!(classes(&r), base + 2);
     assert_eq!(ask(&r), through_rib(&r));
+}
+
+/// Whether `route get` answers `q` from a prepared answer.
+fn prepared<A: crate::router::RouterFamily>(r: &Router, q: &RouteQuery<A>) -> bool {
+    use std::any::Any;
+    if let Some(q) = (q as &dyn Any).downcast_ref::<RouteQuery<Ipv4Addr>>() {
+        crate::router::ipv4::prepared_answer(r, q).is_some()
+    } else if let Some(q) = (q as &dyn Any).downcast_ref::<RouteQuery<Ipv6Addr>>() {
+        crate::router::ipv6::prepared_answer(r, q).is_some()
+    } else {
+        unreachable!("two families")
+    }
+}
+
+/// Plain queries take the fast path, and the rest the full one, each answering as the RIB's
+/// walk: every query field and destination that the fast path must leave alone does.
+#[test]
+fn plain_queries_take_the_fast_path() {
+    let mut r = router(false);
+    let lines = [
+        "route add 198.18.0.0/24 via 10.0.0.2",
+        "route add default via 10.0.0.2",
+        "route add 2001:db8:1::/48 via 2001:db8::2",
+        "route add ::/0 via 2001:db8::2",
+    ];
+    r.apply(&changes(&r, &lines)).unwrap();
+    let mut rib = r.clone();
+    rib.set_fibs_enabled(false);
+    let v4 = |d: [u8; 4]| RouteQuery::to(Ipv4Addr::from(d));
+    let fast4 = [
+        v4([198, 18, 0, 5]),
+        v4([203, 0, 113, 1]),
+        v4([10, 0, 0, 1]),
+        RouteQuery {
+            mark: 7,
+            ipproto: Some(6),
+            dport: Some(80),
+            uid: Some(5),
+            fibmatch: true,
+            ..v4([198, 18, 0, 5])
+        },
+        RouteQuery {
+            src: Some(Ipv4Addr::UNSPECIFIED),
+            ..v4([198, 18, 0, 5])
+        },
+    ];
+    let full4 = [
+        v4([255, 255, 255, 255]),
+        v4([224, 0, 0, 1]),
+        v4([0, 0, 0, 0]),
+        RouteQuery {
+            tos: 0x10,
+            ..v4([198, 18, 0, 5])
+        },
+        RouteQuery {
+            src: Some(Ipv4Addr::new(10, 0, 0, 1)),
+            ..v4([198, 18, 0, 5])
+        },
+        RouteQuery {
+            oif: Some(2),
+            ..v4([198, 18, 0, 5])
+        },
+        RouteQuery {
+            iif: Some(3),
+            ..v4([198, 18, 0, 5])
+        },
+    ];
+    let v6 = |s: &str| RouteQuery::to(s.parse::<Ipv6Addr>().unwrap());
+    let fast6 = [v6("2001:db8:1::1"), v6("2001:db8::1"), v6("2001:db8:7::1")];
+    let full6 = [
+        v6("ff02::1"),
+        v6("fe80::1"),
+        v6("::1"),
+        RouteQuery {
+            src: Some("2001:db8::1".parse().unwrap()),
+            ..v6("2001:db8:1::1")
+        },
+        RouteQuery {
+            oif: Some(2),
+            ..v6("2001:db8:1::1")
+        },
+    ];
+    for (qs, fast) in [(&fast4[..], true), (&full4[..], false)] {
+        for q in qs {
+            assert_eq!(prepared(&r, q), fast, "{q:?}");
+            assert_eq!(r.route_get(q), rib.route_get(q), "{q:?}");
+        }
+    }
+    for (qs, fast) in [(&fast6[..], true), (&full6[..], false)] {
+        for q in qs {
+            assert_eq!(prepared(&r, q), fast, "{q:?}");
+            assert_eq!(r.route_get(q), rib.route_get(q), "{q:?}");
+        }
+    }
+    // A custom rule sends every IPv4 query the full way; IPv6's keep theirs.
+    r.apply(&changes(&r, &["rule add from 10.9.0.0/16 lookup 7 pref 5"]))
+        .unwrap();
+    assert!(!prepared(&r, &fast4[0]));
+    assert!(prepared(&r, &fast6[0]));
+}
+
+/// An attribute set's id let go and taken by other attributes inside one change set: the class
+/// that names the id (same next hops, metric and length) is held again at commit, and its
+/// answer is prepared again.
+#[test]
+fn attribute_sets_taken_again_in_a_change_set() {
+    let mut r = router(false);
+    let q = RouteQuery::to(Ipv4Addr::new(198, 18, 0, 5));
+    let mtu = |r: &Router| r.route_get(&q).unwrap().route.unwrap().mtu;
+    r.apply(&changes(
+        &r,
+        &["route add 198.18.0.0/24 via 10.0.0.2 mtu 1400"],
+    ))
+    .unwrap();
+    assert_eq!(mtu(&r), Some(1400));
+    let set = [
+        "route del 198.18.0.0/24",
+        "route add 198.18.0.0/24 via 10.0.0.2 mtu 1500",
+    ];
+    r.apply(&changes(&r, &set)).unwrap();
+    assert!(prepared(&r, &q));
+    assert_eq!(mtu(&r), Some(1500));
+    let mut rib = r.clone();
+    rib.set_fibs_enabled(false);
+    assert_eq!(r.route_get(&q), rib.route_get(&q));
 }
