@@ -161,15 +161,16 @@ impl<A: RouterFamily> PlainAnswers<A> {
             .count()
     }
 
+    /// Whether the sources' rules were last brought to the address list `addrs`.
+    #[inline]
+    pub(super) fn follows(&self, addrs: &Arc<Vec<IfAddr<A>>>) -> bool {
+        self.addrs.as_ref().is_some_and(|a| Arc::ptr_eq(a, addrs))
+    }
+
     /// Makes the sources' rules again with the family's addresses, where they were made with
-    /// others (after an address change: until then, each query makes its own). One comparison
-    /// when the addresses did not change.
+    /// others (after an address change: until then, each query makes its own).
     pub(super) fn follow_addresses(&mut self, st: &FamilyState<A>) {
-        if self
-            .addrs
-            .as_ref()
-            .is_some_and(|a| Arc::ptr_eq(a, &st.addrs))
-        {
+        if self.follows(&st.addrs) {
             return;
         }
         self.addrs = Some(st.addrs.clone());
