@@ -853,7 +853,7 @@ fn route_input(
     }
     let (iif_name, _) = r.names(Some(iif), None);
     let m = Ipv4Addr::policy_lookup(st, &flow, iif_name, None, &*r.links)?;
-    let mut a = r.answer(&m, dst, Some(s), Some(iif));
+    let mut a = st.answer(&m, dst, Some(s), Some(iif));
     a.prefsrc = None;
     match m.route.kind {
         RouteType::Broadcast => return broadcast_in(a),

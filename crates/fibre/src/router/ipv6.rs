@@ -232,7 +232,7 @@ impl family::Kernel for Ipv6Addr {
             // packet to a group; without it the reply cannot be built: EMSGSIZE.
             return Err(Errno::EMSGSIZE);
         }
-        Ok(r.answer(&m, dst, src, q.iif))
+        Ok(r.v6.answer(&m, dst, src, q.iif))
     }
 
     fn plain_answer(st: &FamilyState<Self>, m: &Matched<Self>, dst: Self) -> RouteAnswer<Self> {

@@ -644,17 +644,6 @@ impl Router {
         )
     }
 
-    /// The answer for a matched route (see `FamilyState::answer`).
-    fn answer<A: RouterFamily>(
-        &self,
-        m: &Matched<A>,
-        dst: A,
-        src: Option<A>,
-        iif: Option<IfIndex>,
-    ) -> RouteAnswer<A> {
-        A::state(self).answer(m, dst, src, iif)
-    }
-
     /// Every route of every table of a family, in table order.
     pub fn routes<A: RouterFamily>(&self) -> impl Iterator<Item = RouteSpec<A>> + '_ {
         self.routes_with(|t: &Rib<A>| t.iter())
