@@ -65,9 +65,8 @@ pub struct TableFib<A: KernelSemantics + FibFamily> {
     /// The route classes its ids name.
     classes: RouteClasses,
     /// Their answers to plain queries (`router::plain`), by the class's place; only where
-    /// plain queries probe this FIB.
+    /// plain queries probe this FIB (`TableFib::prepares`).
     plain: PlainAnswers<A>,
-    prepares: bool,
     /// A covered table ever held a TOS route (IPv4) or a source route (IPv6): flows that carry
     /// TOS or a source go to the RIB. Sticky until the next full build.
     pub tos_or_source_routes: bool,
@@ -80,7 +79,6 @@ impl<A: KernelSemantics + FibFamily> Clone for TableFib<A> {
             fib: self.fib.duplicate(),
             classes: self.classes.clone(),
             plain: self.plain.clone(),
-            prepares: self.prepares,
             tos_or_source_routes: self.tos_or_source_routes,
         }
     }
@@ -98,17 +96,10 @@ enum Own {
 impl<A: RouterFamily> TableFib<A> {
     fn build(st: &FamilyState<A>, tables: Vec<TableId>, links: &dyn LinkState) -> Self {
         let mut tf = TableFib {
-            tables: tables.clone(),
+            tables,
             fib: Fib::new(),
             classes: RouteClasses::default(),
             plain: PlainAnswers::default(),
-            // What `route get`'s fast path probes: IPv4's merged local+main, IPv6's local and
-            // main (the default rules' tables).
-            prepares: if A::FAMILY == crate::addr::Family::Inet {
-                tables.len() == 2
-            } else {
-                tables == [TABLE_LOCAL] || tables == [TABLE_MAIN]
-            },
             tos_or_source_routes: false,
         };
         // Every destination's entries in prefix order and, at equal prefixes, in the tables'
@@ -229,7 +220,7 @@ impl<A: RouterFamily> TableFib<A> {
                 let Some((id, made)) = self.classes.hold(pos as u8, route) else {
                     return Some(id_of(pos, index));
                 };
-                if self.prepares {
+                if self.prepares() {
                     let place = RouteClasses::place(id);
                     let stale = || {
                         let attrs = st.tables[&t].route_at(&route, dst.addr()).attrs_of(&route);
@@ -242,6 +233,16 @@ impl<A: RouterFamily> TableFib<A> {
                 }
                 Some(id)
             }
+        }
+    }
+
+    /// Whether `route get`'s fast path probes it, and so its classes prepare answers: IPv4's
+    /// merged local+main, IPv6's local and main (the default rules' tables).
+    fn prepares(&self) -> bool {
+        if A::FAMILY == crate::addr::Family::Inet {
+            self.tables.len() == 2
+        } else {
+            self.tables == [TABLE_LOCAL] || self.tables == [TABLE_MAIN]
         }
     }
 
@@ -522,10 +523,10 @@ impl<A: RouterFamily> FamilyState<A> {
         // of a route change's instructions (callgrind).
         let fibs = &self.fibs;
         let probed = || fibs.merged.iter().chain(fibs.tables.values());
-        if probed().any(|tf| tf.prepares && !tf.plain.follows(&self.addrs)) {
+        if probed().any(|tf| tf.prepares() && !tf.plain.follows(&self.addrs)) {
             let mut fibs = std::mem::take(&mut self.fibs);
             let probed = fibs.merged.iter_mut().chain(fibs.tables.values_mut());
-            for tf in probed.filter(|tf| tf.prepares) {
+            for tf in probed.filter(|tf| tf.prepares()) {
                 tf.plain.follow_addresses(self);
             }
             self.fibs = fibs;

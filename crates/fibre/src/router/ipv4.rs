@@ -4,7 +4,7 @@
 use super::*;
 use crate::rib::AllUp;
 use gateways::GatewayKey;
-use plain::{Prepared, Probe};
+use plain::Probe;
 
 /// IPv4 route queries without `ipproto` are asked as UDP (`inet_rtm_getroute` builds a UDP
 /// packet); IPv6 ones carry protocol 0.
@@ -300,7 +300,7 @@ impl family::Kernel for Ipv4Addr {
     }
 
     fn route_get(r: &Router, q: &RouteQuery<Self>) -> Result<RouteAnswer<Self>, Errno> {
-        if let Some(p) = prepared_answer(r, q) {
+        if let Some(p) = Self::prepared_answer(r, q) {
             // Built in place: a prepared answer handed back through an `Option` was copied
             // once more (callgrind).
             return p.answer_to(&r.v4, q.dst, q.mark);
@@ -318,6 +318,20 @@ impl family::Kernel for Ipv4Addr {
             return Err(Errno::EHOSTUNREACH);
         }
         Ok(a)
+    }
+
+    /// The merged FIB answers with a prepared answer (no TOS, a unicast destination).
+    #[inline]
+    fn prepared_answer<'r>(r: &'r Router, q: &RouteQuery<Self>) -> Option<&'r Prepared<Self>> {
+        let (st, dst) = (&r.v4, q.dst);
+        let unicast = !(dst.is_multicast() || dst.is_broadcast() || dst.is_unspecified());
+        if !q.names_no_device_nor_source() || q.tos != 0 || !unicast || st.rules.customised {
+            return None;
+        }
+        match st.probe_plain(st.fibs.merged.as_ref()?, dst) {
+            Probe::Prepared(p) => Some(p),
+            Probe::NoRoute | Probe::Full => None,
+        }
     }
 
     fn plain_answer(st: &FamilyState<Self>, m: &Matched<Self>, dst: Self) -> RouteAnswer<Self> {
@@ -676,30 +690,6 @@ fn route_output(
     }
     output_flags(&mut a, dst);
     Ok(a)
-}
-
-/// `route get`'s fast path (`router::plain`): a plain query (no input or output device, no
-/// source, no TOS, to a unicast destination, default rules) that the merged FIB answers with
-/// a route class's prepared answer, which it gives; `None`: the full path answers.
-#[inline]
-pub(super) fn prepared_answer<'r>(
-    r: &'r Router,
-    q: &RouteQuery<Ipv4Addr>,
-) -> Option<&'r Prepared<Ipv4Addr>> {
-    let dst = q.dst;
-    let plain = q.iif.is_none()
-        && q.oif.is_none()
-        && q.src.is_none_or(|s| s.is_unspecified())
-        && q.tos == 0
-        && !(dst.is_multicast() || dst.is_broadcast() || dst.is_unspecified());
-    let st = &r.v4;
-    if !plain || st.rules.customised {
-        return None;
-    }
-    let Probe::Prepared(p) = st.probe_plain(st.fibs.merged.as_ref()?, dst) else {
-        return None;
-    };
-    Some(p)
 }
 
 /// Step 5 of `route_output` on a matched route's answer: a local route's packets are delivered

@@ -1,10 +1,15 @@
 //! IPv6 parts of the router: derived routes (addrconf), lookups (`ip6_route_output_flags`,
 //! `ip6_route_input_lookup` through `fib6_rule_lookup`) and gateway checks (`ip6_validate_gw`).
 use super::*;
-use plain::{Prepared, Probe};
+use plain::Probe;
 
 fn is_link_local(a: &Ipv6Addr) -> bool {
     a.segments()[0] & 0xffc0 == 0xfe80
+}
+
+/// `rt6_need_strict`: such destinations must be reached by a route on the given device.
+fn need_strict(a: &Ipv6Addr) -> bool {
+    is_link_local(a) || a.is_multicast() || a.is_loopback()
 }
 
 /// `ip6_validate_gw`: a gateway is not one of this host's addresses, and unless link-local or
@@ -186,14 +191,13 @@ impl family::Kernel for Ipv6Addr {
     }
 
     fn route_get(r: &Router, q: &RouteQuery<Self>) -> Result<RouteAnswer<Self>, Errno> {
-        if let Some(p) = prepared_answer(r, q) {
+        if let Some(p) = Self::prepared_answer(r, q) {
             // Built in place (see IPv4's).
             return p.answer_to(&r.v6, q.dst, 0);
         }
         let dst = q.dst;
         let src = q.src.filter(|s| !s.is_unspecified());
-        // `rt6_need_strict`: such destinations must be reached by a route on the given device.
-        let strict_dst = is_link_local(&dst) || dst.is_multicast() || dst.is_loopback();
+        let strict_dst = need_strict(&dst);
         let flow = if let Some(iif) = q.iif {
             r.links.by_index(iif).ok_or(Errno::ENODEV)?;
             Flow {
@@ -233,6 +237,25 @@ impl family::Kernel for Ipv6Addr {
             return Err(Errno::EMSGSIZE);
         }
         Ok(r.v6.answer(&m, dst, src, q.iif))
+    }
+
+    /// Local's FIB leaves the destination to main's, and main's answers with a prepared
+    /// answer (a destination without `rt6_need_strict`: IPv6 ignores TOS but in rules).
+    #[inline]
+    fn prepared_answer<'r>(r: &'r Router, q: &RouteQuery<Self>) -> Option<&'r Prepared<Self>> {
+        let st = &r.v6;
+        if !q.names_no_device_nor_source() || need_strict(&q.dst) || st.rules.customised {
+            return None;
+        }
+        // The default rules: local, then main.
+        for table in [TABLE_LOCAL, TABLE_MAIN] {
+            match st.probe_plain(st.fibs.tables.get(&table)?, q.dst) {
+                Probe::NoRoute => continue,
+                Probe::Prepared(p) => return Some(p),
+                Probe::Full => return None,
+            }
+        }
+        None
     }
 
     fn plain_answer(st: &FamilyState<Self>, m: &Matched<Self>, dst: Self) -> RouteAnswer<Self> {
@@ -362,34 +385,4 @@ impl family::Kernel for Ipv6Addr {
             }
         }
     }
-}
-
-/// `route get`'s fast path (`router::plain`): a plain query (no input or output device, no
-/// source, a destination without `rt6_need_strict`, default rules) that local's FIB leaves to
-/// main's, and main's answers with a route class's prepared answer, which it gives; `None`:
-/// the full path answers.
-#[inline]
-pub(super) fn prepared_answer<'r>(
-    r: &'r Router,
-    q: &RouteQuery<Ipv6Addr>,
-) -> Option<&'r Prepared<Ipv6Addr>> {
-    let dst = q.dst;
-    let strict_dst = is_link_local(&dst) || dst.is_multicast() || dst.is_loopback();
-    let plain = q.iif.is_none()
-        && q.oif.is_none()
-        && q.src.is_none_or(|s| s.is_unspecified())
-        && !strict_dst;
-    let st = &r.v6;
-    if !plain || st.rules.customised {
-        return None;
-    }
-    // The default rules: local, then main.
-    for table in [TABLE_LOCAL, TABLE_MAIN] {
-        match st.probe_plain(st.fibs.tables.get(&table)?, dst) {
-            Probe::NoRoute => continue,
-            Probe::Prepared(p) => return Some(p),
-            Probe::Full => return None,
-        }
-    }
-    None
 }

@@ -39,6 +39,7 @@ mod mirrored;
 pub(crate) use mirrored::mirror_mode;
 mod nhobjects;
 mod plain;
+use plain::Prepared;
 mod query;
 mod route_classes;
 mod state;
@@ -101,6 +102,10 @@ mod family {
         fn check_address(a: &IfAddr<Self>, kind: Option<&LinkKind>) -> Result<(), ChangeError>;
         /// The whole `ip route get` for this family (`ipproto` already checked).
         fn route_get(r: &Router, q: &RouteQuery<Self>) -> Result<RouteAnswer<Self>, Errno>;
+        /// `route get`'s fast path (`router::plain`): the prepared answer of a plain query
+        /// (no device, no source, default rules, and what else the family asks) whose
+        /// destination the FIB answers with a route class; `None`: the full path answers.
+        fn prepared_answer<'r>(r: &'r Router, q: &RouteQuery<Self>) -> Option<&'r Prepared<Self>>;
         /// What `route get` answers a plain query (see `router::plain`) to `dst` that matched
         /// `m`, by the full path's code (IPv4: with step 5 and the flags of the route's type):
         /// prepared once per route class.

@@ -35,7 +35,7 @@ use crate::rib::{RouteAttrs, StoredRoute};
 
 /// What a plain query through a route class answers (see the module docs).
 #[derive(Clone, Debug)]
-pub(super) struct Prepared<A: Address> {
+pub struct Prepared<A: Address> {
     /// The answer, with the destination's own parts still to fill in; or the route's error
     /// (`unreachable`, `blackhole`, `prohibit`).
     answer: Result<RouteAnswer<A>, Errno>,

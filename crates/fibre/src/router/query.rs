@@ -72,6 +72,15 @@ impl<A> RouteQuery<A> {
         }
     }
 
+    /// A locally sent packet's query with no device and no source (0.0.0.0 and :: read as
+    /// none): the first test of `route get`'s fast path (`router::plain`).
+    pub(super) fn names_no_device_nor_source(&self) -> bool
+    where
+        A: crate::addr::Address,
+    {
+        self.iif.is_none() && self.oif.is_none() && self.src.is_none_or(|s| s == A::unspecified())
+    }
+
     /// The same query for another destination and source (of another type: a query parsed
     /// before its family is known is a `RouteQuery<()>` until its addresses are).
     pub fn with<B>(self, dst: B, src: Option<B>) -> RouteQuery<B> {

@@ -300,14 +300,7 @@ fn past_the_cap_slots_answer() {
 
 /// Whether `route get` answers `q` from a prepared answer.
 fn prepared<A: crate::router::RouterFamily>(r: &Router, q: &RouteQuery<A>) -> bool {
-    use std::any::Any;
-    if let Some(q) = (q as &dyn Any).downcast_ref::<RouteQuery<Ipv4Addr>>() {
-        crate::router::ipv4::prepared_answer(r, q).is_some()
-    } else if let Some(q) = (q as &dyn Any).downcast_ref::<RouteQuery<Ipv6Addr>>() {
-        crate::router::ipv6::prepared_answer(r, q).is_some()
-    } else {
-        unreachable!("two families")
-    }
+    <A as crate::router::family::Kernel>::prepared_answer(r, q).is_some()
 }
 
 /// Plain queries take the fast path, and the rest the full one, each answering as the RIB's
