@@ -11,9 +11,10 @@
 //! Builds the FIB of the full view (the shared real table when present, else synthetic) of
 //! family 4 or 6, then does N single and N bulk lookups of W1 addresses (inside random prefixes)
 //! in functions of their own, so their instruction counts divided by N are per lookup. A third
-//! argument `time` also prints wall-clock ns per lookup (single, bulk, dependent latency).
+//! argument `time` also prints wall-clock ns per lookup (single, bulk, dependent latency), and
+//! bulk lookups on every path the CPU has (`LookupPath`) over W1 and W2 (uniform addresses).
 use fibre::addr::Bits;
-use fibre::fib::{Fib, PoptrieView};
+use fibre::fib::{Fib, LookupPath, PoptrieView};
 use fibre::Prefix;
 use fibre_bench::scenario::{with_next_hops, workspace_views, BenchRoute, StudyFamily};
 use fibre_bench::workload;
@@ -52,6 +53,17 @@ fn time_lookups<A: StudyFamily>(fib: &Fib<A>, keys: &[A::K], out: &mut [u32]) {
     };
     let single_ns = ns(&mut || single::<A>(view, black_box(keys)));
     let bulk_ns = ns(&mut || bulk::<A>(view, black_box(keys), out));
+    // Every bulk path the CPU has, on W1 and on W2 (uniform addresses), side by side.
+    let w2 = workload::uniform::<A>(keys.len(), 7);
+    for path in LookupPath::available() {
+        let on = |ks: &[A::K], out: &mut [u32]| {
+            view.lookup_bulk_on(path, ks, out);
+            out.iter().fold(0u32, |a, &x| a.wrapping_add(x))
+        };
+        let w1_ns = ns(&mut || on(black_box(keys), out));
+        let w2_ns = ns(&mut || on(black_box(&w2), out));
+        println!("bulk on {path}: W1 {w1_ns:.2} ns, W2 {w2_ns:.2} ns");
+    }
     // Each key depends on the previous answer through an opaque zero, as `fibre bench` chains
     // them: a dependence the compiler cannot fold into a branch the CPU would predict (`prev >>
     // 24` here measured 20 ns against the chain's 75-87, the walks overlapping).

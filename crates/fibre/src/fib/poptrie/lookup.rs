@@ -3,6 +3,7 @@
 use super::*;
 use crate::fib::arena::RawArena;
 use crate::fib::LookupPath;
+use core::hint::select_unpredictable;
 
 /// The 6 bits of `key` from bit `off` on (most significant first), zero-padded past the end.
 #[inline(always)]
@@ -134,8 +135,20 @@ impl<A: FibFamily> PoptrieView<A> {
         }
         let _ = path;
         with_leaves!(&self.arenas.leaves, leaves => {
-            for (k, o) in keys.chunks(LANES).zip(out.chunks_mut(LANES)) {
+            let mut outs = out.chunks_exact_mut(LANES);
+            for (k, o) in keys.chunks_exact(LANES).zip(&mut outs) {
+                // A full group has constant bounds: every stage's loop unrolls.
+                let (k, o) = (k.try_into().expect("LANES keys"), o.try_into().expect("LANES"));
                 self.lookup_group(leaves, k, o);
+            }
+            let (tail, out) = (keys.chunks_exact(LANES).remainder(), outs.into_remainder());
+            if !tail.is_empty() {
+                // The tail, padded with key 0 (its answers are dropped).
+                let mut k = [A::Bits::ZERO; LANES];
+                let mut o = [0u32; LANES];
+                k[..tail.len()].copy_from_slice(tail);
+                self.lookup_group(leaves, &k, &mut o);
+                out.copy_from_slice(&o[..tail.len()]);
             }
         })
     }
@@ -154,8 +167,21 @@ impl<A: FibFamily> PoptrieView<A> {
     /// not branches) took 131 instructions a W1 IPv4 lookup against 77 for walking from the top
     /// node (87 with the node stage), and 1.5x the time; the per-lane state machine before them
     /// took 100. Groups of 32 lanes were no faster than 16.
+    ///
+    /// The root and chunk stages take no branch per lane (issue 15, ninth round): in W2
+    /// (uniform addresses) lanes end at the root, a chunk entry or a node at random, and the
+    /// branches there mispredicted. IPv4 W2 bulk went from 9.1-11.7 to 6.3-7.9 ns, W1 did not
+    /// move (4.2-5.5 against 4.1-5.1), five pairs in turn (`fib_profile 4 1000000 time`, AMD
+    /// Zen 4). Branch-free node stages too (a lane not walking reads a static node) took W2 to
+    /// the same 6.9-7.9 ns but W1 to 5.3-5.9, and were dropped. Groups are whole: the tail of
+    /// a batch is padded, so every loop has constant bounds and unrolls (W1 4.5 -> 4.2 ns).
     #[inline(always)]
-    fn lookup_group<C: Cell>(&self, leaves: &RawArena<C>, keys: &[A::Bits], out: &mut [u32]) {
+    fn lookup_group<C: Cell>(
+        &self,
+        leaves: &RawArena<C>,
+        keys: &[A::Bits; LANES],
+        out: &mut [u32; LANES],
+    ) {
         /// Lane indexes are masked with this: always in bounds, so the compiler drops the
         /// bounds checks it cannot otherwise prove.
         const M: usize = LANES - 1;
@@ -163,36 +189,36 @@ impl<A: FibFamily> PoptrieView<A> {
         // The shifts below stay inside the key.
         const { assert!(A::DP_BITS + 6 * A::BULK_NODE_STAGES < A::WIDTH as u32) };
         let ar = &*self.arenas;
-        let n = keys.len().min(LANES);
         // A lane's answer, or ([`INDEX`] set) the cell it reads next; after the node stages,
         // a lane in `leaf` holds its leaf's cell.
         let mut entry = [0u32; LANES];
-        for i in 0..n {
+        for i in 0..LANES {
             let k = keys[i];
             let r = self.root[top(k, Self::R)];
             let c = (r & !INDEX).wrapping_add(bits(k, Self::R, Self::S));
-            if r & INDEX != 0 {
-                prefetch(ar.chunks.addr(c));
-                entry[i & M] = c | INDEX;
-            } else {
-                entry[i & M] = r;
-            }
+            // Prefetching a lane that has its answer reads nothing (a hint never faults).
+            prefetch(ar.chunks.addr(c));
+            entry[i & M] = select_unpredictable(r & INDEX != 0, c | INDEX, r);
         }
         // SAFETY (every read below): as in `lookup`, each index is a cell of this published
-        // version.
-        for i in 0..n {
+        // version; a lane that has its answer reads it again from `entry` (no branch: in W2
+        // lanes end at the root, a chunk or a node at random).
+        for i in 0..LANES {
             let c = entry[i & M];
-            if c & INDEX != 0 {
-                let e = unsafe { ar.chunks.get_unchecked(c & !INDEX) };
-                prefetch(ar.nodes.addr(e & !INDEX));
-                entry[i & M] = e;
-            }
+            let from = select_unpredictable(
+                c & INDEX != 0,
+                ar.chunks.addr(c & !INDEX),
+                &entry[i & M] as *const u32,
+            );
+            let e = unsafe { from.read() };
+            prefetch(ar.nodes.addr(e & !INDEX));
+            entry[i & M] = e;
         }
         // Node levels: each lane's node gives a leaf (its cell in `entry`, read last) or a
         // child.
         let mut leaf = [false; LANES];
         for level in 0..A::BULK_NODE_STAGES {
-            for i in 0..n {
+            for i in 0..LANES {
                 let e = entry[i & M];
                 if e & INDEX == 0 || leaf[i & M] {
                     continue;
@@ -212,7 +238,7 @@ impl<A: FibFamily> PoptrieView<A> {
             }
         }
         let rest = Self::S + 6 * A::BULK_NODE_STAGES;
-        for i in 0..n {
+        for i in 0..LANES {
             let e = entry[i & M];
             out[i] = if leaf[i & M] {
                 unsafe { leaves.get_unchecked(e) }.unpack()
