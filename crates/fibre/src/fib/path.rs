@@ -72,19 +72,23 @@ impl LookupPath {
         requested.unwrap_or_else(|| Self::default_for(key_bits))
     }
 
-    /// The default rule, from `fibre bench` and the criterion loop on AMD Zen 4 (AVX-512):
-    /// - IPv6 (128-bit keys) takes AVX-512 where the CPU has it: 18.5 ns a W1 bulk lookup on
-    ///   the full view against 23.7 ns scalar. A node level of a 128-bit key costs the scalar
-    ///   path a two-word shift and its lane bookkeeping; a vector does 8 lanes in a few
-    ///   instructions, and IPv6 walks several levels.
-    /// - IPv4 stays scalar: it walks one node level for most keys, and there the gathers (one
-    ///   for the root, the chunk and the leaf, three for the node, per 8 lanes) cost more than
-    ///   the scalar path's prefetched loads (8.4 ns AVX-512, 10.9 ns AVX2, 6.5 ns scalar).
+    /// The default rule, from `fibre bench` and `fib_profile` on AMD Zen 4 (AVX-512): AVX-512
+    /// where the CPU has it, for both families, else the scalar path.
+    /// - IPv6 (128-bit keys): 18.5 ns a W1 bulk lookup on the full view against 23.7 ns scalar
+    ///   (issue 15's second round). A node level of a 128-bit key costs the scalar path a
+    ///   two-word shift and its lane bookkeeping; a vector does 8 lanes in a few instructions,
+    ///   and IPv6 walks several levels.
+    /// - IPv4: scalar until issue 15's ninth round (8.4 ns AVX-512 against 6.5 ns scalar, W1).
+    ///   With the keys read straight into lanes (no scalar copy into two arrays) AVX-512 is
+    ///   ahead on both workloads: W1 4.26-4.54 ns against 4.41-4.71 scalar, W2 (uniform
+    ///   addresses, where lanes end at different levels) 5.11-5.25 against 6.53-7.03, five
+    ///   runs of `fib_profile 4 1000000 time`, both paths in each.
     /// - AVX2 is nowhere ahead (IPv6 23.3 ns): its 4-lane gathers and table-driven popcount
     ///   only tie the scalar path; it is there to be forced and measured on CPUs without
     ///   AVX-512 (Zen 3).
     pub fn default_for(key_bits: u8) -> LookupPath {
-        if key_bits > 64 && LookupPath::Avx512.supported() {
+        let _ = key_bits;
+        if LookupPath::Avx512.supported() {
             LookupPath::Avx512
         } else {
             LookupPath::Scalar
@@ -140,6 +144,12 @@ mod tests {
             assert!(default.supported());
             assert_eq!(default, LookupPath::default_for(bits));
         }
-        assert_eq!(LookupPath::default_for(32), LookupPath::Scalar);
+        let widest = if LookupPath::Avx512.supported() {
+            LookupPath::Avx512
+        } else {
+            LookupPath::Scalar
+        };
+        assert_eq!(LookupPath::default_for(32), widest);
+        assert_eq!(LookupPath::default_for(128), widest);
     }
 }
