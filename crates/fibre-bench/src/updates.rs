@@ -246,14 +246,23 @@ pub fn run<A: StudyFamily>(
         .take(20_000)
         .map(|&k| RouteQuery::to(A::from_bits(k)))
         .collect();
+    // As the lookups are timed: a pass to warm the caches, then the median of three. A single
+    // cold pass right after the load measured the misses of a table the load had just pushed
+    // out of the caches (IPv4: 219 ns a get against 70-80 warm).
     let time_gets = |router: &Router| {
-        let t = Instant::now();
-        let mut ok = 0usize;
-        for q in &queries {
-            ok += router.route_get(q).is_ok() as usize;
-        }
-        std::hint::black_box(ok);
-        t.elapsed().as_nanos() as f64 / queries.len().max(1) as f64
+        let pass = || {
+            let t = Instant::now();
+            let mut ok = 0usize;
+            for q in &queries {
+                ok += router.route_get(q).is_ok() as usize;
+            }
+            std::hint::black_box(ok);
+            t.elapsed().as_nanos() as f64 / queries.len().max(1) as f64
+        };
+        pass();
+        let mut passes = [pass(), pass(), pass()];
+        passes.sort_by(f64::total_cmp);
+        passes[1]
     };
     run.route_get_fib = time_gets(&router);
     router.set_fibs_enabled(false);
