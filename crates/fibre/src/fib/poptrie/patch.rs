@@ -207,27 +207,48 @@ impl<A: FibFamily> Poptrie<A> {
         let ar = self.arenas.clone();
         let mut leaf = [NO_ROUTE; 64];
         let mut child = [Node::default(); 64];
-        for v in 0..64u32 {
-            if old.has_child(v) {
-                child[v as usize] = ar.nodes.get(old.child(v));
-            } else {
-                leaf[v as usize] = ar.leaves.get(old.leaf(v));
+        // Slot by slot with a cursor into each block (a run of leaves goes on across children),
+        // the leaves' width chosen once: a count of bits and a width dispatch per slot were
+        // 4% of a router change (callgrind).
+        let (mut next_child, mut next_leaf, mut run) = (old.base1, old.base0, NO_ROUTE);
+        with_leaves!(&ar.leaves, cells => {
+            for v in 0..64u32 {
+                if old.has_child(v) {
+                    child[v as usize] = ar.nodes.get(next_child);
+                    next_child += 1;
+                } else {
+                    if old.leafvec & (1 << v) != 0 {
+                        run = cells.get(next_leaf).unpack();
+                        next_leaf += 1;
+                    }
+                    leaf[v as usize] = run;
+                }
             }
-        }
+        });
         // The region's slots, from scratch: what covers the region, then what it covers.
         let first = stride(region.bits(), off) as usize;
         let width = 1usize << (off + 6 - region.len() as u32);
         let region_mask = (u64::MAX >> (64 - width)) << first;
-        let default = routes
-            .covering_shorter(&region)
-            .map_or(NO_ROUTE, |(_, &id)| stored(id));
-        leaf[first..first + width].fill(default);
         self.scratch.prefixes.clear();
         self.scratch.prefixes.extend(
             routes
                 .covered(&region)
                 .map(|(p, &id)| (p.bits(), p.len(), stored(id))),
         );
+        // What covers the region, unless the region is a stored prefix (it comes first, and
+        // paints every slot of it below): the search is skipped for an added or changed prefix
+        // at its own level (it was 8% of a router change, callgrind).
+        let region_stored = self
+            .scratch
+            .prefixes
+            .first()
+            .is_some_and(|&(key, len, _)| len == region.len() && key == region.bits());
+        if !region_stored {
+            let default = routes
+                .covering_shorter(&region)
+                .map_or(NO_ROUTE, |(_, &id)| stored(id));
+            leaf[first..first + width].fill(default);
+        }
         let mut fresh_children = 0u64;
         for &(key, len, id) in &self.scratch.prefixes {
             let v = stride(key, off) as usize;
