@@ -250,8 +250,14 @@ impl<A: FibFamily> PrefixSet<A> {
     }
     /// The stored prefixes `p` covers (`p` itself included), in order: a covering prefix
     /// before those it covers.
-    pub fn covered(&self, p: &Prefix<A>) -> impl DoubleEndedIterator<Item = (Prefix<A>, &u32)> {
-        packed::covered(&self.map, p).map(|(k, id)| (k.unpack(), id))
+    pub fn covered(&self, p: &Prefix<A>) -> impl Iterator<Item = (Prefix<A>, &u32)> {
+        // One search, from `p` on, rather than a range's two (its end searched too): an update
+        // asks this of every region it re-encodes, most of them holding a prefix or two.
+        let (from, to) = packed::covered_bounds(p);
+        self.map
+            .range(from..)
+            .take_while(move |&(k, _)| *k <= to)
+            .map(|(k, id)| (k.unpack(), id))
     }
     /// The longest stored prefix that covers `p` and is shorter than it.
     ///
@@ -272,13 +278,16 @@ impl<A: FibFamily> PrefixSet<A> {
             return self.longest_covering(&slot);
         };
         // After the slot's own prefix come only prefixes longer than the slot and inside it.
-        let inside = (
-            Bound::Excluded(A::Packed::pack(slot)),
-            Bound::Excluded(A::Packed::pack(*p)),
-        );
+        // One search, back from `p` (a range's two bounds were two).
+        let slot_key = A::Packed::pack(slot);
+        let inside = self
+            .map
+            .range((Bound::Unbounded, Bound::Excluded(A::Packed::pack(*p))))
+            .rev()
+            .take_while(|&(k, _)| *k > slot_key);
         let mut most = p.len() - 1;
         let mut walked = 0;
-        for (k, id) in self.map.range(inside).rev().take(WALK) {
+        for (k, id) in inside.take(WALK) {
             walked += 1;
             let q = k.unpack();
             // `q` comes before `p`, so is not `p`: covering it, it is shorter.
