@@ -156,15 +156,6 @@ pub fn covered_bounds<A: Address>(p: &Prefix<A>) -> (A::Packed, A::Packed) {
     (A::Packed::pack(*p), A::Packed::pack(last))
 }
 
-/// The prefixes in `map` that `p` covers (`p` included), in order.
-pub fn covered<'m, A: Address, T>(
-    map: &'m BTreeMap<A::Packed, T>,
-    p: &Prefix<A>,
-) -> std::collections::btree_map::Range<'m, A::Packed, T> {
-    let (from, to) = covered_bounds(p);
-    map.range(from..=to)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
