@@ -324,8 +324,9 @@ impl<T: Copy> Drop for RawArena<T> {
 ///   free blocks (ordered by length), then the bump pointer.
 /// - A short block freed is kept by length, unmerged, and the next request of that length takes
 ///   it back first (so are long blocks of one length: chunks); such blocks are merged once they
-///   hold [`QUICK_CELLS`] cells, or before the bump pointer would grow (as an allocator's
-///   per-size caches: glibc's tcache and fastbins).
+///   pass [`QUICK_CELLS`] cells, or before the bump pointer would grow (as an allocator's
+///   per-size caches: glibc's tcache and fastbins). A block freed at the bump pointer goes back
+///   to it at once.
 /// - When the arena is full the FIB is rebuilt into fresh arenas (compaction).
 #[derive(Default, Debug)]
 pub(crate) struct BlockAlloc {
@@ -458,8 +459,8 @@ impl BlockAlloc {
         Some(off)
     }
     /// Hands out the first `len` cells of the free block `off` (`have` long, already out of the
-    /// length lists); the rest stays free. Its right neighbour is in use or a short block not
-    /// merged yet (merged free neighbours are one block), so the rest needs no merging now.
+    /// length lists); the rest stays free. Its right neighbour is in use or a block kept unmerged
+    /// (merged free neighbours are one block), so the rest needs no merging now.
     fn take(&mut self, off: u32, have: u32, len: u32) -> u32 {
         self.starts.remove(&off);
         self.ends.remove(&(off + have));
@@ -632,7 +633,7 @@ mod tests {
 
     /// A freed block comes back to the next request of its length, short or long (a chunk),
     /// unmerged; blocks kept so merge before the bump pointer would grow, and once they pass
-    /// the limit.
+    /// [`QUICK_CELLS`].
     #[test]
     fn freed_blocks_serve_their_length_first() {
         let mut a = BlockAlloc::new(0, 100_000);
@@ -652,13 +653,16 @@ mod tests {
         a.free(y, 30);
         assert_eq!(a.alloc(60), Some(x));
         assert_eq!(a.top(), top);
-        // Past the limit everything kept is merged: freed chunks go back to the bump pointer.
+        // Kept blocks never pass the limit: past it they are merged.
         let chunks: Vec<u32> = (0..20).map(|_| a.alloc(512).unwrap()).collect();
-        for c in chunks.into_iter().rev() {
+        let _guard = a.alloc(1).unwrap();
+        let top = a.top();
+        for &c in &chunks {
             a.free(c, 512);
+            assert!(a.quick_cells <= QUICK_CELLS, "{} cells kept", a.quick_cells);
         }
-        assert!(a.quick_cells <= QUICK_CELLS);
-        a.merge_quick();
+        // A request longer than a chunk takes the merged run, not the bump pointer.
+        assert_eq!(a.alloc(20 * 512), Some(chunks[0]));
         assert_eq!(a.top(), top);
     }
 

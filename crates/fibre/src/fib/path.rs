@@ -80,9 +80,15 @@ impl LookupPath {
     ///   and IPv6 walks several levels.
     /// - IPv4: scalar until issue 15's ninth round (8.4 ns AVX-512 against 6.5 ns scalar, W1).
     ///   With the keys read straight into lanes (no scalar copy into two arrays) AVX-512 is
-    ///   ahead on both workloads: W1 4.26-4.54 ns against 4.41-4.71 scalar, W2 (uniform
-    ///   addresses, where lanes end at different levels) 5.11-5.25 against 6.53-7.03, five
-    ///   runs of `fib_profile 4 1000000 time`, both paths in each.
+    ///   level on W1 (4.26-4.54 ns against 4.41-4.71 scalar, ahead in four runs of five) and a
+    ///   quarter ahead on W2 (uniform addresses, where lanes end at different levels: 5.11-5.25
+    ///   against 6.53-7.03), five runs of `fib_profile 4 1000000 time`, both paths in each.
+    /// - Measured on AMD Zen 4 only. Intel parts with VPOPCNTDQ (Ice Lake on) run gathers under
+    ///   the Downfall (GDS) microcode fix, much slower: there `FIBRE_LOOKUP=scalar` may be the
+    ///   better choice, and the rule may need the vendor.
+    ///
+    /// `key_bits` is kept for a rule per family (the families had different paths until
+    /// the ninth round).
     /// - AVX2 is nowhere ahead (IPv6 23.3 ns): its 4-lane gathers and table-driven popcount
     ///   only tie the scalar path; it is there to be forced and measured on CPUs without
     ///   AVX-512 (Zen 3).

@@ -23,6 +23,14 @@ pub(super) fn bits<K: Bits>(key: K, from: u32, to: u32) -> u32 {
     ((key << from) >> (K::WIDTH as u32 - (to - from))).low_u64() as u32
 }
 
+/// `keys` (at most `N`) as a whole group of `N`, padded with key 0 (whose answers the caller
+/// drops): bulk paths run whole groups, so their loops have constant bounds.
+pub(super) fn padded<K: Bits, const N: usize>(keys: &[K]) -> [K; N] {
+    let mut group = [K::ZERO; N];
+    group[..keys.len()].copy_from_slice(keys);
+    group
+}
+
 #[inline(always)]
 pub(super) fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
@@ -143,19 +151,16 @@ impl<A: FibFamily> PoptrieView<A> {
             }
             let (tail, out) = (keys.chunks_exact(LANES).remainder(), outs.into_remainder());
             if !tail.is_empty() {
-                // The tail, padded with key 0 (its answers are dropped).
-                let mut k = [A::Bits::ZERO; LANES];
                 let mut o = [0u32; LANES];
-                k[..tail.len()].copy_from_slice(tail);
-                self.lookup_group(leaves, &k, &mut o);
+                self.lookup_group(leaves, &padded(tail), &mut o);
                 out.copy_from_slice(&o[..tail.len()]);
             }
         })
     }
 
-    /// One group of at most [`LANES`] lookups, stage by stage for the first levels: every
-    /// lane's root entry (cached) gives its chunk entry, prefetched; every lane's chunk entry
-    /// its top node, prefetched; then [`FibFamily::BULK_NODE_STAGES`] node levels the same way,
+    /// One group of [`LANES`] lookups (a batch's tail padded), stage by stage for the first
+    /// levels: every lane's root entry (cached) gives its chunk entry, prefetched; every lane's
+    /// chunk entry its top node, prefetched; then [`FibFamily::BULK_NODE_STAGES`] node levels the same way,
     /// a lane that ends in a leaf prefetching it; the leaves are read last, and lanes still
     /// walking go on one at a time as [`PoptrieView::lookup`] does (the out-of-order core
     /// overlapping them).

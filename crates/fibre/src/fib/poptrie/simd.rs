@@ -9,6 +9,7 @@
 //! the 64 after them (`lo`, zero for IPv4), shifted left as levels consume them; node words
 //! are gathered as 64-bit values. One kernel per instruction set serves both families.
 #![cfg(target_arch = "x86_64")]
+use super::lookup::padded;
 use super::{Node, PoptrieView, INDEX};
 use crate::addr::Bits;
 use crate::fib::FibFamily;
@@ -93,11 +94,8 @@ impl<A: FibFamily> PoptrieView<A> {
         match (<&[A::Bits; GROUP]>::try_from(keys), out.len() == GROUP) {
             (Ok(keys), true) => unsafe { avx512::<A>(&t, keys, out.as_mut_ptr()) },
             _ => {
-                // A partial group, padded with key 0 (its answers are dropped).
-                let mut padded = [A::Bits::ZERO; GROUP];
-                padded[..keys.len()].copy_from_slice(keys);
                 let mut answers = [0u32; GROUP];
-                unsafe { avx512::<A>(&t, &padded, answers.as_mut_ptr()) };
+                unsafe { avx512::<A>(&t, &padded(keys), answers.as_mut_ptr()) };
                 out.copy_from_slice(&answers[..out.len()]);
             }
         }
@@ -118,18 +116,18 @@ impl<A: FibFamily> PoptrieView<A> {
     }
 }
 
-/// The AVX-512 kernel: 8 vectors of 8 lanes; `out` has room for [`GROUP`] answers.
-///
-/// Every gather below reads a cell of a published version: the root by the key's top bits,
-/// a chunk entry at an index the root holds, a node, a leaf at an index its parent holds (the
-/// same invariant as the scalar path's unchecked reads, see `Poptrie`). Lanes that have their
-/// answer are masked off and read nothing.
 /// Keys 8j..8j + 8 as lanes: their top 64 bits and the 64 after them (zero for IPv4), read
 /// straight from the keys (a scalar copy into two arrays first cost a tenth of an IPv4 bulk
 /// lookup).
+///
+/// # Safety
+/// The CPU has AVX-512F; `j < GROUP / 8`.
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn load_keys<A: FibFamily>(keys: &[A::Bits; GROUP], j: usize) -> (__m512i, __m512i) {
+    // The reads below take a key as WIDTH / 8 bytes.
+    const { assert!(std::mem::size_of::<A::Bits>() * 8 == A::WIDTH as usize) };
+    debug_assert!(j < GROUP / 8);
     let p = keys.as_ptr() as *const u8;
     // SAFETY: 8 keys from 8j, j < GROUP / 8: in the array.
     unsafe {
@@ -150,6 +148,12 @@ unsafe fn load_keys<A: FibFamily>(keys: &[A::Bits; GROUP], j: usize) -> (__m512i
     }
 }
 
+/// The AVX-512 kernel: 8 vectors of 8 lanes; `out` has room for [`GROUP`] answers.
+///
+/// Every gather below reads a cell of a published version: the root by the key's top bits,
+/// a chunk entry at an index the root holds, a node, a leaf at an index its parent holds (the
+/// same invariant as the scalar path's unchecked reads, see `Poptrie`). Lanes that have their
+/// answer are masked off and read nothing.
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
 unsafe fn avx512<A: FibFamily>(t: &Tables, keys: &[A::Bits; GROUP], out: *mut u32) {
     const V: usize = GROUP / 8;
