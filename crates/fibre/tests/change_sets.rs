@@ -136,6 +136,29 @@ fn remembered_gateway_checks_follow_what_decides_them() {
         run(&mut r, line).unwrap();
     }
     assert_eq!(run(&mut r, again), Err(Errno::EINVAL));
+    // IPv6 remembers its checks too: what takes the gateway's route away, in one change set
+    // and across them, makes the next route through it fail (as the kernel, EHOSTUNREACH).
+    let link = "route add 2001:db8:2::/64 dev veth0";
+    let via = "route add 2001:db8:10::/48 via 2001:db8:2::7";
+    let again = "route add 2001:db8:11::/48 via 2001:db8:2::7";
+    for takes_it_away in [
+        "route del 2001:db8:2::/64",
+        "route add blackhole 2001:db8:2::7/128",
+    ] {
+        let mut r = router();
+        let text = format!("{link}\n{via}\n{takes_it_away}\n{again}");
+        let (i, e) = r.apply(&changes(&r, &text)).expect_err(takes_it_away);
+        assert_eq!((i, e.errno), (3, Errno::EHOSTUNREACH), "{takes_it_away}");
+        let mut r = router();
+        for line in [link, via, takes_it_away] {
+            run(&mut r, line).unwrap();
+        }
+        assert_eq!(
+            run(&mut r, again),
+            Err(Errno::EHOSTUNREACH),
+            "{takes_it_away}"
+        );
+    }
 }
 
 proptest! {

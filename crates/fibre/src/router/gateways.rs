@@ -1,7 +1,8 @@
 //! Gateway checks remembered between route changes.
 //!
-//! Every route added through a gateway has the gateway looked up first (`fib_check_nh`: the
-//! gateway must be reachable, and lends the route its device when none is named). A full view
+//! Every route added through a gateway has the gateway looked up first (IPv4's `fib_check_nh`,
+//! IPv6's `ip6_validate_gw`: the gateway must be reachable, and lends the route its device when
+//! none is named). IPv6 remembers only the checks that walk (not link-local or onlink ones). A full view
 //! loaded into a router names a handful of gateways a million times, and each check walks the
 //! RIB (inside a change set the FIBs do not answer). The answer for a gateway can change only
 //! when a route whose prefix contains the gateway is added or removed, or when rules, links,
