@@ -90,25 +90,32 @@ fn remembered_gateway_checks_follow_what_decides_them() {
         let mut b = Batch::new(r.clone());
         b.run_text("route show 203.0.114.0/24\n").stdout
     };
+    // A route through the gateway, then what takes the gateway's route away, then another
+    // route through it: that one fails with `errno`, in one change set and across them.
+    let taken_away = |[link, via, again]: [&str; 3], takers: [&str; 2], errno: Errno| {
+        for takes_it_away in takers {
+            let mut r = router();
+            let text = format!("{link}\n{via}\n{takes_it_away}\n{again}");
+            let (i, e) = r.apply(&changes(&r, &text)).expect_err(takes_it_away);
+            assert_eq!((i, e.errno), (3, errno), "{takes_it_away}");
+            let mut r = router();
+            for line in [link, via, takes_it_away] {
+                run(&mut r, line).unwrap();
+            }
+            assert_eq!(run(&mut r, again), Err(errno), "{takes_it_away}");
+        }
+    };
     let link = "route add 192.0.2.0/24 dev veth0";
     let via = "route add 203.0.113.0/24 via 192.0.2.7";
     let again = "route add 203.0.114.0/24 via 192.0.2.7";
-    for takes_it_away in [
-        "route del 192.0.2.0/24",
-        "route add blackhole 192.0.2.7/32 scope link",
-    ] {
-        // In one change set.
-        let mut r = router();
-        let text = format!("{link}\n{via}\n{takes_it_away}\n{again}");
-        let (i, e) = r.apply(&changes(&r, &text)).expect_err(takes_it_away);
-        assert_eq!((i, e.errno), (3, Errno::EINVAL), "{takes_it_away}");
-        // One change set each.
-        let mut r = router();
-        for line in [link, via, takes_it_away] {
-            run(&mut r, line).unwrap();
-        }
-        assert_eq!(run(&mut r, again), Err(Errno::EINVAL), "{takes_it_away}");
-    }
+    taken_away(
+        [link, via, again],
+        [
+            "route del 192.0.2.0/24",
+            "route add blackhole 192.0.2.7/32 scope link",
+        ],
+        Errno::EINVAL,
+    );
     // A more specific route to the gateway lends its device; one beside it changes nothing.
     for (beside, dev) in [
         ("route add 192.0.2.0/28 dev veth1", "veth1"),
@@ -138,27 +145,18 @@ fn remembered_gateway_checks_follow_what_decides_them() {
     assert_eq!(run(&mut r, again), Err(Errno::EINVAL));
     // IPv6 remembers its checks too: what takes the gateway's route away, in one change set
     // and across them, makes the next route through it fail (as the kernel, EHOSTUNREACH).
-    let link = "route add 2001:db8:2::/64 dev veth0";
-    let via = "route add 2001:db8:10::/48 via 2001:db8:2::7";
-    let again = "route add 2001:db8:11::/48 via 2001:db8:2::7";
-    for takes_it_away in [
-        "route del 2001:db8:2::/64",
-        "route add blackhole 2001:db8:2::7/128",
-    ] {
-        let mut r = router();
-        let text = format!("{link}\n{via}\n{takes_it_away}\n{again}");
-        let (i, e) = r.apply(&changes(&r, &text)).expect_err(takes_it_away);
-        assert_eq!((i, e.errno), (3, Errno::EHOSTUNREACH), "{takes_it_away}");
-        let mut r = router();
-        for line in [link, via, takes_it_away] {
-            run(&mut r, line).unwrap();
-        }
-        assert_eq!(
-            run(&mut r, again),
-            Err(Errno::EHOSTUNREACH),
-            "{takes_it_away}"
-        );
-    }
+    taken_away(
+        [
+            "route add 2001:db8:2::/64 dev veth0",
+            "route add 2001:db8:10::/48 via 2001:db8:2::7",
+            "route add 2001:db8:11::/48 via 2001:db8:2::7",
+        ],
+        [
+            "route del 2001:db8:2::/64",
+            "route add blackhole 2001:db8:2::7/128",
+        ],
+        Errno::EHOSTUNREACH,
+    );
 }
 
 proptest! {
