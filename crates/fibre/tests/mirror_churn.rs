@@ -409,41 +409,42 @@ const LISTINGS: [(&[&str], &str); 5] = [
     (&["-j"], "nexthop show"),
 ];
 
-/// Whether the mirror's listings and devices are the kernel's (`compare` says how not).
-fn listings_agree(ns: &Netns, router: &Router) -> bool {
+/// Each of [`LISTINGS`] as fibre's batch line, with the kernel's and the mirror's documents.
+fn listings(ns: &Netns, router: &Router) -> Vec<(String, Vec<Value>, Vec<Value>)> {
     let mut b = Batch::new(router.clone());
     b.json = true;
     b.mode = BatchMode::Force;
-    LISTINGS.iter().all(|(args, cmd)| {
-        let k = ns.ip_batch_str(args, cmd).expect("ip -j");
-        let line = if args.contains(&"-6") {
-            format!("-6 {cmd}")
-        } else {
-            cmd.to_string()
-        };
-        items(&json_lines(&k.stdout)) == items(&json_lines(&b.run_text(&line).stdout))
-    }) && kernel_devices(ns) == mirror_devices(router)
+    LISTINGS
+        .iter()
+        .map(|(args, cmd)| {
+            let k = ns.ip_batch_str(args, cmd).expect("ip -j");
+            let line = if args.contains(&"-6") {
+                format!("-6 {cmd}")
+            } else {
+                cmd.to_string()
+            };
+            let f = b.run_text(&line);
+            (line, json_lines(&k.stdout), json_lines(&f.stdout))
+        })
+        .collect()
+}
+
+/// Whether the mirror's listings and devices are the kernel's (`compare` says how not).
+fn listings_agree(ns: &Netns, router: &Router) -> bool {
+    listings(ns, router)
+        .iter()
+        .all(|(_, k, f)| items(k) == items(f))
+        && kernel_devices(ns) == mirror_devices(router)
 }
 
 /// The mirror's router against the kernel: listings and probes. Returns the probes run.
 fn compare(ns: &Netns, router: &Router, rng: &mut SmallRng, at: &str) -> usize {
+    for (line, k, f) in listings(ns, router) {
+        same_listing(&k, &f, &format!("{at}: {line}"));
+    }
     let mut b = Batch::new(router.clone());
     b.json = true;
     b.mode = BatchMode::Force;
-    for (args, cmd) in LISTINGS {
-        let k = ns.ip_batch_str(args, cmd).expect("ip -j");
-        let line = if args.contains(&"-6") {
-            format!("-6 {cmd}")
-        } else {
-            cmd.to_string()
-        };
-        let f = b.run_text(&line);
-        same_listing(
-            &json_lines(&k.stdout),
-            &json_lines(&f.stdout),
-            &format!("{at}: {line}"),
-        );
-    }
     assert_eq!(kernel_devices(ns), mirror_devices(router), "{at}: devices");
     let (v4, v6) = probes(rng);
     for (args, lines) in [(vec!["-j"], v4), (vec!["-j", "-6"], v6)] {

@@ -91,15 +91,30 @@ impl<A: Address> GatewayMemo<A> {
     }
 
     /// The device a passed check of `key` lent, if that check is remembered.
-    pub(crate) fn get(&self, key: &GatewayKey<A>) -> Option<Option<IfIndex>> {
+    fn get(&self, key: &GatewayKey<A>) -> Option<Option<IfIndex>> {
         self.entries
             .iter()
             .find(|(k, _)| k == key)
             .map(|&(_, dev)| dev)
     }
 
+    /// The device the check of `key` lends: remembered, or from `check` (then remembered if it
+    /// passed).
+    pub(crate) fn get_or_check<E>(
+        &mut self,
+        key: GatewayKey<A>,
+        check: impl FnOnce() -> Result<Option<IfIndex>, E>,
+    ) -> Result<Option<IfIndex>, E> {
+        if let Some(dev) = self.get(&key) {
+            return Ok(dev);
+        }
+        let dev = check()?;
+        self.put(key, dev);
+        Ok(dev)
+    }
+
     /// Remembers a passed check.
-    pub(crate) fn put(&mut self, key: GatewayKey<A>, dev: Option<IfIndex>) {
+    fn put(&mut self, key: GatewayKey<A>, dev: Option<IfIndex>) {
         if self.entries.len() >= MAX_ENTRIES {
             self.entries.clear();
         }

@@ -438,19 +438,11 @@ impl family::Kernel for Ipv4Addr {
                         scope: spec.scope,
                         table: spec.table,
                     };
-                    let dev = match gateways.get(&key) {
-                        Some(dev) => dev,
-                        None => {
-                            let found = gateway_route(r, gw, hop.dev, spec.scope, spec.table)?;
-                            let dev =
-                                r.v4.nhs
-                                    .get(found.route.hops)
-                                    .get(found.hop)
-                                    .and_then(|h| h.dev);
-                            gateways.put(key, dev);
-                            dev
-                        }
-                    };
+                    let dev = gateways.get_or_check(key, || {
+                        let found = gateway_route(r, gw, hop.dev, spec.scope, spec.table)?;
+                        let hops = r.v4.nhs.get(found.route.hops);
+                        Ok::<_, ChangeError>(hops.get(found.hop).and_then(|h| h.dev))
+                    })?;
                     hop.dev = hop.dev.or(dev);
                 }
             }

@@ -311,22 +311,16 @@ impl family::Kernel for Ipv6Addr {
                 // A check that walks the RIB is remembered (`gateways`: what can change its
                 // answer forgets it), as IPv4's; link-local and onlink gateways walk nothing.
                 // It was a tenth of an IPv6 route change (callgrind).
-                let walks = !is_link_local(&gw) && !hop.onlink;
-                let key = gateways::GatewayKey {
-                    gw,
-                    dev: hop.dev,
-                    scope: SCOPE_UNIVERSE,
-                    table: spec.table,
-                };
-                let dev = match walks.then(|| gateways.get(&key)).flatten() {
-                    Some(dev) => dev,
-                    None => {
-                        let dev = check_gateway(r, gw, hop, spec.table)?;
-                        if walks {
-                            gateways.put(key, dev);
-                        }
-                        dev
-                    }
+                let dev = if is_link_local(&gw) || hop.onlink {
+                    check_gateway(r, gw, hop, spec.table)?
+                } else {
+                    let key = gateways::GatewayKey {
+                        gw,
+                        dev: hop.dev,
+                        scope: SCOPE_UNIVERSE,
+                        table: spec.table,
+                    };
+                    gateways.get_or_check(key, || check_gateway(r, gw, hop, spec.table))?
                 };
                 hop.dev = dev.or(hop.dev);
             }
