@@ -13,6 +13,7 @@
 //! (`gets`) and N/10 deletes then N/10 inserts of the same routes, one change set each
 //! (`updates`: `deletes`, then `inserts`), in functions of their own: their instruction counts
 //! divided by N (or N/10 changes each) are per operation. Without valgrind it prints the wall-clock time of each, and how many route classes the FIB ids name.
+use fibre::fib::FibFamily;
 use fibre::{RouteQuery, Router};
 use fibre_bench::scenario::{with_next_hops, workspace_views, BenchRoute, StudyFamily};
 use fibre_bench::updates::{add, del, loaded_router, spec};
@@ -54,6 +55,34 @@ fn inserts<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], de
     }
 }
 
+/// Deletes then inserts `routes`, each change timed: the median change (ns), and the share of
+/// the total taken by prefixes at most [`FibFamily::DP_BITS`] long.
+fn timed_updates<A: StudyFamily>(
+    router: &mut Router,
+    routes: &[&BenchRoute<A::K>],
+    dev: u32,
+) -> (f64, f64) {
+    let mut times = Vec::with_capacity(2 * routes.len());
+    let (mut short, mut total) = (0.0, 0.0);
+    for delete in [true, false] {
+        for r in routes {
+            let s = spec::<A>(r, dev);
+            let c = if delete { del(&s) } else { add(s) };
+            let t = Instant::now();
+            router.change(&c).expect("change");
+            let ns = t.elapsed().as_nanos() as f64;
+            times.push(ns);
+            total += ns;
+            if u32::from(r.len) <= <A as FibFamily>::DP_BITS {
+                short += ns;
+            }
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times.get(times.len() / 2).copied().unwrap_or(0.0);
+    (median, short / total.max(1.0))
+}
+
 fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     let routes: Vec<BenchRoute<A::K>> = with_next_hops(prefixes);
     // The load's own time: one change set of every route (as `fibre bench` reports it).
@@ -71,6 +100,29 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     let t = Instant::now();
     updates::<A>(&mut router, &chosen, dev);
     let change_ns = t.elapsed().as_nanos() as f64 / (2 * chosen.len()).max(1) as f64;
+    // Other routes, each change timed: the median, and the share of the time the changes of
+    // prefixes at most the FIB's direct-pointing step long take (few and costly).
+    let others: Vec<&BenchRoute<A::K>> = routes
+        .iter()
+        .skip(step / 2)
+        .step_by(step)
+        .take(n / 10)
+        .collect();
+    let (median_ns, short_share) = timed_updates::<A>(&mut router, &others, dev);
+    // The same changes on 64 of those routes, over and over: what a change costs once its
+    // cache lines are in the caches (the gap to `change_ns` is the misses of a cold route).
+    // (Not through `updates`, so that its instruction counts stay those of cold routes.)
+    let few = &chosen[..chosen.len().min(64)];
+    let warm = |router: &mut Router| {
+        deletes::<A>(router, few, dev);
+        inserts::<A>(router, few, dev);
+    };
+    warm(&mut router);
+    let t = Instant::now();
+    for _ in 0..50 {
+        warm(&mut router);
+    }
+    let warm_ns = t.elapsed().as_nanos() as f64 / (100 * few.len()).max(1) as f64;
     let st = router.family::<A>();
     let classes = st
         .merged_fib()
@@ -78,11 +130,13 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
         .map_or(0, |f| f.route_classes());
     println!(
         "{}: {} routes loaded in {load_s:.3} s; {} route gets ({ok} answered), {get_ns:.0} ns \
-         each; {} changes, {change_ns:.0} ns each; {classes} route classes",
+         each; {} changes, {change_ns:.0} ns each ({warm_ns:.0} warm; median {median_ns:.0}, \
+         {:.0}% of the time in prefixes at most the direct-pointing step); {classes} route classes",
         A::LABEL,
         routes.len(),
         queries.len(),
         2 * chosen.len(),
+        short_share * 100.0,
     );
 }
 

@@ -97,6 +97,13 @@ pub trait FibFamily: Address {
     /// `poptrie::lookup`). The key's bits past direct pointing and these levels are never all
     /// gone: `DP_BITS + 6 * BULK_NODE_STAGES` is below the width.
     const BULK_NODE_STAGES: u32;
+    /// A prefix longer than [`FibFamily::DP_BITS`] packed without its slot's bits, in
+    /// [`Prefix`] order among the prefixes of its slot: what the FIB's set keeps per slot.
+    type SlotKey: Ord + Copy + Send + Sync + std::fmt::Debug + 'static;
+    /// `p` (longer than the direct-pointing step) as a key within its slot.
+    fn slot_key(p: Prefix<Self>) -> Self::SlotKey;
+    /// The prefix of slot `slot` packed in `k`.
+    fn from_slot_key(slot: u32, k: Self::SlotKey) -> Prefix<Self>;
 }
 
 impl FibFamily for Ipv4Addr {
@@ -105,6 +112,18 @@ impl FibFamily for Ipv4Addr {
     const ROOT_BITS: u32 = 9;
     /// One: most keys end in the first node level (a /24); a second stage was no faster.
     const BULK_NODE_STAGES: u32 = 1;
+    /// The 14 address bits past the slot above the length: 4 bytes, where a whole packed
+    /// prefix takes 8 and pads its id to 16.
+    type SlotKey = u32;
+    #[inline]
+    fn slot_key(p: Prefix<Self>) -> u32 {
+        ((p.bits() & ((1 << (32 - Self::DP_BITS)) - 1)) << 8) | u32::from(p.len())
+    }
+    #[inline]
+    fn from_slot_key(slot: u32, k: u32) -> Prefix<Self> {
+        let bits = (slot << (32 - Self::DP_BITS)) | (k >> 8);
+        Prefix::from_bits(bits, k as u8).expect("packed from a prefix")
+    }
 }
 
 impl FibFamily for Ipv6Addr {
@@ -114,6 +133,17 @@ impl FibFamily for Ipv6Addr {
     const ROOT_BITS: u32 = 10;
     /// Three: W1 keys walk four node levels on average (/48s end in the fifth).
     const BULK_NODE_STAGES: u32 = 3;
+    /// The whole prefix packed (17 bytes): the 108 bits past the slot and a length leave
+    /// nothing to gain.
+    type SlotKey = crate::packed::PackedV6;
+    #[inline]
+    fn slot_key(p: Prefix<Self>) -> Self::SlotKey {
+        crate::packed::PackedPrefix::pack(p)
+    }
+    #[inline]
+    fn from_slot_key(_slot: u32, k: Self::SlotKey) -> Prefix<Self> {
+        crate::packed::PackedPrefix::unpack(k)
+    }
 }
 
 /// A published version of a compiled structure.
