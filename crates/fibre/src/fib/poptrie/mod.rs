@@ -24,7 +24,7 @@
 //! (path copying). A change of a shorter prefix re-encodes each direct-pointing slot it covers
 //! (leaf pushing put its id in all of them). A batch publishes one new root; the blocks a version
 //! stopped using are reused once every reader that could see them has let go (see
-//! [`PoptrieView`]'s `Drop`).
+//! `Pending`).
 //!
 //! The parts: `lookup` (what readers run), `build` (a full encoding), `patch` (updates
 //! by path copying), `leaves` (the leaf cells' widths), `audit` (the walk behind stats,
@@ -39,8 +39,9 @@ use crate::addr::Bits;
 use crate::prefix::Prefix;
 use arc_swap::ArcSwap;
 use std::marker::PhantomData;
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::VecDeque;
+use std::sync::atomic::{fence, Ordering};
+use std::sync::{Arc, Weak};
 
 mod audit;
 mod build;
@@ -179,56 +180,36 @@ impl Block {
     }
 }
 
-/// What a version sends back to the writer when no reader can see it: the blocks only it and
-/// older versions use, and its root and block list for the writer to reuse. (A root is 2-4 KiB,
-/// too large for the allocator's per-thread cache: allocating one per publication and freeing
-/// it later cost a thousand instructions a change.)
-struct Retired {
-    generation: u64,
-    blocks: Vec<Block>,
-    root: Box<[u32]>,
-}
-
 /// Roots and block lists the writer keeps for reuse (more come back only when readers lag).
+/// (A root is 2-4 KiB, too large for the allocator's per-thread cache: allocating one per
+/// publication and freeing it later cost a thousand instructions a change.)
 const REUSED_BUFFERS: usize = 4;
 
-/// One published version: what readers load and look up in.
-///
-/// Reclamation: when version `V + 1` is published, `V` records the blocks that only versions up
-/// to `V` use (`retired`) and holds `V + 1` (`next`). So `V` is dropped only after every older
-/// version is, and its drop hands its retired blocks back to the writer: a block returns to use
-/// once no reader holds any version that reaches it, as RCU's grace period.
+/// One published version: what readers load and look up in. It never changes.
 pub struct PoptrieView<A: FibFamily> {
-    root: Box<[u32]>,
+    root: Arc<[u32]>,
     arenas: Arc<Arenas>,
-    generation: u64,
     version: u64,
-    retired: OnceLock<Vec<Block>>,
-    next: OnceLock<Arc<PoptrieView<A>>>,
-    reclaim: Sender<Retired>,
     _family: PhantomData<A>,
 }
 
-impl<A: FibFamily> Drop for PoptrieView<A> {
-    fn drop(&mut self) {
-        if let Some(blocks) = self.retired.take() {
-            // The writer may be gone; then so are the arenas' bookkeeping, and nothing leaks.
-            let _ = self.reclaim.send(Retired {
-                generation: self.generation,
-                blocks,
-                root: std::mem::take(&mut self.root),
-            });
-        }
-        // Unlink the chain iteratively: a reader that held an old version through a million
-        // updates would otherwise drop a million versions recursively.
-        let mut next = self.next.take();
-        while let Some(v) = next {
-            match Arc::try_unwrap(v) {
-                Ok(mut v) => next = v.next.take(),
-                Err(_) => break,
-            }
-        }
-    }
+/// Blocks a publication retired, waiting for the version before it (and so every older one)
+/// to be dropped: until then a reader may still reach them.
+///
+/// Reclamation (RCU's grace period): when version `V + 1` is published, the blocks only
+/// versions up to `V` use wait here with a weak reference to `V`, oldest first. The writer
+/// takes them back from the front while the front's version is gone: the ones before it went
+/// earlier, so no version that reaches the blocks is left. A reader that keeps an old version
+/// holds back what that version and the later ones retired. Until issue 15's tenth round each
+/// version held the next, and its drop sent its blocks back over a channel: two `OnceLock`s
+/// and a send and a receive per publication, 700 instructions of a router change (IPv4).
+struct Pending<A: FibFamily> {
+    view: Weak<PoptrieView<A>>,
+    /// The arenas the blocks are in (a rebuild replaces them, and its blocks are not ours).
+    generation: u64,
+    blocks: Vec<Block>,
+    /// The version's root, to publish a later version in once the version is gone.
+    root: Arc<[u32]>,
 }
 
 /// The writer's side: the current encoding, its arenas' bookkeeping, and the publication cell.
@@ -242,13 +223,14 @@ pub struct Poptrie<A: FibFamily> {
     nodes: BlockAlloc,
     leaves: BlockAlloc,
     chunks: BlockAlloc,
-    reclaim: Sender<Retired>,
-    /// Only the writer receives; the lock is never contended (it makes the writer `Sync`).
-    returned: Mutex<Receiver<Retired>>,
+    /// Retired blocks by publication, oldest first (see [`Pending`]).
+    pending: VecDeque<Pending<A>>,
     /// Roots of dropped versions, to publish the next ones in.
-    spare_roots: Vec<Box<[u32]>>,
-    /// Emptied block lists of dropped versions, to retire the next changes' blocks in.
+    spare_roots: Vec<Arc<[u32]>>,
+    /// Emptied block lists, to retire the next changes' blocks in.
     spare_lists: Vec<Vec<Block>>,
+    /// The chunks a batch made (see `Poptrie::chunk_for_write`), kept for the next batch.
+    fresh: Vec<usize>,
     scratch: Scratch<A::Bits>,
     /// Full rebuilds after the first build (short-prefix changes, full arenas).
     pub rebuilds: u64,
@@ -265,38 +247,52 @@ impl<A: FibFamily> Poptrie<A> {
     const CHUNK: usize = 1 << (A::DP_BITS - A::ROOT_BITS);
 
     fn publish(&mut self, retired: Vec<Block>) {
-        let root = match self.spare_roots.pop() {
-            Some(mut root) => {
-                root.copy_from_slice(&self.root);
-                root
-            }
-            None => self.root.clone().into_boxed_slice(),
+        // A spare root nothing else holds (a version dropped on another thread may not have
+        // let go of its root yet).
+        let spare = self
+            .spare_roots
+            .iter()
+            .position(|r| r.len() == self.root.len() && Arc::strong_count(r) == 1);
+        let root = match spare.map(|i| self.spare_roots.swap_remove(i)) {
+            Some(mut root) => match Arc::get_mut(&mut root) {
+                Some(buf) => {
+                    buf.copy_from_slice(&self.root);
+                    root
+                }
+                None => Arc::from(self.root.as_slice()),
+            },
+            None => Arc::from(self.root.as_slice()),
         };
         let view = Arc::new(PoptrieView {
             root,
             arenas: self.arenas.clone(),
-            generation: self.generation,
             version: self.current.version + 1,
-            retired: OnceLock::new(),
-            next: OnceLock::new(),
-            reclaim: self.reclaim.clone(),
             _family: PhantomData,
         });
-        let _ = self.current.retired.set(retired);
-        let _ = self.current.next.set(view.clone());
-        self.cell.store(view.clone());
-        self.current = view;
+        let old = std::mem::replace(&mut self.current, view.clone());
+        self.pending.push_back(Pending {
+            view: Arc::downgrade(&old),
+            generation: self.generation,
+            blocks: retired,
+            root: old.root.clone(),
+        });
+        self.cell.store(view);
     }
 
     /// Takes back the blocks no reader can reach any more, and buffers to reuse.
     fn reclaim(&mut self) {
-        let returned = self.returned.lock().expect("only the writer locks");
-        while let Ok(Retired {
-            generation,
-            mut blocks,
-            root,
-        }) = returned.try_recv()
-        {
+        while let Some(front) = self.pending.front() {
+            if front.view.strong_count() != 0 {
+                break;
+            }
+            // The last reader's release (its drop of the version) before the blocks' reuse.
+            fence(Ordering::Acquire);
+            let Pending {
+                generation,
+                mut blocks,
+                root,
+                ..
+            } = self.pending.pop_front().expect("front exists");
             // Blocks of older arenas are not ours any more: those arenas are gone or going.
             if generation == self.generation {
                 for b in blocks.drain(..) {
@@ -333,15 +329,10 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
         let enc = Self::encode_all(routes, &mut scratch);
         let spare = Spare::first(routes.len());
         let (arenas, [nodes, leaves, chunks], root, room) = Self::install(enc, spare);
-        let (reclaim, returned) = channel();
         let view = Arc::new(PoptrieView {
-            root: root.clone().into_boxed_slice(),
+            root: Arc::from(root.as_slice()),
             arenas: arenas.clone(),
-            generation: 0,
             version: 0,
-            retired: OnceLock::new(),
-            next: OnceLock::new(),
-            reclaim: reclaim.clone(),
             _family: PhantomData,
         });
         Ok(Poptrie {
@@ -353,10 +344,10 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             nodes,
             leaves,
             chunks,
-            reclaim,
-            returned: Mutex::new(returned),
+            pending: VecDeque::new(),
             spare_roots: Vec::new(),
             spare_lists: Vec::new(),
+            fresh: Vec::new(),
             scratch,
             room,
             rebuilds: 0,

@@ -439,7 +439,8 @@ impl<A: FibFamily> Poptrie<A> {
     /// caller rebuilds).
     pub(super) fn patch(&mut self, routes: &PrefixSet<A>, changed: &[Prefix<A>]) -> Option<()> {
         let mut retired = self.retired_list();
-        let mut fresh = Vec::new();
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.clear();
         let mut done: Option<Prefix<A>> = None;
         for &p in changed {
             if done.is_some_and(|d| d.covers(&p)) {
@@ -453,7 +454,7 @@ impl<A: FibFamily> Poptrie<A> {
             }
         }
         // A chunk that became one leaf goes back into its root entry; it was never published.
-        for ri in fresh {
+        for &ri in &fresh {
             let off = self.root[ri] & !INDEX;
             let ar = &self.arenas.chunks;
             let first = ar.get(off);
@@ -462,6 +463,7 @@ impl<A: FibFamily> Poptrie<A> {
                 self.chunks.free(off, Self::CHUNK as u32);
             }
         }
+        self.fresh = fresh;
         self.publish(retired);
         Some(())
     }
