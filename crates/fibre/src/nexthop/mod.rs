@@ -67,9 +67,13 @@ pub struct NhTable<A: Address> {
     /// the rest of the intern.
     index: HashMap<Vec<NextHop<A>>, NhId, foldhash::fast::RandomState>,
     free: Vec<u32>,
-    /// While a change set is open: references taken (dropped on rollback) and releases put off
-    /// until commit, so that a rolled-back route never points at a freed or reused slot.
-    txn: Option<(Vec<NhId>, Vec<NhId>)>,
+    /// While a change set is open (`in_txn`): references taken (dropped on rollback) and
+    /// releases put off until commit, so that a rolled-back route never points at a freed or
+    /// reused slot. The lists keep their room from one change set to the next (a route change
+    /// is a change set of its own, and allocating them again cost it 250 instructions).
+    in_txn: bool,
+    acquired: Vec<NhId>,
+    deferred: Vec<NhId>,
 }
 
 impl<A: Address> Default for NhTable<A> {
@@ -79,7 +83,9 @@ impl<A: Address> Default for NhTable<A> {
             refs: vec![u32::MAX],
             index: HashMap::default(),
             free: Vec::new(),
-            txn: None,
+            in_txn: false,
+            acquired: Vec::new(),
+            deferred: Vec::new(),
         }
     }
 }
@@ -89,25 +95,44 @@ impl<A: Address> NhTable<A> {
     pub fn new() -> Self {
         Self::default()
     }
-    /// Opens a change set: see the `txn` field.
+    /// Opens a change set: see the `in_txn` field.
     pub fn begin(&mut self) {
-        debug_assert!(self.txn.is_none(), "nested change sets");
-        self.txn = Some((Vec::new(), Vec::new()));
+        debug_assert!(!self.in_txn, "nested change sets");
+        self.in_txn = true;
     }
     /// Closes a change set, carrying out the releases it put off.
     pub fn commit(&mut self) {
-        if let Some((_, deferred)) = self.txn.take() {
-            for id in deferred {
+        if std::mem::take(&mut self.in_txn) {
+            let mut deferred = std::mem::take(&mut self.deferred);
+            for &id in &deferred {
                 self.release(id);
+            }
+            deferred.clear();
+            self.deferred = deferred;
+            self.acquired.clear();
+            self.drop_large_lists();
+        }
+    }
+    /// A load's lists (a reference per route) give their room back.
+    fn drop_large_lists(&mut self) {
+        const KEEP_ROOM: usize = 4096;
+        for list in [&mut self.acquired, &mut self.deferred] {
+            if list.capacity() > KEEP_ROOM {
+                *list = Vec::new();
             }
         }
     }
     /// Closes a change set, dropping the references it took; its releases never happen.
     pub fn rollback(&mut self) {
-        if let Some((acquired, _)) = self.txn.take() {
-            for id in acquired {
+        if std::mem::take(&mut self.in_txn) {
+            let mut acquired = std::mem::take(&mut self.acquired);
+            for &id in &acquired {
                 self.release(id);
             }
+            acquired.clear();
+            self.acquired = acquired;
+            self.deferred.clear();
+            self.drop_large_lists();
         }
     }
     /// Returns the id of this group, storing it if new, and takes a reference.
@@ -137,8 +162,8 @@ impl<A: Address> NhTable<A> {
         id
     }
     fn note_acquired(&mut self, id: NhId) {
-        if let Some((acquired, _)) = self.txn.as_mut() {
-            acquired.push(id);
+        if self.in_txn {
+            self.acquired.push(id);
         }
     }
     /// Takes one more reference to an id already held.
@@ -153,8 +178,8 @@ impl<A: Address> NhTable<A> {
         if id == NhId::NONE {
             return;
         }
-        if let Some((_, deferred)) = self.txn.as_mut() {
-            deferred.push(id);
+        if self.in_txn {
+            self.deferred.push(id);
             return;
         }
         let r = &mut self.refs[id.0 as usize];

@@ -430,7 +430,8 @@ impl<A: RouterFamily> Fibs<A> {
             .map(|&(t, _)| t)
             .collect();
         let in_merged = |t: TableId| patch_merged && (t == TABLE_LOCAL || t == TABLE_MAIN);
-        let mut dsts: Vec<(TableId, Prefix<A>)> = touched
+        // On the stack for a few (a route change has one: a heap list cost it 150 instructions).
+        let mut dsts: SmallVec<[(TableId, Prefix<A>); 4]> = touched
             .filter(|&(t, _)| patched.binary_search(&t).is_ok() || in_merged(t))
             .collect();
         dsts.sort();
@@ -441,7 +442,7 @@ impl<A: RouterFamily> Fibs<A> {
             }
             if patched.binary_search(&t).is_ok() {
                 let mine = dsts.partition_point(|d| d.0 < t)..dsts.partition_point(|d| d.0 <= t);
-                let mine: Vec<Prefix<A>> = dsts[mine].iter().map(|&(_, dst)| dst).collect();
+                let mine: SmallVec<[Prefix<A>; 4]> = dsts[mine].iter().map(|&(_, dst)| dst).collect();
                 if let Some(tf) = self.tables.get_mut(&t) {
                     tf.refresh(st, &mine, links);
                 }
@@ -459,8 +460,7 @@ impl<A: RouterFamily> Fibs<A> {
         if let Some(m) = self.merged.as_mut().filter(|_| merged_edits > 0) {
             if patch_merged {
                 // Local's and main's destinations, each run sorted: one merge of two runs.
-                // (Collected from `dsts` itself: its room is reused.)
-                let mut mine: Vec<Prefix<A>> = dsts
+                let mut mine: SmallVec<[Prefix<A>; 4]> = dsts
                     .into_iter()
                     .filter(|d| d.0 == TABLE_LOCAL || d.0 == TABLE_MAIN)
                     .map(|(_, dst)| dst)
