@@ -442,7 +442,8 @@ impl<A: RouterFamily> Fibs<A> {
             }
             if patched.binary_search(&t).is_ok() {
                 let mine = dsts.partition_point(|d| d.0 < t)..dsts.partition_point(|d| d.0 <= t);
-                let mine: SmallVec<[Prefix<A>; 4]> = dsts[mine].iter().map(|&(_, dst)| dst).collect();
+                let mine: SmallVec<[Prefix<A>; 4]> =
+                    dsts[mine].iter().map(|&(_, dst)| dst).collect();
                 if let Some(tf) = self.tables.get_mut(&t) {
                     tf.refresh(st, &mine, links);
                 }

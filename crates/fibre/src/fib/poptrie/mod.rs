@@ -38,8 +38,8 @@ use super::{
 use crate::addr::Bits;
 use crate::prefix::Prefix;
 use arc_swap::ArcSwap;
-use std::marker::PhantomData;
 use std::collections::VecDeque;
+use std::marker::PhantomData;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Weak};
 
