@@ -328,7 +328,7 @@ impl family::Kernel for Ipv4Addr {
         if !q.names_no_device_nor_source() || q.tos != 0 || !unicast || st.rules.customised {
             return None;
         }
-        match st.probe_plain(st.fibs.merged.as_ref()?, dst) {
+        match st.probe_plain(st.fibs.merged.as_deref()?, dst) {
             Probe::Prepared(p) => Some(p),
             Probe::NoRoute | Probe::Full => None,
         }
