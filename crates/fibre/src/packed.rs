@@ -1,8 +1,9 @@
 //! Prefixes packed into small keys whose order is [`Prefix`]'s order (by address, shorter
 //! first: a trie's pre-order), and the questions an ordered map of them answers.
 //!
-//! The RIB's [`crate::prefix_map::PrefixMap`] and the FIB's [`crate::fib::PrefixSet`] are
-//! `BTreeMap`s keyed this way. Every question they ask is an ordered range:
+//! The RIB's [`crate::prefix_map::PrefixMap`] is a `BTreeMap` keyed this way, and so are the
+//! FIB's [`crate::fib::PrefixSet`]'s prefixes at most a direct-pointing slot long (and IPv6's
+//! crowded slots). Every question they ask is an ordered range:
 //!
 //! - what `p` covers is the run from `p` to `(p's last address)/width`;
 //! - the longest prefix covering `p` is found from `p`'s predecessors
@@ -61,6 +62,16 @@ impl PartialOrd for PackedV6 {
     #[inline]
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
+    }
+}
+
+impl PackedV6 {
+    /// The prefix packed, a length past 128 cut to it (a key not made by `pack` gives some
+    /// prefix, never a panic).
+    #[inline]
+    pub(crate) fn to_prefix(self) -> Prefix<Ipv6Addr> {
+        let bits = u128::from_be_bytes(self.0[..16].try_into().expect("16 bytes"));
+        Prefix::new(Ipv6Addr::from_bits(bits), self.0[16].min(128))
     }
 }
 

@@ -97,12 +97,14 @@ pub trait FibFamily: Address {
     /// `poptrie::lookup`). The key's bits past direct pointing and these levels are never all
     /// gone: `DP_BITS + 6 * BULK_NODE_STAGES` is below the width.
     const BULK_NODE_STAGES: u32;
-    /// A prefix longer than [`FibFamily::DP_BITS`] packed without its slot's bits, in
-    /// [`Prefix`] order among the prefixes of its slot: what the FIB's set keeps per slot.
+    /// A prefix longer than [`FibFamily::DP_BITS`] packed as a key in [`Prefix`] order among
+    /// the prefixes of its slot (IPv4 leaves the slot's bits out): what the FIB's set keeps
+    /// per slot.
     type SlotKey: Ord + Copy + Send + Sync + std::fmt::Debug + 'static;
     /// `p` (longer than the direct-pointing step) as a key within its slot.
     fn slot_key(p: Prefix<Self>) -> Self::SlotKey;
-    /// The prefix of slot `slot` packed in `k`.
+    /// The prefix of slot `slot` packed in `k`. A key [`FibFamily::slot_key`] did not make
+    /// gives some prefix (lengths past the width are cut to it), never a panic.
     fn from_slot_key(slot: u32, k: Self::SlotKey) -> Prefix<Self>;
 }
 
@@ -121,8 +123,8 @@ impl FibFamily for Ipv4Addr {
     }
     #[inline]
     fn from_slot_key(slot: u32, k: u32) -> Prefix<Self> {
-        let bits = (slot << (32 - Self::DP_BITS)) | (k >> 8);
-        Prefix::from_bits(bits, k as u8).expect("packed from a prefix")
+        let bits = (slot << (32 - Self::DP_BITS)) | ((k >> 8) & ((1 << (32 - Self::DP_BITS)) - 1));
+        Prefix::new(Ipv4Addr::from_bits(bits), (k as u8).min(32))
     }
 }
 
@@ -142,7 +144,7 @@ impl FibFamily for Ipv6Addr {
     }
     #[inline]
     fn from_slot_key(_slot: u32, k: Self::SlotKey) -> Prefix<Self> {
-        crate::packed::PackedPrefix::unpack(k)
+        k.to_prefix()
     }
 }
 

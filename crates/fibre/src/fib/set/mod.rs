@@ -37,7 +37,8 @@ pub struct PrefixSet<A: FibFamily> {
     slots: HashMap<u32, Slot<A>, foldhash::fast::RandomState>,
     /// Bit `s` is set when slot `s` has an entry in `slots`: the slots under a short prefix,
     /// or all of them in order, without a probe per slot number or a sort (32 KiB for IPv4,
-    /// 128 KiB for IPv6).
+    /// 128 KiB for IPv6, made with the first slot: a set without long prefixes, as most
+    /// tables but the main one, has none).
     occupied: Vec<u64>,
     /// Prefixes stored, short and long.
     len: usize,
@@ -70,7 +71,7 @@ impl<A: FibFamily> Default for PrefixSet<A> {
         PrefixSet {
             short: BTreeMap::new(),
             slots: HashMap::default(),
-            occupied: vec![0; 1 << (A::DP_BITS - 6)],
+            occupied: Vec::new(),
             len: 0,
         }
     }
@@ -251,6 +252,9 @@ impl<A: FibFamily> PrefixSet<A> {
     /// Gives slot `slot` (not yet kept) its entry.
     fn put_slot(&mut self, slot: u32, s: Slot<A>) {
         self.slots.insert(slot, s);
+        if self.occupied.is_empty() {
+            self.occupied = vec![0; 1 << (A::DP_BITS - 6)];
+        }
         self.occupied[slot as usize / 64] |= 1 << (slot % 64);
     }
     /// Calls `f` on the entry of every slot under `p` (at most the slot long) that holds longer
@@ -272,6 +276,9 @@ impl<A: FibFamily> PrefixSet<A> {
     /// The occupied slots from `first` up to `end` (excluded), ascending.
     fn occupied_in(&self, first: usize, end: usize) -> SmallVec<[u32; 1]> {
         let mut out = SmallVec::new();
+        if self.slots.is_empty() {
+            return out;
+        }
         let mut at = first;
         while at < end {
             // The bits of this word from `at` on, and no further than `end`.

@@ -203,3 +203,17 @@ fn a_crowded_slot_answers_as_an_array_and_as_a_b_tree() {
     run::<Ipv4Addr>();
     run::<Ipv6Addr>();
 }
+
+proptest! {
+    /// A long prefix's slot key gives the prefix back; any other key gives some prefix.
+    #[test]
+    fn slot_keys_round_trip_and_any_key_unpacks(bits in any::<u32>(), len in 19u8..=32, k in any::<u32>(), slot in any::<u32>()) {
+        let p = Prefix::new(Ipv4Addr::from_bits(bits), len);
+        let slot_of_p = bits >> (32 - Ipv4Addr::DP_BITS);
+        prop_assert_eq!(Ipv4Addr::from_slot_key(slot_of_p, Ipv4Addr::slot_key(p)), p);
+        let q = Ipv4Addr::from_slot_key(slot, k);
+        prop_assert!(q.len() <= 32);
+        let v6 = Prefix::new(Ipv6Addr::from_bits(u128::from(bits) << 96), len + 8);
+        prop_assert_eq!(Ipv6Addr::from_slot_key(0, Ipv6Addr::slot_key(v6)), v6);
+    }
+}
