@@ -158,9 +158,11 @@ impl<A: FibFamily> SlotPrefixes<A> {
                 };
                 Range::Few(v.iter())
             }
+            // One search, from `from` on, stopping past `to` by comparing keys: a range of two
+            // bounds searches both (an update asks this of every region it re-encodes).
             SlotPrefixes::Many(m) => match bounds {
-                None => Range::Many(m.map.range(..)),
-                Some((from, to)) => Range::Many(m.map.range(from..=to)),
+                None => Range::Many(m.map.range(..), None),
+                Some((from, to)) => Range::Many(m.map.range(from..), Some(to)),
             },
         }
     }
@@ -242,7 +244,11 @@ impl<A: FibFamily> SlotPrefixes<A> {
 /// [`SlotPrefixes::range`]'s entries.
 pub(super) enum Range<'a, A: FibFamily> {
     Few(std::slice::Iter<'a, (A::SlotKey, u32)>),
-    Many(std::collections::btree_map::Range<'a, A::SlotKey, u32>),
+    /// The entries from the first bound on, and the last bound.
+    Many(
+        std::collections::btree_map::Range<'a, A::SlotKey, u32>,
+        Option<A::SlotKey>,
+    ),
 }
 
 impl<'a, A: FibFamily> Iterator for Range<'a, A> {
@@ -251,7 +257,7 @@ impl<'a, A: FibFamily> Iterator for Range<'a, A> {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Range::Few(it) => it.next().map(|(k, id)| (k, id)),
-            Range::Many(it) => it.next(),
+            Range::Many(it, to) => it.next().filter(|(k, _)| to.is_none_or(|to| **k <= to)),
         }
     }
 }
