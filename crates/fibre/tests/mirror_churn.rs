@@ -546,4 +546,8 @@ fn a_mirror_with_a_small_buffer_overruns_and_resyncs_to_equal() {
     let (changes, probed, t) = churn("churn-small", Some(4096), 12);
     eprintln!("4 KiB buffer: {changes} changes, {probed} probes, {t:?}");
     assert!(t.overruns >= 1 && t.resyncs >= t.overruns, "{t:?}");
+    // Resyncs in the middle of a chunk dump while the kernel changes: each is done again once
+    // the kernel is quiet. Without that, the IPv6 route dump's skips lost a route now and then
+    // (`Mirror::sync`), and the listings above differed at a quiescent point.
+    assert!(t.rechecks >= 1, "{t:?}");
 }

@@ -127,6 +127,26 @@ impl Events {
         }
     }
 
+    /// Whether a notification (or an overrun) is waiting, without reading it.
+    pub(crate) fn any_queued(&self) -> io::Result<bool> {
+        let mut pfd = libc::pollfd {
+            fd: self.socket.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd, a live local.
+        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(true)
+            } else {
+                Err(e)
+            };
+        }
+        Ok(n > 0)
+    }
+
     /// Waits up to `wait` for notifications and reads what has come.
     pub(crate) fn hear(&mut self, wait: std::time::Duration) -> io::Result<Heard> {
         let fd = self.socket.as_raw_fd();
