@@ -221,14 +221,13 @@ fn machine_meta(results: &mut Results, load_at_start: &str) {
     let meta = &mut results.meta;
     meta.insert("cpu model".into(), crate::host::cpu_model());
     meta.insert("cpu features".into(), crate::host::cpu_features().join(" "));
-    // The bulk path fibre's FIB took per family (FIBRE_LOOKUP forces one), and why a request
-    // was refused.
+    // The bulk path fibre's FIB took, both families (FIBRE_LOOKUP forces one), and why a
+    // request was refused.
     let requested = std::env::var("FIBRE_LOOKUP").ok();
     use fibre::fib::LookupPath;
     let paths = format!(
-        "IPv4 {}, IPv6 {} (this CPU: {})",
-        LookupPath::chosen(32),
-        LookupPath::chosen(128),
+        "IPv4 {0}, IPv6 {0} (this CPU: {1})",
+        LookupPath::chosen(),
         LookupPath::available()
             .iter()
             .map(|p| p.name())
@@ -237,7 +236,7 @@ fn machine_meta(results: &mut Results, load_at_start: &str) {
     );
     meta.insert(
         "fibre lookup path".into(),
-        match LookupPath::choose(requested.as_deref(), 32) {
+        match LookupPath::choose(requested.as_deref()) {
             Ok(_) => paths,
             Err(e) => format!("{paths}; {e}"),
         },

@@ -2,8 +2,8 @@
 //!
 //! Machines differ: AMD Zen 3 has AVX2 but no AVX-512, Zen 4 and recent Intel server parts have
 //! AVX-512 with a vector population count (VPOPCNTDQ), which Poptrie's node step needs. One
-//! binary carries every path; [`LookupPath::chosen`] picks one per family by a measured rule
-//! ([`LookupPath::default_for`]), unless the `FIBRE_LOOKUP` environment variable names another
+//! binary carries every path; [`LookupPath::chosen`] picks one for both families by a
+//! measured rule ([`LookupPath::default_rule`]), unless the `FIBRE_LOOKUP` environment variable names another
 //! (`scalar`, `avx2`, `avx512`): the bench compares paths that way, and the tests force each
 //! path the machine has through [`crate::fib::LpmView::lookup_bulk_on`].
 use std::sync::OnceLock;
@@ -58,18 +58,20 @@ impl LookupPath {
         Self::ALL.into_iter().filter(|p| p.supported()).collect()
     }
 
-    /// The path bulk lookups of `key_bits`-wide keys take: `FIBRE_LOOKUP`'s when set and
-    /// supported, else [`LookupPath::default_for`]. The variable is read on first use and kept
-    /// for the life of the process.
-    pub fn chosen(key_bits: u8) -> LookupPath {
-        static REQUESTED: OnceLock<Option<LookupPath>> = OnceLock::new();
+    /// The path bulk lookups take: `FIBRE_LOOKUP`'s when set and supported, else
+    /// [`LookupPath::default_rule`]. Decided on first use (every bulk call asks) and kept for
+    /// the life of the process.
+    pub fn chosen() -> LookupPath {
+        static CHOSEN: OnceLock<LookupPath> = OnceLock::new();
         // An unusable request falls back to the default; `choose` names the problem for
         // callers that report it (the bench does).
-        let requested = REQUESTED.get_or_init(|| {
-            let value = std::env::var("FIBRE_LOOKUP").ok()?;
-            Self::parse(value.trim()).filter(|p| p.supported())
-        });
-        requested.unwrap_or_else(|| Self::default_for(key_bits))
+        *CHOSEN.get_or_init(|| {
+            std::env::var("FIBRE_LOOKUP")
+                .ok()
+                .and_then(|v| Self::parse(v.trim()))
+                .filter(|p| p.supported())
+                .unwrap_or_else(Self::default_rule)
+        })
     }
 
     /// The default rule, from `fibre bench` and `fib_profile` on AMD Zen 4 (AVX-512): AVX-512
@@ -86,14 +88,12 @@ impl LookupPath {
     /// - Measured on AMD Zen 4 only. Intel parts with VPOPCNTDQ (Ice Lake on) run gathers under
     ///   the Downfall (GDS) microcode fix, much slower: there `FIBRE_LOOKUP=scalar` may be the
     ///   better choice, and the rule may need the vendor.
-    ///
-    /// `key_bits` is kept for a rule per family (the families had different paths until
-    /// the ninth round).
     /// - AVX2 is nowhere ahead (IPv6 23.3 ns): its 4-lane gathers and table-driven popcount
     ///   only tie the scalar path; it is there to be forced and measured on CPUs without
     ///   AVX-512 (Zen 3).
-    pub fn default_for(key_bits: u8) -> LookupPath {
-        let _ = key_bits;
+    ///
+    /// Until the ninth round the families had different paths; one rule serves both now.
+    pub fn default_rule() -> LookupPath {
         if LookupPath::Avx512.supported() {
             LookupPath::Avx512
         } else {
@@ -101,11 +101,11 @@ impl LookupPath {
         }
     }
 
-    /// The path a `FIBRE_LOOKUP` value selects for `key_bits`-wide keys (`None` or empty: the
-    /// default), or why it cannot be used here.
-    pub fn choose(requested: Option<&str>, key_bits: u8) -> Result<LookupPath, String> {
+    /// The path a `FIBRE_LOOKUP` value selects (`None` or empty: the default), or why it
+    /// cannot be used here.
+    pub fn choose(requested: Option<&str>) -> Result<LookupPath, String> {
         match requested.map(str::trim).filter(|s| !s.is_empty()) {
-            None => Ok(Self::default_for(key_bits)),
+            None => Ok(Self::default_rule()),
             Some(name) => match Self::parse(name) {
                 None => Err(format!(
                     "FIBRE_LOOKUP={name}: not a lookup path (scalar, avx2, avx512)"
@@ -131,31 +131,21 @@ mod tests {
 
     #[test]
     fn a_request_is_honoured_only_where_the_cpu_can_run_it() {
-        assert_eq!(
-            LookupPath::choose(Some("scalar"), 32),
-            Ok(LookupPath::Scalar)
-        );
-        assert!(LookupPath::choose(Some("sse9"), 32)
+        assert_eq!(LookupPath::choose(Some("scalar")), Ok(LookupPath::Scalar));
+        assert!(LookupPath::choose(Some("sse9"))
             .unwrap_err()
             .contains("sse9"));
         for p in LookupPath::ALL {
-            assert_eq!(
-                LookupPath::choose(Some(p.name()), 128).is_ok(),
-                p.supported()
-            );
+            assert_eq!(LookupPath::choose(Some(p.name())).is_ok(), p.supported());
             assert_eq!(LookupPath::parse(p.name()), Some(p));
         }
-        for bits in [32, 128] {
-            let default = LookupPath::choose(None, bits).unwrap();
-            assert!(default.supported());
-            assert_eq!(default, LookupPath::default_for(bits));
-        }
-        let widest = if LookupPath::Avx512.supported() {
-            LookupPath::Avx512
-        } else {
-            LookupPath::Scalar
-        };
-        assert_eq!(LookupPath::default_for(32), widest);
-        assert_eq!(LookupPath::default_for(128), widest);
+        let default = LookupPath::choose(None).unwrap();
+        assert!(default.supported());
+        assert_eq!(default, LookupPath::default_rule());
+        assert_eq!(
+            LookupPath::choose(Some(" ")),
+            Ok(default),
+            "blank is the default"
+        );
     }
 }

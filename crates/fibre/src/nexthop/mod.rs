@@ -102,37 +102,40 @@ impl<A: Address> NhTable<A> {
     }
     /// Closes a change set, carrying out the releases it put off.
     pub fn commit(&mut self) {
-        if std::mem::take(&mut self.in_txn) {
-            let mut deferred = std::mem::take(&mut self.deferred);
-            for &id in &deferred {
-                self.release(id);
-            }
-            deferred.clear();
-            self.deferred = deferred;
-            self.acquired.clear();
-            self.drop_large_lists();
-        }
+        self.close(false);
     }
-    /// A load's lists (a reference per route) give their room back.
-    fn drop_large_lists(&mut self) {
+    /// Closes a change set, dropping the references it took; its releases never happen.
+    pub fn rollback(&mut self) {
+        self.close(true);
+    }
+    /// Closes a change set: releases the references it took (`undo`) or the ones it put off.
+    /// Both lists are emptied and keep their room, unless a load made them large.
+    fn close(&mut self, undo: bool) {
+        if !std::mem::take(&mut self.in_txn) {
+            return;
+        }
+        let list = if undo {
+            &mut self.acquired
+        } else {
+            &mut self.deferred
+        };
+        let mut releases = std::mem::take(list);
+        for &id in &releases {
+            self.release(id);
+        }
+        releases.clear();
+        self.acquired.clear();
+        self.deferred.clear();
+        if undo {
+            self.acquired = releases;
+        } else {
+            self.deferred = releases;
+        }
         const KEEP_ROOM: usize = 4096;
         for list in [&mut self.acquired, &mut self.deferred] {
             if list.capacity() > KEEP_ROOM {
                 *list = Vec::new();
             }
-        }
-    }
-    /// Closes a change set, dropping the references it took; its releases never happen.
-    pub fn rollback(&mut self) {
-        if std::mem::take(&mut self.in_txn) {
-            let mut acquired = std::mem::take(&mut self.acquired);
-            for &id in &acquired {
-                self.release(id);
-            }
-            acquired.clear();
-            self.acquired = acquired;
-            self.deferred.clear();
-            self.drop_large_lists();
         }
     }
     /// Returns the id of this group, storing it if new, and takes a reference.

@@ -115,7 +115,7 @@ impl<A: FibFamily> PoptrieView<A> {
 
     /// Lookups of `keys` into `out` on the [`LookupPath::chosen`] path. No allocation, no lock.
     pub fn lookup_bulk(&self, keys: &[A::Bits], out: &mut [u32]) {
-        self.lookup_bulk_on(LookupPath::chosen(A::WIDTH), keys, out)
+        self.lookup_bulk_on(LookupPath::chosen(), keys, out)
     }
 
     /// Lookups of `keys` into `out` on `path`, or on the scalar path where the CPU cannot run

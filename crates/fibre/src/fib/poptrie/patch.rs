@@ -278,11 +278,7 @@ impl<A: FibFamily> Poptrie<A> {
         // own level covering a child comes before its block): one pass finds every block. (A
         // scan of all the region's prefixes per child made a change of a prefix covering
         // thousands, an IPv6 /24 or /32, cost up to 250 µs.)
-        let mut at = if fresh_children == 0 {
-            self.scratch.prefixes.len()
-        } else {
-            0
-        };
+        let mut at = 0;
         while let Some(start) = self.scratch.prefixes[at..]
             .iter()
             .position(|p| p.1 as u32 > off + 6)

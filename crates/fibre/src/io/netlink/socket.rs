@@ -127,46 +127,37 @@ impl Events {
         }
     }
 
-    /// Whether a notification (or an overrun) is waiting, without reading it.
-    pub(crate) fn any_queued(&self) -> io::Result<bool> {
+    /// Waits up to `ms` milliseconds for something to read (a notification or an overrun);
+    /// `Ok(None)` when a signal cut the wait short.
+    fn readable(&self, ms: libc::c_int) -> io::Result<Option<bool>> {
         let mut pfd = libc::pollfd {
             fd: self.socket.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
         // SAFETY: one pollfd, a live local.
-        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(true)
-            } else {
-                Err(e)
-            };
-        }
-        Ok(n > 0)
-    }
-
-    /// Waits up to `wait` for notifications and reads what has come.
-    pub(crate) fn hear(&mut self, wait: std::time::Duration) -> io::Result<Heard> {
-        let fd = self.socket.as_raw_fd();
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = wait.as_millis().min(i32::MAX as u128) as libc::c_int;
-        // SAFETY: one pollfd, a live local.
         let n = unsafe { libc::poll(&mut pfd, 1, ms) };
         if n < 0 {
             let e = io::Error::last_os_error();
             return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(Heard::Quiet)
+                Ok(None)
             } else {
                 Err(e)
             };
         }
-        if n == 0 {
+        Ok(Some(n > 0))
+    }
+
+    /// Whether a notification (or an overrun) is waiting, without reading it (a signal in
+    /// between counts as yes: the caller then looks again later).
+    pub(crate) fn any_queued(&self) -> io::Result<bool> {
+        Ok(self.readable(0)?.unwrap_or(true))
+    }
+
+    /// Waits up to `wait` for notifications and reads what has come.
+    pub(crate) fn hear(&mut self, wait: std::time::Duration) -> io::Result<Heard> {
+        let ms = wait.as_millis().min(i32::MAX as u128) as libc::c_int;
+        if self.readable(ms)? != Some(true) {
             return Ok(Heard::Quiet);
         }
         match self
