@@ -12,7 +12,10 @@
 //! into a router as one change set (`load`), then does N `route_get`s of W1 addresses
 //! (`gets`) and N/10 deletes then N/10 inserts of the same routes, one change set each
 //! (`updates`: `deletes`, then `inserts`), in functions of their own: their instruction counts
-//! divided by N (or N/10 changes each) are per operation. Without valgrind it prints the wall-clock time of each, and how many route classes the FIB ids name.
+//! divided by N (or N/10 changes each) are per operation. Then N/10 other routes' changes,
+//! each timed (their median and p99.9; see `timed_updates` for a list of the slowest), and 64
+//! routes' changes over and over (`warm`: their cache lines in the caches). Without valgrind it
+//! prints the wall-clock time of each, and how many route classes the FIB ids name.
 use fibre::fib::FibFamily;
 use fibre::{RouteQuery, Router};
 use fibre_bench::scenario::{with_next_hops, workspace_views, BenchRoute, StudyFamily};
@@ -41,6 +44,14 @@ fn updates<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], de
     inserts::<A>(router, routes, dev);
 }
 
+/// The changes of `updates`, on routes whose cache lines are in the caches (callgrind:
+/// `--toggle-collect='router_profile::warm*'`).
+#[inline(never)]
+fn warm<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], dev: u32) {
+    deletes::<A>(router, routes, dev);
+    inserts::<A>(router, routes, dev);
+}
+
 #[inline(never)]
 fn deletes<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], dev: u32) {
     for r in routes {
@@ -55,15 +66,32 @@ fn inserts<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], de
     }
 }
 
-/// Deletes then inserts `routes`, each change timed: the median change (ns), and the share of
-/// the total taken by prefixes at most [`FibFamily::DP_BITS`] long.
+/// What the timed changes took.
+struct Timed {
+    median_ns: f64,
+    p999_ns: f64,
+    /// The share of the total taken by prefixes at most [`FibFamily::DP_BITS`] long.
+    short_share: f64,
+}
+
+/// Deletes then inserts `routes`, each change timed. With `FIBRE_PROFILE_SLOW_US=N` in the
+/// environment, lists the changes slower than N µs on stderr, slowest first, with the time
+/// into the run modulo 4 ms (this VM stalls every 4 ms, for 20-40 µs, whatever runs: such
+/// changes share a phase) and the change before (a change that retires many blocks leaves
+/// their reclamation to the next).
 fn timed_updates<A: StudyFamily>(
     router: &mut Router,
     routes: &[&BenchRoute<A::K>],
     dev: u32,
-) -> (f64, f64) {
+) -> Timed {
+    let slow_ns = std::env::var("FIBRE_PROFILE_SLOW_US")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|us| us * 1e3);
     let mut times = Vec::with_capacity(2 * routes.len());
     let (mut short, mut total) = (0.0, 0.0);
+    let mut slow: Vec<(f64, String)> = Vec::new();
+    let start = Instant::now();
     for delete in [true, false] {
         for r in routes {
             let s = spec::<A>(r, dev);
@@ -71,6 +99,16 @@ fn timed_updates<A: StudyFamily>(
             let t = Instant::now();
             router.change(&c).expect("change");
             let ns = t.elapsed().as_nanos() as f64;
+            if slow_ns.is_some_and(|limit| ns > limit) {
+                let before = times.last().copied().unwrap_or(0.0);
+                let phase = t.duration_since(start).as_micros() % 4000;
+                let (what, addr) = (if delete { "del" } else { "add" }, A::from_bits(r.addr));
+                let line = format!(
+                    "{what} {addr:?}/{} at {phase} µs of 4 ms, {before:.0} ns before",
+                    r.len
+                );
+                slow.push((ns, line));
+            }
             times.push(ns);
             total += ns;
             if u32::from(r.len) <= <A as FibFamily>::DP_BITS {
@@ -78,9 +116,22 @@ fn timed_updates<A: StudyFamily>(
             }
         }
     }
+    slow.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (ns, line) in &slow {
+        eprintln!("{ns:>9.0} ns {line}");
+    }
     times.sort_by(f64::total_cmp);
-    let median = times.get(times.len() / 2).copied().unwrap_or(0.0);
-    (median, short / total.max(1.0))
+    let at = |q: f64| {
+        times
+            .get((times.len() as f64 * q) as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    Timed {
+        median_ns: at(0.5),
+        p999_ns: at(0.999),
+        short_share: short / total.max(1.0),
+    }
 }
 
 fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
@@ -108,19 +159,15 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
         .step_by(step)
         .take(n / 10)
         .collect();
-    let (median_ns, short_share) = timed_updates::<A>(&mut router, &others, dev);
+    let timed = timed_updates::<A>(&mut router, &others, dev);
     // The same changes on 64 of those routes, over and over: what a change costs once its
     // cache lines are in the caches (the gap to `change_ns` is the misses of a cold route).
     // (Not through `updates`, so that its instruction counts stay those of cold routes.)
     let few = &chosen[..chosen.len().min(64)];
-    let warm = |router: &mut Router| {
-        deletes::<A>(router, few, dev);
-        inserts::<A>(router, few, dev);
-    };
-    warm(&mut router);
+    warm::<A>(&mut router, few, dev);
     let t = Instant::now();
     for _ in 0..50 {
-        warm(&mut router);
+        warm::<A>(&mut router, few, dev);
     }
     let warm_ns = t.elapsed().as_nanos() as f64 / (100 * few.len()).max(1) as f64;
     let st = router.family::<A>();
@@ -130,13 +177,16 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
         .map_or(0, |f| f.route_classes());
     println!(
         "{}: {} routes loaded in {load_s:.3} s; {} route gets ({ok} answered), {get_ns:.0} ns \
-         each; {} changes, {change_ns:.0} ns each ({warm_ns:.0} warm; median {median_ns:.0}, \
-         {:.0}% of the time in prefixes at most the direct-pointing step); {classes} route classes",
+         each; {} changes, {change_ns:.0} ns each ({warm_ns:.0} warm; median {:.0}, p99.9 \
+         {:.0}, {:.0}% of the time in prefixes at most the direct-pointing step); {classes} route \
+         classes",
         A::LABEL,
         routes.len(),
         queries.len(),
         2 * chosen.len(),
-        short_share * 100.0,
+        timed.median_ns,
+        timed.p999_ns,
+        timed.short_share * 100.0,
     );
 }
 

@@ -23,6 +23,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 mod arena;
+mod block_alloc;
 mod path;
 pub mod poptrie;
 pub mod reference;

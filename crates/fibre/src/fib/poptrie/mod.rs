@@ -30,7 +30,8 @@
 //! by path copying), `leaves` (the leaf cells' widths), `audit` (the walk behind stats,
 //! images and the memory audit); here the structure's types and the publication and
 //! reclamation of versions.
-use super::arena::{BlockAlloc, RawArena};
+use super::arena::RawArena;
+use super::block_alloc::BlockAlloc;
 use super::PrefixSet;
 use super::{
     check_ids, FibFamily, FibStats, IdOutOfRange, LpmAlgorithm, LpmView, Reader, MAX_ID, NO_ROUTE,

@@ -1,0 +1,488 @@
+//! The writer's allocator of cells in one arena ([`super::arena::RawArena`]): blocks of cells
+//! handed out and given back, merged with their free neighbours so memory does not creep.
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// The writer's bookkeeping of one arena: a bump pointer and free blocks, merged with their free
+/// neighbours.
+///
+/// Most blocks are one node's children or leaves (at most 64 cells), a subtree's top cell, or a
+/// direct-pointing chunk; a subtree encoded afresh is placed as one block of its nodes and one of
+/// its leaves, and later freed node by node. A freed block is merged with the free blocks on
+/// either side of it (and given back to the bump pointer when it ends there), so freed cells
+/// come back as long runs and the high-water mark does not creep: before issue 15 blocks were
+/// never merged, the arenas' spare eighth filled up after some 40,000 changes of the full view,
+/// and the compaction that followed (a full rebuild) stalled one change for 48 ms.
+///
+/// - A request of at most 64 cells takes the shortest free block at least as long from the
+///   short lists (a bitmap finds it in one instruction), splitting it; the lists are checked
+///   lazily against the map of free blocks (a merged block leaves a stale entry behind).
+/// - A longer request, or a short one no short block fits, takes the best fit among the long
+///   free blocks (ordered by length), then the bump pointer.
+/// - A short block freed is kept by length, unmerged, and the next request of that length takes
+///   it back first, the last freed first (so are long blocks of one length: chunks), as an
+///   allocator's per-size caches (glibc's tcache and fastbins). Such blocks are merged some at
+///   a time, the oldest of each length in turn: [`OVERFLOW_MERGE`] when they pass
+///   [`QUICK_CELLS`] cells, [`MERGE_STEP`] before the bump pointer would grow, all of them
+///   before the arena says it is full. A block freed at the bump pointer goes back to it at once.
+/// - When the arena is full the FIB is rebuilt into fresh arenas (compaction).
+#[derive(Default, Debug)]
+pub(crate) struct BlockAlloc {
+    top: u32,
+    cap: u32,
+    live: usize,
+    /// Free blocks: offset -> length.
+    starts: OffsetMap,
+    /// Free blocks: end (offset + length) -> offset.
+    ends: OffsetMap,
+    /// Candidate free blocks of length 1..=SMALL, by length (checked against `starts` when
+    /// taken); `small_map` bit `n` says list `n` is non-empty.
+    small: Vec<Vec<u32>>,
+    small_map: u128,
+    /// Entries in `small`, stale ones included (they are purged when they outnumber the rest).
+    small_entries: usize,
+    /// Free blocks longer than SMALL, as (length, offset).
+    large: BTreeSet<(u32, u32)>,
+    /// Blocks freed and not merged yet, by length: the next request of that length takes one
+    /// back with no bookkeeping at all (see [`BlockAlloc::alloc`]). List `n <= SMALL` holds
+    /// blocks `n` long; the last, `LONG`, blocks `quick_long_len` long (the chunk arena's
+    /// blocks are all one chunk long). Each list is taken from at the back, merged from the
+    /// front; `quick_map` bit `i` says list `i` is non-empty.
+    quick: Vec<VecDeque<u32>>,
+    quick_map: u128,
+    quick_long_len: u32,
+    /// Cells in `quick`.
+    quick_cells: usize,
+    /// The list the next bounded merge starts from.
+    merge_cursor: u32,
+}
+
+/// The list of kept blocks longer than [`SMALL`].
+const LONG: u32 = SMALL + 1;
+
+/// Longest block length kept in the split-able lists (a node has at most 64 children or leaves).
+const SMALL: u32 = 64;
+
+/// Cells kept in freed blocks before they are merged (a few changes' worth; eight IPv4 chunks).
+const QUICK_CELLS: usize = 1 << 12;
+
+/// Blocks kept unmerged that are merged, the oldest of each length in turn, when they pass
+/// [`QUICK_CELLS`]. Merging them all (some 850 blocks, four hash map operations each) stalled
+/// one change in 500 for 50-300 µs and set the router's p99.9 (issue 15). Merging one block
+/// per free instead cost 4% of the median change and 2.5% of the mean: a burst finds the hash
+/// maps' lines it just touched. 64 gave the best mean; 256 brought the stalls back (router
+/// p99.9 for IPv6 20-22 µs against 14-15).
+const OVERFLOW_MERGE: usize = 64;
+
+/// Blocks kept unmerged that are merged before the bump pointer grows. Two cost the fewest
+/// instructions per router change (17,365 for IPv6, against 17,534 for 8: blocks merged early
+/// are not there to be taken back). The arenas' high-water marks did not creep over 400,000
+/// changes of the full views (IPv4's leaves: 998,420 cells after 80,000, 1,013,834 after
+/// 400,000, with 994,470 in use).
+const MERGE_STEP: usize = 2;
+
+/// One multiply: cell offsets are small distinct integers, and the map's writer runs on every
+/// update (the default hasher costs more than the rest of a small allocation).
+#[derive(Default, Clone, Copy)]
+struct OffsetHasher(u64);
+
+impl Hasher for OffsetHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type OffsetMap = HashMap<u32, u32, BuildHasherDefault<OffsetHasher>>;
+
+impl BlockAlloc {
+    pub(crate) fn new(top: u32, cap: usize) -> Self {
+        BlockAlloc {
+            top,
+            cap: cap.min(u32::MAX as usize) as u32,
+            live: top as usize,
+            small: vec![Vec::new(); SMALL as usize + 1],
+            quick: vec![VecDeque::new(); LONG as usize + 1],
+            ..Default::default()
+        }
+    }
+    /// A block of `len` cells (`len > 0`), or `None` when the arena is full.
+    ///
+    /// A short block freed earlier with the same length comes back first, unmerged: an update
+    /// frees the blocks of the nodes it copied and allocates their copies, mostly of the same
+    /// lengths, and the merging bookkeeping (four to eight hash map operations a block) was an
+    /// eighth of a route change (callgrind). The oldest blocks kept so are merged a few at a
+    /// time before the bump pointer grows, and all of them before the arena says it is full.
+    pub(crate) fn alloc(&mut self, len: u32) -> Option<u32> {
+        debug_assert!(len > 0);
+        if let Some(list) = self.quick_list(len) {
+            if let Some(off) = self.quick[list as usize].pop_back() {
+                self.quick_taken(list, len);
+                self.live += len as usize;
+                return Some(off);
+            }
+        }
+        if let Some(off) = self.alloc_merged(len) {
+            return Some(off);
+        }
+        if self.quick_cells > 0 {
+            self.merge_some(MERGE_STEP);
+            if let Some(off) = self.alloc_merged(len) {
+                return Some(off);
+            }
+        }
+        if let Some(off) = self.bump(len) {
+            return Some(off);
+        }
+        self.merge_quick();
+        self.alloc_merged(len)
+    }
+    /// The list of kept blocks `len` long, if blocks of that length are kept.
+    fn quick_list(&self, len: u32) -> Option<u32> {
+        if len <= SMALL {
+            Some(len)
+        } else if len == self.quick_long_len {
+            Some(LONG)
+        } else {
+            None
+        }
+    }
+    /// Accounts for a block `len` long just taken out of list `list`.
+    fn quick_taken(&mut self, list: u32, len: u32) {
+        self.quick_cells -= len as usize;
+        if self.quick[list as usize].is_empty() {
+            self.quick_map &= !(1 << list);
+        }
+    }
+    /// A block from the merged free blocks, if one is long enough.
+    fn alloc_merged(&mut self, len: u32) -> Option<u32> {
+        if len <= SMALL {
+            loop {
+                // The shortest non-empty list of blocks at least `len` long.
+                let fits = self.small_map & (u128::MAX << len);
+                if fits == 0 {
+                    break;
+                }
+                let have = fits.trailing_zeros();
+                let off = self.pop_small(have);
+                if self.starts.get(&off) == Some(&have) {
+                    return Some(self.take(off, have, len));
+                }
+            }
+        }
+        if let Some(&(have, off)) = self.large.range((len, 0)..).next() {
+            self.large.remove(&(have, off));
+            return Some(self.take(off, have, len));
+        }
+        None
+    }
+    /// A block from the bump pointer, if the arena has room.
+    fn bump(&mut self, len: u32) -> Option<u32> {
+        let end = self.top.checked_add(len)?;
+        if end > self.cap {
+            return None;
+        }
+        let off = self.top;
+        self.top = end;
+        self.live += len as usize;
+        Some(off)
+    }
+    /// Hands out the first `len` cells of the free block `off` (`have` long, already out of the
+    /// length lists); the rest stays free. Its right neighbour is in use or a block kept unmerged
+    /// (merged free neighbours are one block), so the rest needs no merging now.
+    fn take(&mut self, off: u32, have: u32, len: u32) -> u32 {
+        self.starts.remove(&off);
+        self.ends.remove(&(off + have));
+        if have > len {
+            self.put(off + len, have - len);
+        }
+        self.live += len as usize;
+        off
+    }
+    /// Gives back the block `off` (`len` long): a short one, or a long one as long as the long
+    /// ones kept, is kept for the next request of that length and merged later
+    /// ([`BlockAlloc::alloc`]); another long one is merged with its free neighbours now.
+    pub(crate) fn free(&mut self, off: u32, len: u32) {
+        if len == 0 {
+            return;
+        }
+        self.live -= len as usize;
+        if off + len == self.top {
+            // Back to the bump pointer at once (with the free blocks before it).
+            return self.merge_free(off, len);
+        }
+        if len > SMALL && self.quick[LONG as usize].is_empty() {
+            self.quick_long_len = len;
+        }
+        let Some(list) = self.quick_list(len) else {
+            return self.merge_free(off, len);
+        };
+        self.quick[list as usize].push_back(off);
+        self.quick_map |= 1 << list;
+        self.quick_cells += len as usize;
+        if self.quick_cells > QUICK_CELLS {
+            self.merge_some(OVERFLOW_MERGE);
+        }
+    }
+    /// Merges the oldest block of the non-empty list `list`.
+    fn merge_oldest(&mut self, list: u32) {
+        let off = self.quick[list as usize]
+            .pop_front()
+            .expect("the map says non-empty");
+        let len = if list == LONG {
+            self.quick_long_len
+        } else {
+            list
+        };
+        self.quick_taken(list, len);
+        self.merge_free(off, len);
+    }
+    /// Merges up to `budget` kept blocks, the oldest of each list, the lists in turn.
+    fn merge_some(&mut self, budget: usize) {
+        for _ in 0..budget {
+            if self.quick_map == 0 {
+                return;
+            }
+            let after = self.quick_map & (u128::MAX << self.merge_cursor);
+            let list = if after != 0 { after } else { self.quick_map }.trailing_zeros();
+            self.merge_cursor = (list + 1) % (LONG + 1);
+            self.merge_oldest(list);
+        }
+    }
+    /// Merges every block kept unmerged ([`BlockAlloc::alloc`]) into the free blocks.
+    pub(crate) fn merge_quick(&mut self) {
+        self.merge_some(usize::MAX);
+        debug_assert_eq!(self.quick_cells, 0);
+    }
+    /// Frees a block (already out of `live`) into the merged free blocks.
+    fn merge_free(&mut self, off: u32, len: u32) {
+        let (mut off, mut len) = (off, len);
+        if let Some(left) = self.ends.get(&off).copied() {
+            self.unlink(left, off - left);
+            len += off - left;
+            off = left;
+        }
+        if let Some(right) = self.starts.get(&(off + len)).copied() {
+            self.unlink(off + len, right);
+            len += right;
+        }
+        if off + len == self.top {
+            self.top = off;
+        } else {
+            self.put(off, len);
+        }
+    }
+    /// Takes the free block `off` (`len` long) out of the bookkeeping (a short one's list
+    /// entry goes stale).
+    fn unlink(&mut self, off: u32, len: u32) {
+        self.starts.remove(&off);
+        self.ends.remove(&(off + len));
+        if len > SMALL {
+            self.large.remove(&(len, off));
+        }
+    }
+    fn put(&mut self, off: u32, len: u32) {
+        self.starts.insert(off, len);
+        self.ends.insert(off + len, off);
+        if len > SMALL {
+            self.large.insert((len, off));
+            return;
+        }
+        if self.small_entries > 2 * self.starts.len() + 1024 {
+            self.purge_small();
+        }
+        self.small[len as usize].push(off);
+        self.small_map |= 1 << len;
+        self.small_entries += 1;
+    }
+    fn pop_small(&mut self, len: u32) -> u32 {
+        let list = &mut self.small[len as usize];
+        let off = list.pop().expect("bitmap says non-empty");
+        if list.is_empty() {
+            self.small_map &= !(1 << len);
+        }
+        self.small_entries -= 1;
+        off
+    }
+    /// Rebuilds the short lists from the free blocks, dropping stale entries.
+    fn purge_small(&mut self) {
+        for list in &mut self.small {
+            list.clear();
+        }
+        self.small_map = 0;
+        self.small_entries = 0;
+        for (&off, &len) in &self.starts {
+            if len <= SMALL {
+                self.small[len as usize].push(off);
+                self.small_map |= 1 << len;
+                self.small_entries += 1;
+            }
+        }
+    }
+    /// Cells in blocks that are handed out (or retired and not yet reclaimed).
+    pub(crate) fn live(&self) -> usize {
+        self.live
+    }
+    /// Cells below the bump pointer: the high-water mark.
+    pub(crate) fn top(&self) -> u32 {
+        self.top
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn freed_cells_serve_other_lengths() {
+        let mut a = BlockAlloc::new(0, 100);
+        let x = a.alloc(10).unwrap();
+        let y = a.alloc(90).unwrap();
+        assert_eq!((x, y), (0, 10));
+        assert_eq!(a.alloc(1), None, "full");
+        a.free(x, 10);
+        // Split: 3 then 7 from the freed 10, nothing from the bump pointer.
+        assert_eq!(a.alloc(3), Some(0));
+        assert_eq!(a.alloc(7), Some(3));
+        assert_eq!(a.alloc(1), None);
+        assert_eq!(a.live(), 100);
+        a.free(y, 90);
+        assert_eq!(
+            a.top(),
+            10,
+            "a block freed at the top goes back to the bump pointer"
+        );
+        assert_eq!(a.alloc(90), Some(10));
+    }
+
+    /// Neighbours merge: blocks freed in any order come back as one run, so a long request
+    /// fits where short ones were, and the high-water mark stays put. (The arena is full: the
+    /// blocks kept unmerged are all merged before it says so.)
+    #[test]
+    fn free_neighbours_merge() {
+        let mut a = BlockAlloc::new(0, 201);
+        let blocks: Vec<u32> = (0..10).map(|_| a.alloc(20).unwrap()).collect();
+        let _guard = a.alloc(1).unwrap(); // keeps the run off the bump pointer
+        for &i in &[3usize, 1, 2, 5, 4] {
+            a.free(blocks[i], 20);
+        }
+        assert_eq!(a.alloc(100), Some(20), "blocks 1..=5 are one run of 100");
+        assert_eq!(a.top(), 201);
+        a.free(20, 100);
+        assert_eq!(a.alloc(64), Some(20), "a short request splits the long run");
+        assert_eq!(a.alloc(36), Some(84), "and the rest serves the next");
+        assert_eq!(a.top(), 201);
+    }
+
+    /// A freed block comes back to the next request of its length, short or long (a chunk),
+    /// unmerged; blocks kept so merge before the bump pointer would grow, and once they pass
+    /// [`QUICK_CELLS`].
+    #[test]
+    fn freed_blocks_serve_their_length_first() {
+        let mut a = BlockAlloc::new(0, 100_000);
+        let short = a.alloc(20).unwrap();
+        let chunk = a.alloc(512).unwrap();
+        let _guard = a.alloc(1).unwrap();
+        a.free(short, 20);
+        a.free(chunk, 512);
+        assert_eq!(a.live(), 1);
+        assert_eq!(a.alloc(512), Some(chunk));
+        assert_eq!(a.alloc(20), Some(short));
+        // Two neighbours kept unmerged serve a longer request once merged, not the bump pointer.
+        let (x, y) = (a.alloc(30).unwrap(), a.alloc(30).unwrap());
+        let _guard = a.alloc(1).unwrap();
+        let top = a.top();
+        a.free(x, 30);
+        a.free(y, 30);
+        assert_eq!(a.alloc(60), Some(x));
+        assert_eq!(a.top(), top);
+        // Kept blocks never pass the limit: past it they are merged.
+        let chunks: Vec<u32> = (0..20).map(|_| a.alloc(512).unwrap()).collect();
+        let _guard = a.alloc(1).unwrap();
+        let top = a.top();
+        for &c in &chunks {
+            a.free(c, 512);
+            assert!(a.quick_cells <= QUICK_CELLS, "{} cells kept", a.quick_cells);
+        }
+        // A request longer than a chunk takes the merged run, not the bump pointer.
+        assert_eq!(a.alloc(20 * 512), Some(chunks[0]));
+        assert_eq!(a.top(), top);
+    }
+
+    /// Past the limit, a free merges a bounded burst of kept blocks, not all of them (merging
+    /// some 850 at once stalled a route change for up to 300 µs), and the oldest first.
+    #[test]
+    fn a_free_past_the_limit_merges_a_bounded_burst() {
+        let mut a = BlockAlloc::new(0, 100_000);
+        let ones: Vec<u32> = (0..2 * QUICK_CELLS).map(|_| a.alloc(1).unwrap()).collect();
+        let _guard = a.alloc(1).unwrap();
+        for (i, &b) in ones.iter().enumerate() {
+            a.free(b, 1);
+            let kept = a.quick_cells;
+            assert!(kept <= QUICK_CELLS, "free {i}: {kept} cells kept");
+            assert!(
+                kept + OVERFLOW_MERGE >= QUICK_CELLS.min(i + 1),
+                "free {i}: {kept} kept"
+            );
+        }
+        // The oldest were merged, into one run; the newest is taken back first.
+        let merged = (ones.len() - a.quick_cells) as u32;
+        assert_eq!(a.starts.get(&ones[0]), Some(&merged));
+        assert_eq!(a.alloc(1), Some(ones[ones.len() - 1]));
+    }
+
+    /// Random allocations and frees against a model of the cells in use: no cell is handed out
+    /// twice, every freed cell comes back, and the high-water mark never exceeds the peak of
+    /// live cells by more than the fragmentation a 64-cell request can meet.
+    #[test]
+    fn allocations_match_a_model_of_cells() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let mut a = BlockAlloc::new(0, 1 << 20);
+        let mut used = vec![false; 1 << 20];
+        let mut held: Vec<(u32, u32)> = Vec::new();
+        for step in 0..200_000 {
+            if held.len() < 2000 && (held.is_empty() || rng.gen_bool(0.5)) {
+                let len = if rng.gen_bool(0.05) {
+                    rng.gen_range(65..600)
+                } else {
+                    rng.gen_range(1..=64)
+                };
+                let off = a.alloc(len).expect("room");
+                for c in off..off + len {
+                    assert!(!used[c as usize], "step {step}: cell {c} handed out twice");
+                    used[c as usize] = true;
+                }
+                held.push((off, len));
+            } else {
+                let (off, len) = held.swap_remove(rng.gen_range(0..held.len()));
+                for c in off..off + len {
+                    used[c as usize] = false;
+                }
+                a.free(off, len);
+            }
+            let live: usize = held.iter().map(|b| b.1 as usize).sum();
+            assert_eq!(a.live(), live);
+        }
+        // At most 2000 blocks of at most 600 cells are held at once (under 1.2M cells at the
+        // worst, about 70,000 on average): the mark stays within a few times that.
+        assert!(a.top() < 400_000, "high-water mark {}", a.top());
+        for (off, len) in held.drain(..) {
+            a.free(off, len);
+        }
+        a.merge_quick();
+        assert_eq!(
+            a.top(),
+            0,
+            "everything freed merges back into the bump pointer"
+        );
+        assert!(a.starts.is_empty() && a.large.is_empty());
+    }
+}
