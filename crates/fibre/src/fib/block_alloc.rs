@@ -487,6 +487,54 @@ mod tests {
         assert_eq!(a.alloc(1), Some(ones[ones.len() - 1]));
     }
 
+    /// A bounded merge takes the oldest kept block of each length in turn, the long list among
+    /// them, and goes on where the last one stopped; the long length kept follows the blocks
+    /// freed once the long list is empty.
+    #[test]
+    fn merges_take_the_oldest_of_each_length_in_turn() {
+        let mut a = BlockAlloc::new(0, 10_000);
+        // Each block with a cell in use after it, so that none merges with another.
+        let mut apart = |len| {
+            let b = a.alloc(len).unwrap();
+            a.alloc(1).unwrap();
+            b
+        };
+        let twos: Vec<u32> = (0..3).map(|_| apart(2)).collect();
+        let fives: Vec<u32> = (0..3).map(|_| apart(5)).collect();
+        let longs: Vec<u32> = (0..2).map(|_| apart(100)).collect();
+        for (blocks, len) in [(&twos, 2), (&fives, 5), (&longs, 100)] {
+            for &b in blocks {
+                a.free(b, len);
+            }
+        }
+        let merged = |a: &BlockAlloc, b: u32| a.starts.get(&b).copied();
+        a.merge_some(3);
+        assert_eq!(merged(&a, twos[0]), Some(2));
+        assert_eq!(merged(&a, fives[0]), Some(5));
+        assert_eq!(merged(&a, longs[0]), Some(100));
+        assert_eq!(merged(&a, twos[1]), None);
+        a.merge_some(2);
+        assert_eq!(
+            merged(&a, twos[1]),
+            Some(2),
+            "past the long list, back to the first"
+        );
+        assert_eq!(merged(&a, fives[1]), Some(5));
+        assert_eq!(merged(&a, longs[1]), None);
+        assert_eq!(
+            a.alloc(100),
+            Some(longs[1]),
+            "the kept long block, newest first"
+        );
+        assert_eq!(a.alloc(2), Some(twos[2]));
+        // The long list is empty: the next long block freed sets the long length.
+        let b = a.alloc(300).unwrap();
+        a.alloc(300).unwrap(); // keeps `b` off the bump pointer
+        a.free(b, 300);
+        assert_eq!(a.quick_long_len, 300);
+        assert_eq!(a.alloc(300), Some(b));
+    }
+
     /// Random allocations and frees (at most `max_held` blocks held) in an arena of `cap` cells,
     /// against a model of the cells in use: no cell is handed out twice, every freed cell comes
     /// back (all merge into the bump pointer at the end), and a request is refused only when no
