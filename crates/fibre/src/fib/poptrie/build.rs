@@ -25,6 +25,11 @@ pub(super) fn encode_node<K: Bits>(
 ) {
     let mut slot = [default; 64];
     let mut vector = 0u64;
+    // Where a run of leaves can start: slot 0, the edges of the spans painted, the slot after
+    // a child. Elsewhere a leaf slot was painted as the slot before it, a leaf too, so it
+    // continues that slot's run: only these slots need a look (a look at all 64 was half of
+    // an IPv6 covering prefix's change, which encodes hundreds of nodes).
+    let mut edges = 1u64;
     for &(key, len, id) in prefixes {
         let first = stride(key, off) as usize;
         let len = len as u32;
@@ -32,6 +37,10 @@ pub(super) fn encode_node<K: Bits>(
             // Trie order: a more specific prefix is painted after the ones covering it.
             let span = 1usize << (off + 6 - len);
             slot[first..first + span].fill(id);
+            edges |= 1u64 << first;
+            if first + span < 64 {
+                edges |= 1u64 << (first + span);
+            }
         } else {
             vector |= 1u64 << first;
         }
@@ -39,11 +48,14 @@ pub(super) fn encode_node<K: Bits>(
     let base0 = leaves.len() as u32;
     let mut leafvec = 0u64;
     let mut prev = None;
-    for (v, &id) in slot.iter().enumerate() {
-        if vector & (1u64 << v) == 0 && prev != Some(id) {
+    let mut starts = (edges | vector << 1) & !vector;
+    while starts != 0 {
+        let v = starts.trailing_zeros() as usize;
+        starts &= starts - 1;
+        if prev != Some(slot[v]) {
             leafvec |= 1u64 << v;
-            leaves.push(id);
-            prev = Some(id);
+            leaves.push(slot[v]);
+            prev = Some(slot[v]);
         }
     }
     let base1 = nodes.len() as u32;

@@ -249,13 +249,20 @@ impl<A: FibFamily> Poptrie<A> {
                 .map_or(NO_ROUTE, |(_, &id)| stored(id));
             leaf[first..first + width].fill(default);
         }
+        // Where a run of leaves can start (as in `encode_node`): slot 0, the old runs' starts,
+        // the slot after an old or new child, the region's edges and those of the spans painted
+        // in it. Elsewhere a leaf slot holds what the leaf slot before it holds.
+        let edge = |v: usize| if v < 64 { 1u64 << v } else { 0 };
+        let mut edges = 1 | old.leafvec | old.vector << 1 | edge(first) | edge(first + width);
         let mut fresh_children = 0u64;
         for &(key, len, id) in &self.scratch.prefixes {
             let v = stride(key, off) as usize;
             let len = len as u32;
             if len <= off + 6 {
                 // Trie order: a more specific prefix is painted after the ones covering it.
-                leaf[v..v + (1 << (off + 6 - len))].fill(id);
+                let span = 1 << (off + 6 - len);
+                leaf[v..v + span].fill(id);
+                edges |= edge(v) | edge(v + span);
             } else {
                 fresh_children |= 1 << v;
             }
@@ -317,12 +324,15 @@ impl<A: FibFamily> Poptrie<A> {
         let mut runs = [0u32; 64];
         let mut n_runs = 0;
         let mut prev = None;
-        for (v, &x) in leaf.iter().enumerate() {
-            if vector & (1 << v) == 0 && prev != Some(x) {
+        let mut starts = (edges | vector << 1) & !vector;
+        while starts != 0 {
+            let v = starts.trailing_zeros() as usize;
+            starts &= starts - 1;
+            if prev != Some(leaf[v]) {
                 leafvec |= 1 << v;
-                runs[n_runs] = x;
+                runs[n_runs] = leaf[v];
                 n_runs += 1;
-                prev = Some(x);
+                prev = Some(leaf[v]);
             }
         }
         let kids = vector.count_ones();
