@@ -28,7 +28,8 @@ pub(super) fn encode_node<K: Bits>(
     // Where a run of leaves can start: slot 0, the edges of the spans painted, the slot after
     // a child. Elsewhere a leaf slot was painted as the slot before it, a leaf too, so it
     // continues that slot's run: only these slots need a look (a look at all 64 was half of
-    // an IPv6 covering prefix's change, which encodes hundreds of nodes).
+    // the encoding, and a quarter of the change, of an IPv6 prefix covering 146 others: some
+    // 360 nodes).
     let mut edges = 1u64;
     for &(key, len, id) in prefixes {
         let first = stride(key, off) as usize;

@@ -260,9 +260,9 @@ impl<A: FibFamily> Poptrie<A> {
             let len = len as u32;
             if len <= off + 6 {
                 // Trie order: a more specific prefix is painted after the ones covering it.
-                let span = 1 << (off + 6 - len);
-                leaf[v..v + span].fill(id);
-                edges |= edge(v) | edge(v + span);
+                let slots = 1 << (off + 6 - len);
+                leaf[v..v + slots].fill(id);
+                edges |= edge(v) | edge(v + slots);
             } else {
                 fresh_children |= 1 << v;
             }
