@@ -14,9 +14,9 @@
 //! (`updates`: `deletes`, then `inserts`), in functions of their own: their instruction counts
 //! divided by N (or N/10 changes each) are per operation. Then N/10 other routes deleted and
 //! inserted, each change timed (their median and p99.9; see `timed_updates` for a list of the
-//! slowest), and 64
-//! routes' changes over and over (`warm`: their cache lines in the caches). Without valgrind it
-//! prints the wall-clock time of each, and how many route classes the FIB ids name.
+//! slowest), and 64 routes' changes over and over (`warm`: their cache lines in the caches).
+//! Without valgrind it prints the wall-clock time of each, and how many route classes the FIB
+//! ids name.
 use fibre::fib::FibFamily;
 use fibre::{RouteQuery, Router};
 use fibre_bench::scenario::{with_next_hops, workspace_views, BenchRoute, StudyFamily};
@@ -82,9 +82,10 @@ struct Timed {
 
 /// Deletes then inserts `routes`, each change timed. With `FIBRE_PROFILE_SLOW_US=N` in the
 /// environment, lists the changes slower than N µs on stderr, slowest first, with the time
-/// into the run modulo 4 ms (this VM stalls every 4 ms, for 20-40 µs, whatever runs: such
-/// changes share a phase) and the change before (a change that retires many blocks leaves
-/// their reclamation to the next).
+/// into the run modulo `FIBRE_PROFILE_PERIOD_US` (4,000 if unset: the machine of issue 15's
+/// eleventh round stalled every 4 ms, whatever ran, and the changes it slowed shared a phase)
+/// and the change before (a change that retires many blocks leaves their reclamation to the
+/// next).
 fn timed_updates<A: StudyFamily>(
     router: &mut Router,
     routes: &[&BenchRoute<A::K>],
@@ -94,6 +95,11 @@ fn timed_updates<A: StudyFamily>(
         .ok()
         .and_then(|v| v.parse::<f64>().ok())
         .map(|us| us * 1e3);
+    let period_us = std::env::var("FIBRE_PROFILE_PERIOD_US")
+        .ok()
+        .and_then(|v| v.parse::<u128>().ok())
+        .filter(|&p| p > 0)
+        .unwrap_or(4000);
     let mut times = Vec::with_capacity(2 * routes.len());
     let (mut short, mut total) = (0.0, 0.0);
     let mut slow: Vec<(f64, String)> = Vec::new();
@@ -107,10 +113,10 @@ fn timed_updates<A: StudyFamily>(
             let ns = t.elapsed().as_nanos() as f64;
             if slow_ns.is_some_and(|limit| ns > limit) {
                 let before = times.last().copied().unwrap_or(0.0);
-                let phase = t.duration_since(start).as_micros() % 4000;
+                let phase = t.duration_since(start).as_micros() % period_us;
                 let (what, addr) = (if delete { "del" } else { "add" }, A::from_bits(r.addr));
                 let line = format!(
-                    "{what} {addr:?}/{} at {phase} µs of 4 ms, {before:.0} ns before",
+                    "{what} {addr:?}/{} at {phase} µs of {period_us}, {before:.0} ns before",
                     r.len
                 );
                 slow.push((ns, line));
@@ -167,7 +173,6 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     let timed = timed_updates::<A>(&mut router, &others, dev);
     // The same changes on 64 of those routes, over and over: what a change costs once its
     // cache lines are in the caches (the gap to `change_ns` is the misses of a cold route).
-    // (Not through `updates`, so that its instruction counts stay those of cold routes.)
     let few = &chosen[..chosen.len().min(64)];
     warm::<A>(&mut router, few, dev);
     let t = Instant::now();

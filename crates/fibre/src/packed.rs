@@ -85,8 +85,7 @@ impl PackedPrefix<Ipv6Addr> for PackedV6 {
     }
     #[inline]
     fn unpack(self) -> Prefix<Ipv6Addr> {
-        let bits = u128::from_be_bytes(self.0[..16].try_into().expect("16 bytes"));
-        Prefix::from_bits(bits, self.0[16]).expect("packed from a prefix")
+        self.to_prefix()
     }
 }
 

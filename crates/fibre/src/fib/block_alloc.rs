@@ -73,14 +73,16 @@ const QUICK_CELLS: usize = 1 << 12;
 /// one change in 500 for 50-300 µs and set the router's p99.9 (issue 15). Merging one block
 /// per free instead cost 4% of the median change and 2.5% of the mean: a burst finds the hash
 /// maps' lines it just touched. 64 gave the best mean; 256 brought the stalls back (router
-/// p99.9 for IPv6 20-22 µs against 14-15).
+/// p99.9 for IPv6 20-22 µs against 14-15). All from `router_profile 6 200000`, three pairs.
 const OVERFLOW_MERGE: usize = 64;
 
 /// Blocks kept unmerged that are merged before the bump pointer grows. Two cost the fewest
 /// instructions per router change (17,365 for IPv6, against 17,534 for 8: blocks merged early
-/// are not there to be taken back). The arenas' high-water marks did not creep over 400,000
-/// changes of the full views (IPv4's leaves: 998,420 cells after 80,000, 1,013,834 after
-/// 400,000, with 994,470 in use).
+/// are not there to be taken back; callgrind on `router_profile 6 20000`,
+/// `--toggle-collect='router_profile::updates*'`). The arenas' high-water marks did not creep
+/// over 400,000 FIB updates of the full views (IPv4's leaves: 998,420 cells after 80,000,
+/// 1,013,834 after 400,000, with 994,470 in use; `router_profile 4 1000000` with a throwaway
+/// print of `top` and `live`).
 const MERGE_STEP: usize = 2;
 
 /// One multiply: cell offsets are small distinct integers, and the map's writer runs on every
@@ -105,16 +107,16 @@ impl Hasher for OffsetHasher {
 /// Free blocks by one of their ends, in [`SHARDS`] hash maps chosen by the offset.
 ///
 /// A hash map rehashes all at once, and not only when it grows: removals leave tombstones,
-/// and once those use up the spare room the map rehashes in place. In 44,000 changes of the
-/// IPv6 view (`router_profile 6 200000`) one map per end took 15-105 µs inside a change, six
-/// times (growing past 3,500 and 6,700 entries, and in place at 5,700); sixteen shards fill
-/// evenly and rehash one at a time, in different changes, each a sixteenth as long: at most
-/// 3 µs. The router's IPv6 p99.9 in the update bench went from 19.1-24.3 to 18.6-19.4 µs
-/// (three runs each), its median level.
+/// and once those use up the spare room the map rehashes in place. In one run of
+/// `router_profile 6 200000` (some 86,500 changes), each insert timed by a throwaway patch,
+/// one map per end took 15-105 µs inside a change six times (growing past 3,500 and 6,700
+/// entries, and in place at 5,700); sixteen shards fill evenly and rehash one at a time, in
+/// different changes, each a sixteenth as long: at most 3 µs. The router's IPv6 p99.9 went
+/// from 19.1-24.3 to 18.6-19.4 µs, its median level (three runs each of `fibre bench
+/// --scenarios full-view --sizes 1000000 --engines none --updates 20000 --runs 1`).
 #[derive(Default, Debug)]
 struct OffsetMap {
     shards: [HashMap<u32, u32, BuildHasherDefault<OffsetHasher>>; SHARDS],
-    len: usize,
 }
 
 const SHARDS: usize = 16;
@@ -129,17 +131,13 @@ impl OffsetMap {
         self.shards[Self::shard(*key)].get(key)
     }
     fn insert(&mut self, key: u32, value: u32) {
-        if self.shards[Self::shard(key)].insert(key, value).is_none() {
-            self.len += 1;
-        }
+        self.shards[Self::shard(key)].insert(key, value);
     }
     fn remove(&mut self, key: &u32) {
-        if self.shards[Self::shard(*key)].remove(key).is_some() {
-            self.len -= 1;
-        }
+        self.shards[Self::shard(*key)].remove(key);
     }
     fn len(&self) -> usize {
-        self.len
+        self.shards.iter().map(HashMap::len).sum()
     }
     fn iter(&self) -> impl Iterator<Item = (&u32, &u32)> + '_ {
         self.shards.iter().flatten()
@@ -184,6 +182,9 @@ impl BlockAlloc {
         }
         if let Some(off) = self.bump(len) {
             return Some(off);
+        }
+        if self.quick_cells == 0 {
+            return None;
         }
         // Merging can give cells back to the bump pointer (a kept block just below it).
         self.merge_quick();

@@ -66,11 +66,8 @@ impl LookupPath {
         // An unusable request falls back to the default; `choose` names the problem for
         // callers that report it (the bench does).
         *CHOSEN.get_or_init(|| {
-            std::env::var("FIBRE_LOOKUP")
-                .ok()
-                .and_then(|v| Self::parse(v.trim()))
-                .filter(|p| p.supported())
-                .unwrap_or_else(Self::default_rule)
+            Self::choose(std::env::var("FIBRE_LOOKUP").ok().as_deref())
+                .unwrap_or_else(|_| Self::default_rule())
         })
     }
 
@@ -141,7 +138,13 @@ mod tests {
         }
         let default = LookupPath::choose(None).unwrap();
         assert!(default.supported());
-        assert_eq!(default, LookupPath::default_rule());
+        // The rule: AVX-512 where the CPU has it, else scalar (never AVX2).
+        let rule = if LookupPath::Avx512.supported() {
+            LookupPath::Avx512
+        } else {
+            LookupPath::Scalar
+        };
+        assert_eq!(default, rule);
         assert_eq!(
             LookupPath::choose(Some(" ")),
             Ok(default),

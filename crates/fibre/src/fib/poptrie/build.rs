@@ -25,12 +25,8 @@ pub(super) fn encode_node<K: Bits>(
 ) {
     let mut slot = [default; 64];
     let mut vector = 0u64;
-    // Where a run of leaves can start: slot 0, the edges of the spans painted, the slot after
-    // a child. Elsewhere a leaf slot was painted as the slot before it, a leaf too, so it
-    // continues that slot's run: only these slots need a look (a look at all 64 was half of
-    // the encoding, and a quarter of the change, of an IPv6 prefix covering 146 others: some
-    // 360 nodes).
-    let mut edges = 1u64;
+    // Where a run of leaves can start besides slot 0 and after a child (see `leaf_runs`).
+    let mut edges = 0u64;
     for &(key, len, id) in prefixes {
         let first = stride(key, off) as usize;
         let len = len as u32;
@@ -38,27 +34,13 @@ pub(super) fn encode_node<K: Bits>(
             // Trie order: a more specific prefix is painted after the ones covering it.
             let span = 1usize << (off + 6 - len);
             slot[first..first + span].fill(id);
-            edges |= 1u64 << first;
-            if first + span < 64 {
-                edges |= 1u64 << (first + span);
-            }
+            edges |= span_edges(first, span);
         } else {
             vector |= 1u64 << first;
         }
     }
     let base0 = leaves.len() as u32;
-    let mut leafvec = 0u64;
-    let mut prev = None;
-    let mut starts = (edges | vector << 1) & !vector;
-    while starts != 0 {
-        let v = starts.trailing_zeros() as usize;
-        starts &= starts - 1;
-        if prev != Some(slot[v]) {
-            leafvec |= 1u64 << v;
-            leaves.push(slot[v]);
-            prev = Some(slot[v]);
-        }
-    }
+    let leafvec = leaf_runs(&slot, vector, edges, |id| leaves.push(id));
     let base1 = nodes.len() as u32;
     nodes.resize(nodes.len() + vector.count_ones() as usize, Node::default());
     nodes[at] = Node {
@@ -87,6 +69,45 @@ pub(super) fn encode_node<K: Bits>(
         child += 1;
         rest = &rest[end..];
     }
+}
+
+/// The bits of slots `first` and `first + slots` (if there is one): the edges of a span
+/// painted over `slots` slots from `first`.
+pub(super) fn span_edges(first: usize, slots: usize) -> u64 {
+    let end = if first + slots < 64 {
+        1u64 << (first + slots)
+    } else {
+        0
+    };
+    1u64 << first | end
+}
+
+/// The runs of leaves of a node whose slots hold `slot` and whose children are at `vector`:
+/// hands each run's leaf to `push`, in slot order, and returns the leaf vector (a bit at each
+/// run's first slot; a run goes on across children). `edges` lists the other slots whose value
+/// can differ from the slot before (the edges of the spans painted): elsewhere a leaf slot
+/// holds what the slot before it holds, a leaf too unless a child, so only slot 0, `edges`
+/// and the slots after a child need a look. (A look at all 64 slots was half of the encoding,
+/// and a quarter of the change, of an IPv6 prefix covering 146 others: some 360 nodes.)
+pub(super) fn leaf_runs(
+    slot: &[u32; 64],
+    vector: u64,
+    edges: u64,
+    mut push: impl FnMut(u32),
+) -> u64 {
+    let mut leafvec = 0u64;
+    let mut prev = None;
+    let mut starts = (1 | edges | vector << 1) & !vector;
+    while starts != 0 {
+        let v = starts.trailing_zeros() as usize;
+        starts &= starts - 1;
+        if prev != Some(slot[v]) {
+            leafvec |= 1u64 << v;
+            push(slot[v]);
+            prev = Some(slot[v]);
+        }
+    }
+    leafvec
 }
 
 /// Encodes the subtree of one direct-pointing slot from `prefixes` (all longer than `dp_bits`,

@@ -51,7 +51,7 @@ mod lookup;
 mod patch;
 mod simd;
 
-use build::{encode_node, encode_slot, Scratch};
+use build::{encode_node, encode_slot, leaf_runs, span_edges, Scratch};
 use leaves::{with_leaves, Cell, Leaves};
 use lookup::{bits, stride, top};
 
@@ -249,19 +249,18 @@ impl<A: FibFamily> Poptrie<A> {
 
     fn publish(&mut self, retired: Vec<Block>) {
         // A spare root nothing else holds (a version dropped on another thread may not have
-        // let go of its root yet).
+        // let go of its root yet). Every root is `1 << ROOT_BITS` entries long.
         let spare = self
             .spare_roots
-            .iter()
-            .position(|r| r.len() == self.root.len() && Arc::strong_count(r) == 1);
+            .iter_mut()
+            .position(|r| Arc::get_mut(r).is_some());
         let root = match spare.map(|i| self.spare_roots.swap_remove(i)) {
-            Some(mut root) => match Arc::get_mut(&mut root) {
-                Some(buf) => {
-                    buf.copy_from_slice(&self.root);
-                    root
-                }
-                None => Arc::from(self.root.as_slice()),
-            },
+            Some(mut root) => {
+                Arc::get_mut(&mut root)
+                    .expect("no other holder: checked just now")
+                    .copy_from_slice(&self.root);
+                root
+            }
             None => Arc::from(self.root.as_slice()),
         };
         let view = Arc::new(PoptrieView {
@@ -304,7 +303,7 @@ impl<A: FibFamily> Poptrie<A> {
                     }
                 }
             }
-            if root.len() == self.root.len() && self.spare_roots.len() < REUSED_BUFFERS {
+            if self.spare_roots.len() < REUSED_BUFFERS {
                 self.spare_roots.push(root);
             }
             if self.spare_lists.len() < REUSED_BUFFERS {

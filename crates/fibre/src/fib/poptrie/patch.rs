@@ -249,11 +249,10 @@ impl<A: FibFamily> Poptrie<A> {
                 .map_or(NO_ROUTE, |(_, &id)| stored(id));
             leaf[first..first + width].fill(default);
         }
-        // Where a run of leaves can start (as in `encode_node`): slot 0, the old runs' starts,
-        // the slot after an old or new child, the region's edges and those of the spans painted
-        // in it. Elsewhere a leaf slot holds what the leaf slot before it holds.
-        let edge = |v: usize| if v < 64 { 1u64 << v } else { 0 };
-        let mut edges = 1 | old.leafvec | old.vector << 1 | edge(first) | edge(first + width);
+        // Where a value can differ from the slot before (see `leaf_runs`): the old runs' starts
+        // (outside the region the old leaves stay), the region's edges, and the edges of the
+        // spans painted in it.
+        let mut edges = old.leafvec | span_edges(first, width);
         let mut fresh_children = 0u64;
         for &(key, len, id) in &self.scratch.prefixes {
             let v = stride(key, off) as usize;
@@ -262,7 +261,7 @@ impl<A: FibFamily> Poptrie<A> {
                 // Trie order: a more specific prefix is painted after the ones covering it.
                 let slots = 1 << (off + 6 - len);
                 leaf[v..v + slots].fill(id);
-                edges |= edge(v) | edge(v + slots);
+                edges |= span_edges(v, slots);
             } else {
                 fresh_children |= 1 << v;
             }
@@ -320,21 +319,12 @@ impl<A: FibFamily> Poptrie<A> {
             at = end;
         }
         // The node: leaves in runs over the slots without a child, children in slot order.
-        let mut leafvec = 0u64;
         let mut runs = [0u32; 64];
         let mut n_runs = 0;
-        let mut prev = None;
-        let mut starts = (edges | vector << 1) & !vector;
-        while starts != 0 {
-            let v = starts.trailing_zeros() as usize;
-            starts &= starts - 1;
-            if prev != Some(leaf[v]) {
-                leafvec |= 1 << v;
-                runs[n_runs] = leaf[v];
-                n_runs += 1;
-                prev = Some(leaf[v]);
-            }
-        }
+        let leafvec = leaf_runs(&leaf, vector, edges, |id| {
+            runs[n_runs] = id;
+            n_runs += 1;
+        });
         let kids = vector.count_ones();
         let base0 = if n_runs > 0 {
             self.leaves.alloc(n_runs as u32)?

@@ -473,8 +473,8 @@ impl Mirror {
     /// goes on after each part it sends by starting over and skipping as many routes as it
     /// sent (`fib6_dump_table`, when the table changed in between), so a route removed behind
     /// it makes it skip one it never sent. That route's notification came before the dump
-    /// (it was thrown away), and no later one names it: it was lost for good (a churn test
-    /// with a small buffer lost `blackhole 2001:db8:10e:2::/64 table 100` twice in this way).
+    /// (it was thrown away), and no later one names it: it was lost for good (the seeded churn
+    /// test with a small buffer could lose `blackhole 2001:db8:10e:2::/64 table 100` so).
     /// So a sync whose dumps ran while notifications came in is not trusted: the mirror syncs
     /// again at the next moment the kernel is quiet ([`FollowReport::rechecks`]).
     pub fn sync(&mut self) -> Result<SyncReport, MirrorError> {
