@@ -70,7 +70,8 @@ const QUICK_CELLS: usize = 1 << 12;
 
 /// Blocks kept unmerged that are merged, the oldest of each length in turn, when they pass
 /// [`QUICK_CELLS`]. Merging them all (some 850 blocks, four hash map operations each) stalled
-/// one change in 500 for 50-300 µs and set the router's p99.9 (issue 15). Merging one block
+/// one change in 1,000 for 50-300 µs (84 times in one run of `router_profile 6 200000`, some
+/// 86,500 changes) and set the router's p99.9 (issue 15). Merging one block
 /// per free instead cost 4% of the median change and 2.5% of the mean: a burst finds the hash
 /// maps' lines it just touched. 64 gave the best mean; 256 brought the stalls back (router
 /// p99.9 for IPv6 20-22 µs against 14-15). All from `router_profile 6 200000`, three pairs.
