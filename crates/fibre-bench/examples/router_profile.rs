@@ -17,6 +17,11 @@
 //! slowest), and 64 routes' changes over and over (`warm`: their cache lines in the caches).
 //! Without valgrind it prints the wall-clock time of each, and how many route classes the FIB
 //! ids name.
+//!
+//! `FIBRE_PROFILE_REPEAT=PREFIX` (as printed, `2001:7c0::/32`) loads the view, then deletes and
+//! adds back that one route 51 times and prints the median of each, the first pair untimed: the
+//! cost of one prefix's change, say one covering many others, with the previous change's blocks
+//! given back in it (callgrind: `--toggle-collect='router_profile::repeat_*'`, 102 changes).
 use fibre::fib::FibFamily;
 use fibre::{RouteQuery, Router};
 use fibre_bench::scenario::{with_next_hops, workspace_views, BenchRoute, StudyFamily};
@@ -56,6 +61,46 @@ fn warm<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], dev: 
     for r in routes {
         router.change(&add(spec::<A>(r, dev))).expect("insert");
     }
+}
+
+#[inline(never)]
+fn repeat_del<A: StudyFamily>(router: &mut Router, r: &BenchRoute<A::K>, dev: u32) {
+    router.change(&del(&spec::<A>(r, dev))).expect("delete");
+}
+
+#[inline(never)]
+fn repeat_add<A: StudyFamily>(router: &mut Router, r: &BenchRoute<A::K>, dev: u32) {
+    router.change(&add(spec::<A>(r, dev))).expect("insert");
+}
+
+/// `FIBRE_PROFILE_REPEAT`'s changes of one route (see the module docs).
+fn repeat<A: StudyFamily>(router: &mut Router, routes: &[BenchRoute<A::K>], dev: u32, which: &str) {
+    let shown = |r: &BenchRoute<A::K>| format!("{:?}/{}", A::from_bits(r.addr), r.len);
+    let Some(r) = routes.iter().find(|r| shown(r) == which) else {
+        eprintln!("{which}: not a route of the view");
+        std::process::exit(2);
+    };
+    // The first change after the load packs the RIB's index (`PrefixMap::pack`): not timed.
+    repeat_del::<A>(router, r, dev);
+    repeat_add::<A>(router, r, dev);
+    let (mut del_ns, mut add_ns) = (Vec::new(), Vec::new());
+    for _ in 0..50 {
+        let t = Instant::now();
+        repeat_del::<A>(router, r, dev);
+        del_ns.push(t.elapsed().as_nanos() as f64);
+        let t = Instant::now();
+        repeat_add::<A>(router, r, dev);
+        add_ns.push(t.elapsed().as_nanos() as f64);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "{which}: delete {:.0} ns, add {:.0} ns (medians of 50)",
+        median(&mut del_ns),
+        median(&mut add_ns)
+    );
 }
 
 #[inline(never)]
@@ -149,6 +194,9 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     let routes: Vec<BenchRoute<A::K>> = with_next_hops(prefixes);
     // The load's own time: one change set of every route (as `fibre bench` reports it).
     let (mut router, dev, load_s) = load::<A>(&routes);
+    if let Ok(which) = std::env::var("FIBRE_PROFILE_REPEAT") {
+        return repeat::<A>(&mut router, &routes, dev, &which);
+    }
     let keys = workload::inside_prefixes::<A>(&routes, n, 7);
     let queries: Vec<RouteQuery<A>> = keys
         .iter()

@@ -455,6 +455,36 @@ mod tests {
         assert_eq!(fib.view().lookup(p(7).bits()), 254);
     }
 
+    /// A subtree encoded afresh goes back as a few joined blocks when a later change retires
+    /// it, not node by node (see `retire_joined`).
+    #[test]
+    fn a_fresh_subtree_is_retired_in_a_few_blocks() {
+        use std::net::Ipv6Addr;
+        // A /32 covering 300 /48s spread under it: a change of it re-encodes what is below it
+        // (some 500 nodes' blocks).
+        let base = u128::from(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0));
+        let cover = Prefix::new(Ipv6Addr::from(base), 32);
+        let mut set: PrefixSet<Ipv6Addr> = (0..300u128)
+            .map(|i| (Prefix::new(Ipv6Addr::from(base | (i * 211) << 80), 48), 1))
+            .collect();
+        let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
+        for id in [2, 3] {
+            set.insert(cover, id);
+            fib.update(&set, &[cover]).unwrap();
+        }
+        // The second change retired what the first placed: one block of nodes, one of
+        // leaves, and the path above them.
+        let retired = &fib.pending.back().expect("a publication").blocks;
+        assert!(retired.len() <= 8, "{} blocks", retired.len());
+        assert!(
+            retired.iter().map(|b| b.len).sum::<u32>() > 300,
+            "the subtree's cells are among them"
+        );
+        // 2001:db8:1::, under the /32 and none of the /48s.
+        assert_eq!(fib.view().lookup(base | 1 << 80), 3);
+        fib.check_accounts().unwrap();
+    }
+
     /// A large table starts with more spare chunks than a small one, and its room doubles after
     /// each compaction up to eight times the first.
     #[test]
