@@ -80,7 +80,8 @@ fn repeat<A: StudyFamily>(router: &mut Router, routes: &[BenchRoute<A::K>], dev:
         eprintln!("{which}: not a route of the view");
         std::process::exit(2);
     };
-    // The first change after the load packs the RIB's index (`PrefixMap::pack`): not timed.
+    // The first changes after the load do one-off work (a delete of 2001:7c0::/32 took about a
+    // millisecond more): not timed.
     repeat_del::<A>(router, r, dev);
     repeat_add::<A>(router, r, dev);
     let (mut del_ns, mut add_ns) = (Vec::new(), Vec::new());

@@ -8,7 +8,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 ///
 /// Most blocks are one node's children or leaves (at most 64 cells), a subtree's top cell, or a
 /// direct-pointing chunk; a subtree encoded afresh is placed as one block of its nodes and one of
-/// its leaves, and later freed node by node. A freed block is merged with the free blocks on
+/// its leaves, and given back in the blocks that still join up when it is retired (a few, or
+/// one per node once changes inside it replaced parts). A freed block is merged with the free blocks on
 /// either side of it (and given back to the bump pointer when it ends there), so freed cells
 /// come back as long runs and the high-water mark does not creep: before issue 15 blocks were
 /// never merged, the arenas' spare eighth filled up after some 40,000 changes of the full view,
@@ -20,7 +21,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// - A longer request, or a short one no short block fits, takes the best fit among the long
 ///   free blocks (ordered by length), then the bump pointer.
 /// - A short block freed is kept by length, unmerged, and the next request of that length takes
-///   it back first, the last freed first (so are long blocks of one length: chunks), as an
+///   it back first, the last freed first (so are long blocks of one length: chunks, or a
+///   retired subtree's joined blocks), as an
 ///   allocator's per-size caches (glibc's tcache and fastbins). Such blocks are merged some at
 ///   a time, the oldest of each length in turn: [`OVERFLOW_MERGE`] when they pass
 ///   [`QUICK_CELLS`] cells, [`MERGE_STEP`] before the bump pointer would grow, all of them
@@ -46,7 +48,8 @@ pub(crate) struct BlockAlloc {
     /// Blocks freed and not merged yet, by length: the next request of that length takes one
     /// back with no bookkeeping at all (see [`BlockAlloc::alloc`]). List `n <= SMALL` holds
     /// blocks `n` long; the last, `LONG`, blocks `quick_long_len` long (the chunk arena's
-    /// blocks are all one chunk long). Each list is taken from at the back, merged from the
+    /// blocks are all one chunk long; in the others, the length of the first long block freed
+    /// while the list was empty, a retired subtree's). Each list is taken from at the back, merged from the
     /// front; `quick_map` bit `i` says list `i` is non-empty.
     quick: Vec<VecDeque<u32>>,
     quick_map: u128,

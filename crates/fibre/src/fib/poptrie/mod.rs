@@ -461,7 +461,7 @@ mod tests {
     fn a_fresh_subtree_is_retired_in_a_few_blocks() {
         use std::net::Ipv6Addr;
         // A /32 covering 300 /48s spread under it: a change of it re-encodes what is below it
-        // (some 500 nodes' blocks).
+        // (363 nodes: 426 blocks, retired node by node).
         let base = u128::from(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0));
         let cover = Prefix::new(Ipv6Addr::from(base), 32);
         let mut set: PrefixSet<Ipv6Addr> = (0..300u128)
@@ -472,8 +472,9 @@ mod tests {
             set.insert(cover, id);
             fib.update(&set, &[cover]).unwrap();
         }
-        // The second change retired what the first placed: one block of nodes, one of
-        // leaves, and the path above them.
+        // The second change retired what the first placed, joined (a block of nodes and one
+        // of leaves), with the changed node's own two blocks, the path above it and the chunk:
+        // 7 in all.
         let retired = &fib.pending.back().expect("a publication").blocks;
         assert!(retired.len() <= 8, "{} blocks", retired.len());
         assert!(
