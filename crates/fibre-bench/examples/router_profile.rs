@@ -50,27 +50,42 @@ fn updates<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], de
     inserts::<A>(router, routes, dev);
 }
 
+/// One route deleted, as a change set of its own.
+#[inline(always)]
+fn delete_one<A: StudyFamily>(router: &mut Router, r: &BenchRoute<A::K>, dev: u32) {
+    router.change(&del(&spec::<A>(r, dev))).expect("delete");
+}
+
+/// One route added back, as a change set of its own.
+#[inline(always)]
+fn insert_one<A: StudyFamily>(router: &mut Router, r: &BenchRoute<A::K>, dev: u32) {
+    router.change(&add(spec::<A>(r, dev))).expect("insert");
+}
+
 /// The changes of `updates`, on routes whose cache lines are in the caches (callgrind:
 /// `--toggle-collect='router_profile::warm*'`).
 #[inline(never)]
 fn warm<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], dev: u32) {
     // Loops of its own, so that `deletes` and `inserts` count cold changes only.
-    for r in routes {
-        router.change(&del(&spec::<A>(r, dev))).expect("delete");
-    }
-    for r in routes {
-        router.change(&add(spec::<A>(r, dev))).expect("insert");
-    }
+    routes.iter().for_each(|r| delete_one::<A>(router, r, dev));
+    routes.iter().for_each(|r| insert_one::<A>(router, r, dev));
 }
 
+// `FIBRE_PROFILE_REPEAT`'s changes, in functions of their own for callgrind's toggle.
 #[inline(never)]
 fn repeat_del<A: StudyFamily>(router: &mut Router, r: &BenchRoute<A::K>, dev: u32) {
-    router.change(&del(&spec::<A>(r, dev))).expect("delete");
+    delete_one::<A>(router, r, dev);
 }
 
 #[inline(never)]
 fn repeat_add<A: StudyFamily>(router: &mut Router, r: &BenchRoute<A::K>, dev: u32) {
-    router.change(&add(spec::<A>(r, dev))).expect("insert");
+    insert_one::<A>(router, r, dev);
+}
+
+/// The value at quantile `q` of `sorted` by nearest rank (0 when empty).
+fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    let rank = (sorted.len() as f64 * q).ceil() as usize;
+    sorted.get(rank.saturating_sub(1)).copied().unwrap_or(0.0)
 }
 
 /// `FIBRE_PROFILE_REPEAT`'s changes of one route (see the module docs).
@@ -93,29 +108,23 @@ fn repeat<A: StudyFamily>(router: &mut Router, routes: &[BenchRoute<A::K>], dev:
         repeat_add::<A>(router, r, dev);
         add_ns.push(t.elapsed().as_nanos() as f64);
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
+    del_ns.sort_by(f64::total_cmp);
+    add_ns.sort_by(f64::total_cmp);
     println!(
         "{which}: delete {:.0} ns, add {:.0} ns (medians of 50)",
-        median(&mut del_ns),
-        median(&mut add_ns)
+        nearest_rank(&del_ns, 0.5),
+        nearest_rank(&add_ns, 0.5)
     );
 }
 
 #[inline(never)]
 fn deletes<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], dev: u32) {
-    for r in routes {
-        router.change(&del(&spec::<A>(r, dev))).expect("delete");
-    }
+    routes.iter().for_each(|r| delete_one::<A>(router, r, dev));
 }
 
 #[inline(never)]
 fn inserts<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], dev: u32) {
-    for r in routes {
-        router.change(&add(spec::<A>(r, dev))).expect("insert");
-    }
+    routes.iter().for_each(|r| insert_one::<A>(router, r, dev));
 }
 
 /// What the timed changes took.
@@ -179,14 +188,10 @@ fn timed_updates<A: StudyFamily>(
         eprintln!("{ns:>9.0} ns {line}");
     }
     times.sort_by(f64::total_cmp);
-    // Nearest rank (with under 1,000 changes, p99.9 is the slowest).
-    let at = |q: f64| {
-        let rank = (times.len() as f64 * q).ceil() as usize;
-        times.get(rank.saturating_sub(1)).copied().unwrap_or(0.0)
-    };
+    // With under 1,000 changes, p99.9 is the slowest.
     Timed {
-        median_ns: at(0.5),
-        p999_ns: at(0.999),
+        median_ns: nearest_rank(&times, 0.5),
+        p999_ns: nearest_rank(&times, 0.999),
         short_share: short / total.max(1.0),
     }
 }
