@@ -385,6 +385,10 @@ impl BlockAlloc {
     pub(crate) fn top(&self) -> u32 {
         self.top
     }
+    /// Cells past the bump pointer that the arena can still hand out.
+    pub(crate) fn headroom(&self) -> usize {
+        (self.cap - self.top) as usize
+    }
 }
 
 #[cfg(test)]
