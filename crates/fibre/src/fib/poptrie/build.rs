@@ -7,9 +7,55 @@ use super::*;
 pub(super) struct Scratch<K> {
     pub(super) nodes: Vec<Node>,
     pub(super) leaves: Vec<u32>,
+    /// The nodes of `nodes` that are cells of the arenas as they are (a subtree kept whole
+    /// under a re-encoded node, see `repaint.rs`): [`Poptrie::place`] does not relocate them.
+    pub(super) kept: Vec<u32>,
     pub(super) prefixes: Vec<(K, u8, u32)>,
     /// The prefixes below one slot, while `prefixes` holds a region's.
     pub(super) sub: Vec<(K, u8, u32)>,
+}
+
+/// What painting a node's slots found besides the slots' ids (see [`paint`]).
+pub(super) struct Painted {
+    /// The slots with a child: a prefix longer than the node's level below them.
+    pub(super) vector: u64,
+    /// Where a run of leaves can start besides slot 0 and after a child (see `leaf_runs`).
+    pub(super) edges: u64,
+    /// The slots a prefix of `prefixes` painted (the others hold the default).
+    pub(super) own: u64,
+}
+
+/// Paints the 64 slots of a node covering bits `off..off + 6` from `prefixes` (those under
+/// the node, in trie order): each slot gets the id of the longest prefix ending at the node's
+/// level that covers it, else `default`. (Into the caller's array: returned by value, it was
+/// copied by a call to `memcpy` per node.)
+#[inline(always)]
+pub(super) fn paint<K: Bits>(
+    prefixes: &[(K, u8, u32)],
+    off: u32,
+    default: u32,
+    slot: &mut [u32; 64],
+) -> Painted {
+    *slot = [default; 64];
+    let mut out = Painted {
+        vector: 0,
+        edges: 0,
+        own: 0,
+    };
+    for &(key, len, id) in prefixes {
+        let first = stride(key, off) as usize;
+        let len = len as u32;
+        if len <= off + 6 {
+            // Trie order: a more specific prefix is painted after the ones covering it.
+            let span = 1usize << (off + 6 - len);
+            slot[first..first + span].fill(id);
+            out.edges |= span_edges(first, span);
+            out.own |= (u64::MAX >> (64 - span)) << first;
+        } else {
+            out.vector |= 1u64 << first;
+        }
+    }
+    out
 }
 
 /// Encodes the node at `at` covering bits `off..off + 6` of `prefixes` (in trie order: a prefix
@@ -23,22 +69,8 @@ pub(super) fn encode_node<K: Bits>(
     default: u32,
     at: usize,
 ) {
-    let mut slot = [default; 64];
-    let mut vector = 0u64;
-    // Where a run of leaves can start besides slot 0 and after a child (see `leaf_runs`).
-    let mut edges = 0u64;
-    for &(key, len, id) in prefixes {
-        let first = stride(key, off) as usize;
-        let len = len as u32;
-        if len <= off + 6 {
-            // Trie order: a more specific prefix is painted after the ones covering it.
-            let span = 1usize << (off + 6 - len);
-            slot[first..first + span].fill(id);
-            edges |= span_edges(first, span);
-        } else {
-            vector |= 1u64 << first;
-        }
-    }
+    let mut slot = [0; 64];
+    let Painted { vector, edges, .. } = paint(prefixes, off, default, &mut slot);
     let base0 = leaves.len() as u32;
     let leafvec = leaf_runs(&slot, vector, edges, |id| leaves.push(id));
     let base1 = nodes.len() as u32;

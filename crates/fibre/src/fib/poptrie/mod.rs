@@ -49,9 +49,10 @@ mod build;
 mod leaves;
 mod lookup;
 mod patch;
+mod repaint;
 mod simd;
 
-use build::{encode_node, encode_slot, leaf_runs, span_edges, Scratch};
+use build::{encode_node, encode_slot, leaf_runs, paint, span_edges, Painted, Scratch};
 use leaves::{with_leaves, Cell, Leaves};
 use lookup::{bits, stride, top};
 
@@ -192,6 +193,11 @@ const REUSED_BUFFERS: usize = 4;
 /// all back at once, each merged with its neighbours, cost the next change 80-130 µs.
 const RECLAIM_BUDGET: usize = 64;
 
+/// An update takes back at least this share of the blocks waiting (a sixteenth): when every
+/// change retires thousands (a covering prefix flapping), the backlog stays within sixteen
+/// changes' worth instead of growing until the arenas run short of room.
+const RECLAIM_SHARE: usize = 16;
+
 /// One published version: what readers load and look up in. It never changes.
 pub struct PoptrieView<A: FibFamily> {
     root: Arc<[u32]>,
@@ -236,6 +242,8 @@ pub struct Poptrie<A: FibFamily> {
     chunks: BlockAlloc,
     /// Retired blocks by publication, oldest first (see [`Pending`]).
     pending: VecDeque<Pending<A>>,
+    /// Blocks in `pending` not taken back yet.
+    waiting: usize,
     /// Roots of dropped versions, to publish the next ones in.
     spare_roots: Vec<Arc<[u32]>>,
     /// Emptied block lists, to retire the next changes' blocks in.
@@ -280,6 +288,7 @@ impl<A: FibFamily> Poptrie<A> {
             _family: PhantomData,
         });
         let old = std::mem::replace(&mut self.current, view.clone());
+        self.waiting += retired.len();
         self.pending.push_back(Pending {
             view: Arc::downgrade(&old),
             generation: self.generation,
@@ -295,17 +304,22 @@ impl<A: FibFamily> Poptrie<A> {
         self.reclaim_up_to(usize::MAX);
     }
 
-    /// Before an update: takes back at most [`RECLAIM_BUDGET`] blocks, or all of them once an
-    /// arena's headroom is under half its spare room (blocks left waiting could then leave a
-    /// change without room, and a full arena rebuilds everything). A large table's arenas
-    /// reserve four times their size, so only a small one's, on the heap, come near that.
+    /// Before an update: takes back at most [`RECLAIM_BUDGET`] blocks or a
+    /// [`RECLAIM_SHARE`]th of those waiting, or all of them once an arena's headroom is under
+    /// half its spare room (blocks left waiting could then leave a change without room, and a
+    /// full arena rebuilds everything). A large table's arenas reserve four times their size,
+    /// so only a small one's, on the heap, come near that.
     fn reclaim_for_update(&mut self) {
         let allocs = [&self.nodes, &self.leaves, &self.chunks];
         let short = allocs
             .iter()
             .zip(self.room)
             .any(|(alloc, room)| alloc.headroom() < (room / 2).max(1));
-        self.reclaim_up_to(if short { usize::MAX } else { RECLAIM_BUDGET });
+        self.reclaim_up_to(if short {
+            usize::MAX
+        } else {
+            RECLAIM_BUDGET.max(self.waiting / RECLAIM_SHARE)
+        });
     }
 
     /// Takes back up to `budget` blocks no reader can reach any more (the rest wait at the
@@ -313,6 +327,7 @@ impl<A: FibFamily> Poptrie<A> {
     fn reclaim_up_to(&mut self, mut budget: usize) {
         let Poptrie {
             pending,
+            waiting,
             nodes,
             leaves,
             chunks,
@@ -343,12 +358,16 @@ impl<A: FibFamily> Poptrie<A> {
                     }
                 }
                 budget -= end - front.back;
+                *waiting -= end - front.back;
                 front.back = end;
                 if end < front.blocks.len() {
                     return;
                 }
             }
-            let mut blocks = pending.pop_front().expect("front exists").blocks;
+            let gone = pending.pop_front().expect("front exists");
+            // Blocks of older arenas are dropped, not taken back.
+            *waiting -= gone.blocks.len() - gone.back;
+            let mut blocks = gone.blocks;
             if spare_lists.len() < REUSED_BUFFERS {
                 blocks.clear();
                 spare_lists.push(blocks);
@@ -388,6 +407,7 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             leaves,
             chunks,
             pending: VecDeque::new(),
+            waiting: 0,
             spare_roots: Vec::new(),
             spare_lists: Vec::new(),
             fresh: Vec::new(),
@@ -469,127 +489,4 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{LpmAlgorithm, Poptrie, PrefixSet, Spare, NO_ROUTE, RECLAIM_BUDGET};
-    use crate::prefix::Prefix;
-    use std::net::Ipv4Addr;
-
-    /// Leaf cells take the narrowest width that holds the ids: an update with a wider id widens
-    /// them (and answers it), a full build after the wide ids went narrows them again.
-    #[test]
-    fn leaf_cells_are_as_narrow_as_the_ids() {
-        // /26s, so every id sits in a node's leaves rather than in a chunk entry.
-        let p = |i: u32| Prefix::new(Ipv4Addr::from(0x0A00_0000 + (i << 6)), 26);
-        let mut set: PrefixSet<Ipv4Addr> = (0..2000).map(|i| (p(i), i % 200)).collect();
-        let mut fib = Poptrie::<Ipv4Addr>::build(&set).unwrap();
-        let width = |f: &Poptrie<Ipv4Addr>| f.arenas.leaves.width();
-        assert_eq!(width(&fib), 1);
-        for (id, cells) in [(300, 2), (70_000, 4), (7, 4)] {
-            set.insert(p(5), id);
-            fib.update(&set, &[p(5)]).unwrap();
-            assert_eq!(width(&fib), cells, "after id {id}");
-            assert_eq!(fib.view().lookup(p(5).bits()), id);
-            assert_eq!(fib.view().lookup(p(6).bits()), 6);
-            assert_eq!(fib.view().lookup(p(2000).bits()), NO_ROUTE);
-        }
-        set.insert(p(7), 254);
-        let fib = Poptrie::<Ipv4Addr>::build(&set).unwrap();
-        assert_eq!(width(&fib), 1);
-        assert_eq!(fib.view().lookup(p(7).bits()), 254);
-    }
-
-    /// 2001:db8::/32 and a set of 300 /48s spread under it: a change of the /32 re-encodes
-    /// what is below it (363 nodes).
-    fn covering_32() -> (
-        u128,
-        Prefix<std::net::Ipv6Addr>,
-        PrefixSet<std::net::Ipv6Addr>,
-    ) {
-        use std::net::Ipv6Addr;
-        let base = u128::from(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0));
-        let set = (0..300u128)
-            .map(|i| (Prefix::new(Ipv6Addr::from(base | (i * 211) << 80), 48), 1))
-            .collect();
-        (base, Prefix::new(Ipv6Addr::from(base), 32), set)
-    }
-
-    /// A subtree encoded afresh goes back as a few joined blocks when a later change retires
-    /// it, not node by node (see `retire_joined`).
-    #[test]
-    fn a_fresh_subtree_is_retired_in_a_few_blocks() {
-        use std::net::Ipv6Addr;
-        let (base, cover, mut set) = covering_32();
-        let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
-        for id in [2, 3] {
-            set.insert(cover, id);
-            fib.update(&set, &[cover]).unwrap();
-        }
-        // The second change retired what the first placed, joined (a block of nodes and one
-        // of leaves), with the changed node's own two blocks, the path above it and the chunk:
-        // 7 in all.
-        let retired = &fib.pending.back().expect("a publication").blocks;
-        assert!(retired.len() <= 8, "{} blocks", retired.len());
-        assert!(
-            retired.iter().map(|b| b.len).sum::<u32>() > 300,
-            "the subtree's cells are among them"
-        );
-        // 2001:db8:1::, under the /32 and none of the /48s.
-        assert_eq!(fib.view().lookup(base | 1 << 80), 3);
-        fib.check_accounts().unwrap();
-    }
-
-    /// An update takes back at most `RECLAIM_BUDGET` retired blocks while the arenas have
-    /// room: the hundreds a covering change retires come back over the next updates, not all
-    /// in the first.
-    #[test]
-    fn retired_blocks_come_back_a_budget_at_a_time() {
-        use std::net::Ipv6Addr;
-        let (base, cover, mut set) = covering_32();
-        let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
-        // Each /48 changed on its own scatters the subtree's nodes over many blocks.
-        let under: Vec<_> = set.iter().map(|(p, _)| p).collect();
-        for p in under {
-            set.insert(p, 4);
-            fib.update(&set, &[p]).unwrap();
-        }
-        set.insert(cover, 2);
-        fib.update(&set, &[cover]).unwrap();
-        let retired = fib.pending.back().expect("a publication").blocks.len();
-        assert!(retired > 3 * RECLAIM_BUDGET, "{retired} blocks");
-        // Changes elsewhere (2001:db9::/48), no reader holding an older version.
-        let other = Prefix::new(Ipv6Addr::from(base + (1 << 96)), 48);
-        let waiting =
-            |fib: &Poptrie<Ipv6Addr>| fib.pending.iter().map(|p| p.blocks.len() - p.back).sum();
-        let mut left: usize = waiting(&fib);
-        for id in 10.. {
-            set.insert(other, id);
-            fib.update(&set, &[other]).unwrap();
-            let own = fib.pending.back().expect("a publication").blocks.len();
-            let now = waiting(&fib) - own;
-            assert_eq!(now, left.saturating_sub(RECLAIM_BUDGET), "after id {id}");
-            assert_eq!(fib.view().lookup(base | 1 << 80), 2);
-            assert_eq!(fib.view().lookup(other.bits()), id);
-            if now == 0 {
-                break;
-            }
-            left = now + own;
-        }
-        fib.check_accounts().unwrap();
-    }
-
-    /// A large table starts with more spare chunks than a small one, and its room doubles after
-    /// each compaction up to eight times the first.
-    #[test]
-    fn spare_room_grows_to_eight_times_the_first() {
-        assert_eq!(Spare::first(100).chunks, 64);
-        let first = Spare::first(1_000_000);
-        assert_eq!(first.chunks, 512);
-        let mut s = first;
-        for _ in 0..10 {
-            s = s.grown();
-        }
-        assert_eq!(s.chunks, 8 * first.chunks);
-        assert_eq!(s.nodes_per_8, 8 * first.nodes_per_8);
-        assert_eq!(s.leaves_per_8, 8 * first.leaves_per_8);
-    }
-}
+mod tests;

@@ -1,5 +1,6 @@
 //! Updates: the nodes a change touches re-encoded, their ancestors copied up to the
 //! direct-pointing entry (path copying), the chunks written copied once per batch.
+use super::repaint::Repaint;
 use super::*;
 
 impl<A: FibFamily> Poptrie<A> {
@@ -64,40 +65,17 @@ impl<A: FibFamily> Poptrie<A> {
         Some(())
     }
 
-    /// Retires node `n`'s own blocks: its leaves and its children's cells.
-    pub(super) fn retire_own(n: Node, retired: &mut Vec<Block>) {
-        let leaves = n.leafvec.count_ones();
-        if leaves > 0 {
-            retire_joined(retired, Block::new(Kind::Leaf, n.base0, leaves));
-        }
-        let kids = n.vector.count_ones();
-        if kids > 0 {
-            retire_joined(retired, Block::new(Kind::Node, n.base1, kids));
-        }
-    }
-
-    /// Retires a slot's subtree: its top node's cell `cell` and every block below it.
-    pub(super) fn retire_subtree(ar: &Arenas, cell: u32, retired: &mut Vec<Block>) {
-        retire_joined(retired, Block::new(Kind::Node, cell, 1));
-        Self::retire_below(ar, ar.nodes.get(cell), retired);
-    }
-
-    /// Retires every block below node `n`: its leaves, its children, theirs (not `n`'s cell).
-    pub(super) fn retire_below(ar: &Arenas, n: Node, retired: &mut Vec<Block>) {
-        Self::retire_own(n, retired);
-        for k in 0..n.vector.count_ones() {
-            Self::retire_below(ar, ar.nodes.get(n.base1 + k), retired);
-        }
-    }
-
     /// Copies the subtree in `scratch` (top node at 0) into fresh blocks: the top's cell too when
     /// `with_top` (then it is the first cell of the block returned), else only what is below it.
-    /// Returns the top node relocated and the first cell. `None`: an arena is full.
+    /// The scratch nodes listed in `kept` (ascending, not the top) are cells of the arenas,
+    /// copied as they are. Returns the top node relocated and the first cell. `None`: an arena
+    /// is full.
     pub(super) fn place(
         nodes: &mut BlockAlloc,
         leaves: &mut BlockAlloc,
         ar: &Arenas,
         scratch: &Scratch<A::Bits>,
+        kept: &[u32],
         with_top: bool,
     ) -> Option<(Node, u32)> {
         let skip = u32::from(!with_top);
@@ -112,9 +90,14 @@ impl<A: FibFamily> Poptrie<A> {
             base1: n.base1.wrapping_add(node_off).wrapping_sub(skip),
             ..*n
         };
+        let mut kept = kept.iter().peekable();
         // SAFETY: both blocks were allocated just now: no published version reaches them.
         for (i, n) in scratch.nodes.iter().enumerate().skip(skip as usize) {
-            unsafe { ar.nodes.set(node_off + i as u32 - skip, reloc(n)) };
+            let n = match kept.next_if_eq(&&(i as u32)) {
+                Some(_) => *n,
+                None => reloc(n),
+            };
+            unsafe { ar.nodes.set(node_off + i as u32 - skip, n) };
         }
         for (i, &x) in scratch.leaves.iter().enumerate() {
             unsafe { ar.leaves.set(leaf_off + i as u32, x) };
@@ -124,11 +107,13 @@ impl<A: FibFamily> Poptrie<A> {
 
     /// Re-encodes every direct-pointing slot under `p` (at most the direct-pointing step long)
     /// from `routes`, in one pass over the prefixes `p` covers: leaf pushing put `p`'s id (or
-    /// what covered it) in all of them.
+    /// what covered it) in all of them. `alone`: nothing else under `p` changed, and only
+    /// where `p`'s id shows is encoded again (see `repaint.rs`).
     pub(super) fn reencode_span(
         &mut self,
         routes: &PrefixSet<A>,
         p: Prefix<A>,
+        alone: bool,
         fresh: &mut Vec<usize>,
         retired: &mut Vec<Block>,
     ) -> Option<()> {
@@ -144,19 +129,21 @@ impl<A: FibFamily> Poptrie<A> {
                 .covered(&p)
                 .map(|(q, &id)| (q.bits(), q.len(), stored(id))),
         );
-        // What each slot holds above its subtree (trie order: covering prefixes paint first).
-        let mut fill = vec![default; n];
+        // What each slot holds above its subtree (trie order: covering prefixes paint first),
+        // and whether a prefix longer than `p` painted it.
+        let mut fill = vec![(default, false); n];
         for &(key, len, id) in self.scratch.prefixes.iter().filter(|q| q.1 as u32 <= s) {
             let f = top(key, s) - first;
-            fill[f..f + (1 << (s - len as u32))].fill(id);
+            fill[f..f + (1 << (s - len as u32))].fill((id, len > p.len()));
         }
         let mut long = 0;
-        for (i, &fill) in fill.iter().enumerate() {
+        for (i, &(fill, deep)) in fill.iter().enumerate() {
             let slot = first + i;
             let old = self.entry(slot);
             let Scratch {
                 nodes,
                 leaves,
+                kept,
                 prefixes,
                 sub,
             } = &mut self.scratch;
@@ -168,10 +155,36 @@ impl<A: FibFamily> Poptrie<A> {
                 }
                 long += 1;
             }
-            if old & INDEX != 0 {
-                Self::retire_subtree(&self.arenas, old & !INDEX, retired);
-            }
-            let entry = match encode_slot(nodes, leaves, sub, s, fill) {
+            kept.clear();
+            let leaf = if alone && old & INDEX != 0 && !sub.is_empty() {
+                if deep {
+                    // A longer prefix answers the whole slot: nothing in it changed.
+                    continue;
+                }
+                // Encoded again only where the slot's fill shows, over the old subtree.
+                let was = old & !INDEX;
+                retire_joined(retired, Block::new(Kind::Node, was, 1));
+                nodes.clear();
+                leaves.clear();
+                nodes.push(Node::default());
+                Repaint {
+                    ar: &self.arenas,
+                    nodes,
+                    leaves,
+                    kept,
+                    retired,
+                }
+                .node(self.arenas.nodes.get(was), sub, s, fill, 0);
+                kept.sort_unstable();
+                let top = nodes[0];
+                (top.vector == 0 && top.leafvec.count_ones() == 1).then(|| leaves[0])
+            } else {
+                if old & INDEX != 0 {
+                    retire_subtree(&self.arenas, old & !INDEX, retired);
+                }
+                encode_slot(nodes, leaves, sub, s, fill)
+            };
+            let entry = match leaf {
                 Some(leaf) => leaf,
                 None => {
                     let (_, cell) = Self::place(
@@ -179,6 +192,7 @@ impl<A: FibFamily> Poptrie<A> {
                         &mut self.leaves,
                         &self.arenas,
                         &self.scratch,
+                        &self.scratch.kept,
                         true,
                     )?;
                     INDEX | cell
@@ -193,13 +207,16 @@ impl<A: FibFamily> Poptrie<A> {
     /// bits of `region`, after a change inside `region` (`off < region.len() <= off + 6`): the slots
     /// `region` covers are encoded afresh from `routes`; the other slots keep their leaves, and
     /// their children move by their cells (nothing below them is touched). The new node is not
-    /// placed: its cell is the caller's.
+    /// placed: its cell is the caller's. `alone`: `region` is the changed prefix and nothing
+    /// else under it changed; its children are then encoded again only where the region's id
+    /// shows (see `repaint.rs`).
     pub(super) fn reencode_node(
         &mut self,
         routes: &PrefixSet<A>,
         old: Node,
         off: u32,
         region: Prefix<A>,
+        alone: bool,
         retired: &mut Vec<Block>,
     ) -> Option<Outcome> {
         let span = Prefix::new(region.addr(), off as u8);
@@ -254,14 +271,18 @@ impl<A: FibFamily> Poptrie<A> {
         // spans painted in it.
         let mut edges = old.leafvec | span_edges(first, width);
         let mut fresh_children = 0u64;
+        // The slots a prefix longer than the region painted.
+        let mut deep = 0u64;
         for &(key, len, id) in &self.scratch.prefixes {
             let v = stride(key, off) as usize;
-            let len = len as u32;
-            if len <= off + 6 {
+            if len <= (off + 6) as u8 {
                 // Trie order: a more specific prefix is painted after the ones covering it.
-                let slots = 1 << (off + 6 - len);
+                let slots = 1 << (off + 6 - len as u32);
                 leaf[v..v + slots].fill(id);
                 edges |= span_edges(v, slots);
+                if len > region.len() {
+                    deep |= (u64::MAX >> (64 - slots)) << v;
+                }
             } else {
                 fresh_children |= 1 << v;
             }
@@ -284,6 +305,10 @@ impl<A: FibFamily> Poptrie<A> {
         // own level covering a child comes before its block): one pass finds every block. (A
         // scan of all the region's prefixes per child made a change of a prefix covering
         // thousands, an IPv6 /24 or /32, cost up to 250 µs.)
+        // With `alone`, the old children under the region are kept where a longer prefix
+        // paints their slot, and encoded again over the old ones elsewhere: their slots
+        // are out of the retiring below.
+        let mut repainted = 0u64;
         let mut at = 0;
         while let Some(start) = self.scratch.prefixes[at..]
             .iter()
@@ -293,6 +318,7 @@ impl<A: FibFamily> Poptrie<A> {
             let Scratch {
                 nodes,
                 leaves,
+                kept,
                 prefixes,
                 ..
             } = &mut self.scratch;
@@ -301,22 +327,49 @@ impl<A: FibFamily> Poptrie<A> {
                 .iter()
                 .position(|p| stride(p.0, off) != v)
                 .map_or(prefixes.len(), |e| start + e);
+            at = end;
             debug_assert!(fresh_children & (1 << v) != 0);
+            let over = alone && old.has_child(v);
+            if over {
+                repainted |= 1 << v;
+                if deep & (1 << v) != 0 {
+                    child[v as usize] = ar.nodes.get(old.child(v));
+                    continue;
+                }
+            }
             nodes.clear();
             leaves.clear();
+            kept.clear();
             nodes.push(Node::default());
-            encode_node(
-                nodes,
-                leaves,
-                &prefixes[start..end],
-                off + 6,
-                leaf[v as usize],
-                0,
-            );
-            let (top, _) =
-                Self::place(&mut self.nodes, &mut self.leaves, &ar, &self.scratch, false)?;
+            let below = &prefixes[start..end];
+            if over {
+                Repaint {
+                    ar: &ar,
+                    nodes,
+                    leaves,
+                    kept,
+                    retired,
+                }
+                .node(
+                    ar.nodes.get(old.child(v)),
+                    below,
+                    off + 6,
+                    leaf[v as usize],
+                    0,
+                );
+                kept.sort_unstable();
+            } else {
+                encode_node(nodes, leaves, below, off + 6, leaf[v as usize], 0);
+            }
+            let (top, _) = Self::place(
+                &mut self.nodes,
+                &mut self.leaves,
+                &ar,
+                &self.scratch,
+                &self.scratch.kept,
+                false,
+            )?;
             child[v as usize] = top;
-            at = end;
         }
         // The node: leaves in runs over the slots without a child, children in slot order.
         let mut runs = [0u32; 64];
@@ -346,12 +399,12 @@ impl<A: FibFamily> Poptrie<A> {
             at += 1;
         }
         // What the old node reached and the new one does not.
-        Self::retire_own(old, retired);
-        let mut replaced = old.vector & region_mask;
+        retire_own(old, retired);
+        let mut replaced = old.vector & region_mask & !repainted;
         while replaced != 0 {
             let v = replaced.trailing_zeros();
             replaced &= replaced - 1;
-            Self::retire_below(&ar, ar.nodes.get(old.child(v)), retired);
+            retire_below(&ar, ar.nodes.get(old.child(v)), retired);
         }
         Some(Outcome::Node(Node {
             vector,
@@ -368,6 +421,7 @@ impl<A: FibFamily> Poptrie<A> {
         &mut self,
         routes: &PrefixSet<A>,
         p: Prefix<A>,
+        alone: bool,
         fresh: &mut Vec<usize>,
         retired: &mut Vec<Block>,
     ) -> Option<()> {
@@ -376,7 +430,13 @@ impl<A: FibFamily> Poptrie<A> {
         let entry = self.entry(slot);
         if entry & INDEX == 0 {
             // No subtree yet: it is at most `p` and what shares its slot.
-            return self.reencode_span(routes, Self::slot_prefix(slot as u32), fresh, retired);
+            return self.reencode_span(
+                routes,
+                Self::slot_prefix(slot as u32),
+                false,
+                fresh,
+                retired,
+            );
         }
         let top_cell = entry & !INDEX;
         let level = (p.len() as u32 - s - 1) / 6;
@@ -405,7 +465,7 @@ impl<A: FibFamily> Poptrie<A> {
         loop {
             let span = Prefix::new(p.addr(), off as u8);
             let (node, _) = path[depth];
-            match self.reencode_node(routes, node, off, region, retired)? {
+            match self.reencode_node(routes, node, off, region, alone && region == p, retired)? {
                 Outcome::Gone => {
                     region = span;
                     depth -= 1;
@@ -414,7 +474,7 @@ impl<A: FibFamily> Poptrie<A> {
                 Outcome::Leaf(id) => {
                     // The top node folded into a leaf: its cell and everything below it go
                     // (no child of it survives: a leaf top has none).
-                    Self::retire_subtree(&self.arenas, top_cell, retired);
+                    retire_subtree(&self.arenas, top_cell, retired);
                     return self.set_entry(slot, id, fresh, retired);
                 }
                 Outcome::Node(mut new) => {
@@ -456,15 +516,17 @@ impl<A: FibFamily> Poptrie<A> {
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();
         let mut done: Option<Prefix<A>> = None;
-        for &p in changed {
+        for (i, &p) in changed.iter().enumerate() {
             if done.is_some_and(|d| d.covers(&p)) {
                 continue;
             }
+            // Trie order: what `p` covers comes right after it.
+            let alone = changed.get(i + 1).is_none_or(|q| !p.covers(q));
             if p.len() as u32 <= Self::S {
-                self.reencode_span(routes, p, &mut fresh, &mut retired)?;
+                self.reencode_span(routes, p, alone, &mut fresh, &mut retired)?;
                 done = Some(p);
             } else {
-                self.patch_long(routes, p, &mut fresh, &mut retired)?;
+                self.patch_long(routes, p, alone, &mut fresh, &mut retired)?;
             }
         }
         // A chunk that became one leaf goes back into its root entry; it was never published.
@@ -503,6 +565,32 @@ fn retire_joined(retired: &mut Vec<Block>, b: Block) {
         }
     }
     retired.push(b);
+}
+
+/// Retires node `n`'s own blocks: its leaves and its children's cells.
+pub(super) fn retire_own(n: Node, retired: &mut Vec<Block>) {
+    let leaves = n.leafvec.count_ones();
+    if leaves > 0 {
+        retire_joined(retired, Block::new(Kind::Leaf, n.base0, leaves));
+    }
+    let kids = n.vector.count_ones();
+    if kids > 0 {
+        retire_joined(retired, Block::new(Kind::Node, n.base1, kids));
+    }
+}
+
+/// Retires a slot's subtree: its top node's cell `cell` and every block below it.
+pub(super) fn retire_subtree(ar: &Arenas, cell: u32, retired: &mut Vec<Block>) {
+    retire_joined(retired, Block::new(Kind::Node, cell, 1));
+    retire_below(ar, ar.nodes.get(cell), retired);
+}
+
+/// Retires every block below node `n`: its leaves, its children, theirs (not `n`'s cell).
+pub(super) fn retire_below(ar: &Arenas, n: Node, retired: &mut Vec<Block>) {
+    retire_own(n, retired);
+    for k in 0..n.vector.count_ones() {
+        retire_below(ar, ar.nodes.get(n.base1 + k), retired);
+    }
 }
 
 /// What re-encoding a node gave.

@@ -1,0 +1,182 @@
+//! The encoding's own tests (the FIB's property tests run over every algorithm: `fib/tests.rs`).
+use super::{LpmAlgorithm, Poptrie, PrefixSet, Spare, NO_ROUTE, RECLAIM_BUDGET, RECLAIM_SHARE};
+use crate::prefix::Prefix;
+use std::net::Ipv4Addr;
+
+/// Leaf cells take the narrowest width that holds the ids: an update with a wider id widens
+/// them (and answers it), a full build after the wide ids went narrows them again.
+#[test]
+fn leaf_cells_are_as_narrow_as_the_ids() {
+    // /26s, so every id sits in a node's leaves rather than in a chunk entry.
+    let p = |i: u32| Prefix::new(Ipv4Addr::from(0x0A00_0000 + (i << 6)), 26);
+    let mut set: PrefixSet<Ipv4Addr> = (0..2000).map(|i| (p(i), i % 200)).collect();
+    let mut fib = Poptrie::<Ipv4Addr>::build(&set).unwrap();
+    let width = |f: &Poptrie<Ipv4Addr>| f.arenas.leaves.width();
+    assert_eq!(width(&fib), 1);
+    for (id, cells) in [(300, 2), (70_000, 4), (7, 4)] {
+        set.insert(p(5), id);
+        fib.update(&set, &[p(5)]).unwrap();
+        assert_eq!(width(&fib), cells, "after id {id}");
+        assert_eq!(fib.view().lookup(p(5).bits()), id);
+        assert_eq!(fib.view().lookup(p(6).bits()), 6);
+        assert_eq!(fib.view().lookup(p(2000).bits()), NO_ROUTE);
+    }
+    set.insert(p(7), 254);
+    let fib = Poptrie::<Ipv4Addr>::build(&set).unwrap();
+    assert_eq!(width(&fib), 1);
+    assert_eq!(fib.view().lookup(p(7).bits()), 254);
+}
+
+/// 2001:db8::/32 and a set of 300 /48s spread under it: a change of the /32 re-encodes
+/// what is below it (363 nodes).
+fn covering_32() -> (
+    u128,
+    Prefix<std::net::Ipv6Addr>,
+    PrefixSet<std::net::Ipv6Addr>,
+) {
+    use std::net::Ipv6Addr;
+    let base = u128::from(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0));
+    let set = (0..300u128)
+        .map(|i| (Prefix::new(Ipv6Addr::from(base | (i * 211) << 80), 48), 1))
+        .collect();
+    (base, Prefix::new(Ipv6Addr::from(base), 32), set)
+}
+
+/// A subtree encoded afresh goes back as a few joined blocks when a later change retires
+/// it, not node by node (see `retire_joined`).
+#[test]
+fn a_fresh_subtree_is_retired_in_a_few_blocks() {
+    use std::net::Ipv6Addr;
+    let (base, cover, mut set) = covering_32();
+    let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
+    for id in [2, 3] {
+        set.insert(cover, id);
+        fib.update(&set, &[cover]).unwrap();
+    }
+    // The second change retired what the first placed, joined (a block of nodes and one
+    // of leaves), with the changed node's own two blocks, the path above it and the chunk:
+    // 7 in all.
+    let retired = &fib.pending.back().expect("a publication").blocks;
+    assert!(retired.len() <= 8, "{} blocks", retired.len());
+    assert!(
+        retired.iter().map(|b| b.len).sum::<u32>() > 300,
+        "the subtree's cells are among them"
+    );
+    // 2001:db8:1::, under the /32 and none of the /48s.
+    assert_eq!(fib.view().lookup(base | 1 << 80), 3);
+    fib.check_accounts().unwrap();
+}
+
+/// A covering prefix's change encodes again only the nodes its id shows in: a node under a
+/// more specific prefix is kept, with its leaves and children where they were (see
+/// `repaint.rs`).
+#[test]
+fn a_covering_change_keeps_what_longer_prefixes_answer() {
+    use super::lookup::{bits, stride, top};
+    use super::{Node, INDEX};
+    use std::net::Ipv6Addr;
+    type Fib6 = Poptrie<Ipv6Addr>;
+    // The nodes a lookup of `key` passes, from the slot's top node down.
+    fn path(fib: &Fib6, key: u128) -> Vec<Node> {
+        let (r, s) = (Fib6::R, Fib6::S);
+        let chunk = fib.root[top(key, r)] & !INDEX;
+        let entry = fib.arenas.chunks.get(chunk + bits(key, r, s));
+        let mut node = fib.arenas.nodes.get(entry & !INDEX);
+        let (mut nodes, mut off) = (vec![node], s);
+        while node.has_child(stride(key, off)) {
+            node = fib.arenas.nodes.get(node.child(stride(key, off)));
+            nodes.push(node);
+            off += 6;
+        }
+        nodes
+    }
+    let base = u128::from(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0));
+    let hextet3 = |h: u128| base | h << 80;
+    let at = |bits: u128, len| Prefix::new(Ipv6Addr::from(bits), len);
+    // 2001:db8:100::/40 holding twenty /48s, and 2001:db8:200::/48 alone.
+    let mut set: PrefixSet<Ipv6Addr> = (0..20u128)
+        .map(|i| (at(hextet3(0x100 + 3 * i), 48), 10 + i as u32))
+        .chain([(at(hextet3(0x100), 40), 7), (at(hextet3(0x200), 48), 8)])
+        .collect();
+    let mut fib = Fib6::build(&set).unwrap();
+    // Under the /40, in no /48: 2001:db8:101::1.
+    let inside = hextet3(0x101) | 1;
+    let before = path(&fib, inside);
+    // Bits 20-26, 26-32, 32-38, 38-44 (the /40's node), 44-50 (under the /40's slot).
+    assert_eq!(before.len(), 5);
+    let cover = at(base, 32);
+    for id in [2, 3] {
+        set.insert(cover, id);
+        fib.update(&set, &[cover]).unwrap();
+        let after = path(&fib, inside);
+        assert_eq!(after[4], before[4], "the node under the /40's slot is kept");
+        assert_ne!(
+            after[3].base0, before[3].base0,
+            "the /40's node is encoded again"
+        );
+        assert_eq!(fib.view().lookup(inside), 7);
+        assert_eq!(fib.view().lookup(hextet3(0x103)), 11);
+        assert_eq!(fib.view().lookup(hextet3(0x300)), id);
+        assert_eq!(fib.view().lookup(hextet3(0x200)), 8);
+        fib.check_accounts().unwrap();
+    }
+    let fresh = Fib6::build(&set).unwrap();
+    assert!(fib.words() == fresh.words(), "patched == fresh");
+}
+
+/// An update takes back at most `RECLAIM_BUDGET` retired blocks (or a `RECLAIM_SHARE`th of
+/// those waiting) while the arenas have room: the hundreds a covering change retires come
+/// back over the next updates, not all in the first.
+#[test]
+fn retired_blocks_come_back_a_budget_at_a_time() {
+    use std::net::Ipv6Addr;
+    let (base, cover, mut set) = covering_32();
+    let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
+    // Each /48 changed on its own scatters the subtree's nodes over many blocks.
+    let under: Vec<_> = set.iter().map(|(p, _)| p).collect();
+    for p in under {
+        set.insert(p, 4);
+        fib.update(&set, &[p]).unwrap();
+    }
+    set.insert(cover, 2);
+    fib.update(&set, &[cover]).unwrap();
+    let retired = fib.pending.back().expect("a publication").blocks.len();
+    assert!(retired > 3 * RECLAIM_BUDGET, "{retired} blocks");
+    // Changes elsewhere (2001:db9::/48), no reader holding an older version.
+    let other = Prefix::new(Ipv6Addr::from(base + (1 << 96)), 48);
+    let waiting =
+        |fib: &Poptrie<Ipv6Addr>| fib.pending.iter().map(|p| p.blocks.len() - p.back).sum();
+    let mut left: usize = waiting(&fib);
+    for id in 10.. {
+        set.insert(other, id);
+        fib.update(&set, &[other]).unwrap();
+        let own = fib.pending.back().expect("a publication").blocks.len();
+        assert_eq!(fib.waiting, waiting(&fib), "the count of blocks waiting");
+        let now = waiting(&fib) - own;
+        let budget = RECLAIM_BUDGET.max(left / RECLAIM_SHARE);
+        assert_eq!(now, left.saturating_sub(budget), "after id {id}");
+        assert_eq!(fib.view().lookup(base | 1 << 80), 2);
+        assert_eq!(fib.view().lookup(other.bits()), id);
+        if now == 0 {
+            break;
+        }
+        left = now + own;
+    }
+    fib.check_accounts().unwrap();
+}
+
+/// A large table starts with more spare chunks than a small one, and its room doubles after
+/// each compaction up to eight times the first.
+#[test]
+fn spare_room_grows_to_eight_times_the_first() {
+    assert_eq!(Spare::first(100).chunks, 64);
+    let first = Spare::first(1_000_000);
+    assert_eq!(first.chunks, 512);
+    let mut s = first;
+    for _ in 0..10 {
+        s = s.grown();
+    }
+    assert_eq!(s.chunks, 8 * first.chunks);
+    assert_eq!(s.nodes_per_8, 8 * first.nodes_per_8);
+    assert_eq!(s.leaves_per_8, 8 * first.leaves_per_8);
+}
