@@ -8,7 +8,8 @@ pub(super) struct Scratch<K> {
     pub(super) nodes: Vec<Node>,
     pub(super) leaves: Vec<u32>,
     /// The nodes of `nodes` that are cells of the arenas as they are (a subtree kept whole
-    /// under a re-encoded node, see `repaint.rs`): [`Poptrie::place`] does not relocate them.
+    /// under a re-encoded node, see `repaint.rs`), ascending: [`Poptrie::place`] is handed
+    /// them and does not relocate them.
     pub(super) kept: Vec<u32>,
     pub(super) prefixes: Vec<(K, u8, u32)>,
     /// The prefixes below one slot, while `prefixes` holds a region's.
@@ -22,7 +23,7 @@ pub(super) struct Painted {
     /// Where a run of leaves can start besides slot 0 and after a child (see `leaf_runs`).
     pub(super) edges: u64,
     /// The slots a prefix of `prefixes` painted (the others hold the default).
-    pub(super) own: u64,
+    pub(super) painted: u64,
 }
 
 /// Paints the 64 slots of a node covering bits `off..off + 6` from `prefixes` (those under
@@ -40,7 +41,7 @@ pub(super) fn paint<K: Bits>(
     let mut out = Painted {
         vector: 0,
         edges: 0,
-        own: 0,
+        painted: 0,
     };
     for &(key, len, id) in prefixes {
         let first = stride(key, off) as usize;
@@ -50,7 +51,7 @@ pub(super) fn paint<K: Bits>(
             let span = 1usize << (off + 6 - len);
             slot[first..first + span].fill(id);
             out.edges |= span_edges(first, span);
-            out.own |= (u64::MAX >> (64 - span)) << first;
+            out.painted |= (u64::MAX >> (64 - span)) << first;
         } else {
             out.vector |= 1u64 << first;
         }
@@ -81,26 +82,30 @@ pub(super) fn encode_node<K: Bits>(
         base0,
         base1,
     };
-    // The prefixes below one slot are contiguous in trie order, slots ascending.
-    let mut child = base1 as usize;
+    for (child, (v, below)) in (base1 as usize..).zip(children(prefixes, off)) {
+        encode_node(nodes, leaves, below, off + 6, slot[v as usize], child);
+    }
+}
+
+/// The children of a node covering bits `off..off + 6`: each child's slot, ascending, with
+/// its prefixes (those of `prefixes` longer than `off + 6` under the slot: contiguous in trie
+/// order).
+pub(super) fn children<K: Bits>(
+    prefixes: &[(K, u8, u32)],
+    off: u32,
+) -> impl Iterator<Item = (u32, &[(K, u8, u32)])> {
     let mut rest = prefixes;
-    while let Some(start) = rest.iter().position(|p| p.1 as u32 > off + 6) {
+    std::iter::from_fn(move || {
+        let start = rest.iter().position(|p| p.1 as u32 > off + 6)?;
         let v = stride(rest[start].0, off);
         let end = rest[start..]
             .iter()
             .position(|p| stride(p.0, off) != v)
             .map_or(rest.len(), |e| start + e);
-        encode_node(
-            nodes,
-            leaves,
-            &rest[start..end],
-            off + 6,
-            slot[v as usize],
-            child,
-        );
-        child += 1;
+        let below = &rest[start..end];
         rest = &rest[end..];
-    }
+        Some((v, below))
+    })
 }
 
 /// The bits of slots `first` and `first + slots` (if there is one): the edges of a span

@@ -22,14 +22,15 @@
 //! covers afresh, the other slots' children moved by their 24-byte cells, nothing below them
 //! touched), then copies the children blocks of its ancestors up to the direct-pointing entry
 //! (path copying). A change of a shorter prefix re-encodes each direct-pointing slot it covers
-//! (leaf pushing put its id in all of them). A batch publishes one new root; the blocks a version
+//! (leaf pushing put its id in all of them). Below a changed prefix, only the nodes its id
+//! shows in are encoded again (`repaint`). A batch publishes one new root; the blocks a version
 //! stopped using are reused once every reader that could see them has let go (see
 //! `Pending`).
 //!
 //! The parts: `lookup` (what readers run), `build` (a full encoding), `patch` (updates
-//! by path copying), `leaves` (the leaf cells' widths), `audit` (the walk behind stats,
-//! images and the memory audit); here the structure's types and the publication and
-//! reclamation of versions.
+//! by path copying), `repaint` (a covering prefix's change), `leaves` (the leaf cells'
+//! widths), `audit` (the walk behind stats, images and the memory audit), `tests`; here the
+//! structure's types and the publication and reclamation of versions.
 use super::arena::RawArena;
 use super::block_alloc::BlockAlloc;
 use super::PrefixSet;
@@ -52,7 +53,7 @@ mod patch;
 mod repaint;
 mod simd;
 
-use build::{encode_node, encode_slot, leaf_runs, paint, span_edges, Painted, Scratch};
+use build::{children, encode_node, encode_slot, leaf_runs, paint, span_edges, Painted, Scratch};
 use leaves::{with_leaves, Cell, Leaves};
 use lookup::{bits, stride, top};
 
@@ -187,16 +188,28 @@ impl Block {
 /// publication and freeing it later cost a thousand instructions a change.)
 const REUSED_BUFFERS: usize = 4;
 
-/// Retired blocks an update takes back at most, while the arenas have room: the rest wait for
-/// the next updates. An ordinary change retires a few blocks; a covering prefix's retires
-/// thousands (2409:8000::/20 in the IPv6 view: 2,500 blocks, 17,500 cells), and taking them
-/// all back at once, each merged with its neighbours, cost the next change 80-130 µs.
+/// Retired blocks an update takes back, unless a [`RECLAIM_SHARE`]th of those waiting is more
+/// (see [`Poptrie::reclaim_for_update`]): the rest wait for the next updates. An ordinary
+/// change retires a few blocks; a covering prefix's can retire thousands (2409:8000::/20 in
+/// the IPv6 view, before its change kept what longer prefixes answer: 2,500 blocks, 17,500
+/// cells), and taking them all back at once, each merged with its neighbours, cost the next
+/// change 80-130 µs.
 const RECLAIM_BUDGET: usize = 64;
 
 /// An update takes back at least this share of the blocks waiting (a sixteenth): when every
 /// change retires thousands (a covering prefix flapping), the backlog stays within sixteen
-/// changes' worth instead of growing until the arenas run short of room.
+/// changes' worth, and so does the memory it holds, instead of growing into the arenas'
+/// reserve.
 const RECLAIM_SHARE: usize = 16;
+
+/// The blocks an update takes back (see [`Poptrie::reclaim_for_update`]), of `waiting`.
+fn reclaim_budget(waiting: usize, short_of_room: bool) -> usize {
+    if short_of_room {
+        usize::MAX
+    } else {
+        RECLAIM_BUDGET.max(waiting / RECLAIM_SHARE)
+    }
+}
 
 /// One published version: what readers load and look up in. It never changes.
 pub struct PoptrieView<A: FibFamily> {
@@ -304,22 +317,19 @@ impl<A: FibFamily> Poptrie<A> {
         self.reclaim_up_to(usize::MAX);
     }
 
-    /// Before an update: takes back at most [`RECLAIM_BUDGET`] blocks or a
-    /// [`RECLAIM_SHARE`]th of those waiting, or all of them once an arena's headroom is under
-    /// half its spare room (blocks left waiting could then leave a change without room, and a
-    /// full arena rebuilds everything). A large table's arenas reserve four times their size,
-    /// so only a small one's, on the heap, come near that.
-    fn reclaim_for_update(&mut self) {
+    /// Before an update: takes back [`RECLAIM_BUDGET`] blocks or a [`RECLAIM_SHARE`]th of
+    /// those waiting, whichever is more; or all of them once an arena's headroom is under its
+    /// spare room (blocks left waiting could then leave a change without room, and a full
+    /// arena rebuilds everything). An arena of a megabyte or more reserves four times its
+    /// size and stays far from that; a smaller one, on the heap, is there as soon as it grows,
+    /// and its few blocks all come back at once, as before the budget.
+    pub(super) fn reclaim_for_update(&mut self) {
         let allocs = [&self.nodes, &self.leaves, &self.chunks];
         let short = allocs
             .iter()
             .zip(self.room)
-            .any(|(alloc, room)| alloc.headroom() < (room / 2).max(1));
-        self.reclaim_up_to(if short {
-            usize::MAX
-        } else {
-            RECLAIM_BUDGET.max(self.waiting / RECLAIM_SHARE)
-        });
+            .any(|(alloc, room)| alloc.headroom() < room.max(1));
+        self.reclaim_up_to(reclaim_budget(self.waiting, short));
     }
 
     /// Takes back up to `budget` blocks no reader can reach any more (the rest wait at the
@@ -437,11 +447,12 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             full_build |= s.saturating_sub(p.len() as u32) > FULL_REBUILD_SLOTS.trailing_zeros()
                 || id.is_some_and(|id| !leaves.holds(stored(id)));
         }
-        self.reclaim_for_update();
         if full_build {
+            // Into fresh arenas: what waits in the old ones is dropped with them.
             self.rebuild(routes, false);
             return Ok(());
         }
+        self.reclaim_for_update();
         // `Fib` hands them over sorted and distinct; other callers may not.
         let sorted = if changed.windows(2).all(|w| w[0] < w[1]) {
             std::borrow::Cow::Borrowed(changed)

@@ -67,9 +67,9 @@ impl<A: FibFamily> Poptrie<A> {
 
     /// Copies the subtree in `scratch` (top node at 0) into fresh blocks: the top's cell too when
     /// `with_top` (then it is the first cell of the block returned), else only what is below it.
-    /// The scratch nodes listed in `kept` (ascending, not the top) are cells of the arenas,
-    /// copied as they are. Returns the top node relocated and the first cell. `None`: an arena
-    /// is full.
+    /// The scratch nodes listed in `kept` (ascending, not the top: [`Scratch::kept`] after a
+    /// [`Repaint`], else none) are cells of the arenas, copied as they are. Returns the top
+    /// node relocated and the first cell. `None`: an arena is full.
     pub(super) fn place(
         nodes: &mut BlockAlloc,
         leaves: &mut BlockAlloc,
@@ -90,6 +90,7 @@ impl<A: FibFamily> Poptrie<A> {
             base1: n.base1.wrapping_add(node_off).wrapping_sub(skip),
             ..*n
         };
+        debug_assert!(kept.windows(2).all(|w| w[0] < w[1]) && kept.first() != Some(&0));
         let mut kept = kept.iter().peekable();
         // SAFETY: both blocks were allocated just now: no published version reaches them.
         for (i, n) in scratch.nodes.iter().enumerate().skip(skip as usize) {
@@ -130,7 +131,7 @@ impl<A: FibFamily> Poptrie<A> {
                 .map(|(q, &id)| (q.bits(), q.len(), stored(id))),
         );
         // What each slot holds above its subtree (trie order: covering prefixes paint first),
-        // and whether a prefix longer than `p` painted it.
+        // and whether a prefix longer than `p` painted it (`deep`: as before the change).
         let mut fill = vec![(default, false); n];
         for &(key, len, id) in self.scratch.prefixes.iter().filter(|q| q.1 as u32 <= s) {
             let f = top(key, s) - first;
@@ -155,8 +156,8 @@ impl<A: FibFamily> Poptrie<A> {
                 }
                 long += 1;
             }
-            kept.clear();
-            let leaf = if alone && old & INDEX != 0 && !sub.is_empty() {
+            let repaint = alone && old & INDEX != 0 && !sub.is_empty();
+            let leaf = if repaint {
                 if deep {
                     // A longer prefix answers the whole slot: nothing in it changed.
                     continue;
@@ -164,19 +165,14 @@ impl<A: FibFamily> Poptrie<A> {
                 // Encoded again only where the slot's fill shows, over the old subtree.
                 let was = old & !INDEX;
                 retire_joined(retired, Block::new(Kind::Node, was, 1));
-                nodes.clear();
-                leaves.clear();
-                nodes.push(Node::default());
-                Repaint {
+                let repaint = Repaint {
                     ar: &self.arenas,
                     nodes,
                     leaves,
                     kept,
                     retired,
-                }
-                .node(self.arenas.nodes.get(was), sub, s, fill, 0);
-                kept.sort_unstable();
-                let top = nodes[0];
+                };
+                let top = repaint.subtree(self.arenas.nodes.get(was), sub, s, fill);
                 (top.vector == 0 && top.leafvec.count_ones() == 1).then(|| leaves[0])
             } else {
                 if old & INDEX != 0 {
@@ -187,12 +183,13 @@ impl<A: FibFamily> Poptrie<A> {
             let entry = match leaf {
                 Some(leaf) => leaf,
                 None => {
+                    let kept: &[u32] = if repaint { &self.scratch.kept } else { &[] };
                     let (_, cell) = Self::place(
                         &mut self.nodes,
                         &mut self.leaves,
                         &self.arenas,
                         &self.scratch,
-                        &self.scratch.kept,
+                        kept,
                         true,
                     )?;
                     INDEX | cell
@@ -300,73 +297,46 @@ impl<A: FibFamily> Poptrie<A> {
                 return Some(Outcome::Gone);
             }
         }
-        // The region's children, encoded afresh (their subtrees into fresh blocks). A child's
-        // prefixes are contiguous in trie order, children ascending (a prefix of the region's
-        // own level covering a child comes before its block): one pass finds every block. (A
-        // scan of all the region's prefixes per child made a change of a prefix covering
-        // thousands, an IPv6 /24 or /32, cost up to 250 µs.)
-        // With `alone`, the old children under the region are kept where a longer prefix
-        // paints their slot, and encoded again over the old ones elsewhere: their slots
-        // are out of the retiring below.
+        // The region's children, encoded afresh (their subtrees into fresh blocks), each one's
+        // prefixes found in one pass (`children`: a scan of all the region's prefixes per
+        // child made a change of a prefix covering thousands, an IPv6 /24 or /32, cost up to
+        // 250 µs). With `alone`, an old child is kept where a longer prefix paints its slot
+        // and encoded again over the old one elsewhere; either way its slot is left out of
+        // the retiring below.
         let mut repainted = 0u64;
-        let mut at = 0;
-        while let Some(start) = self.scratch.prefixes[at..]
-            .iter()
-            .position(|p| p.1 as u32 > off + 6)
-            .map(|i| at + i)
-        {
-            let Scratch {
-                nodes,
-                leaves,
-                kept,
-                prefixes,
-                ..
-            } = &mut self.scratch;
-            let v = stride(prefixes[start].0, off);
-            let end = prefixes[start..]
-                .iter()
-                .position(|p| stride(p.0, off) != v)
-                .map_or(prefixes.len(), |e| start + e);
-            at = end;
+        for (v, below) in children(&self.scratch.prefixes, off) {
             debug_assert!(fresh_children & (1 << v) != 0);
-            let over = alone && old.has_child(v);
-            if over {
+            let (default, over) = (leaf[v as usize], alone && old.has_child(v));
+            let kept: &[u32] = if over {
                 repainted |= 1 << v;
+                let was = ar.nodes.get(old.child(v));
                 if deep & (1 << v) != 0 {
-                    child[v as usize] = ar.nodes.get(old.child(v));
+                    child[v as usize] = was;
                     continue;
                 }
-            }
-            nodes.clear();
-            leaves.clear();
-            kept.clear();
-            nodes.push(Node::default());
-            let below = &prefixes[start..end];
-            if over {
-                Repaint {
+                let repaint = Repaint {
                     ar: &ar,
-                    nodes,
-                    leaves,
-                    kept,
+                    nodes: &mut self.scratch.nodes,
+                    leaves: &mut self.scratch.leaves,
+                    kept: &mut self.scratch.kept,
                     retired,
-                }
-                .node(
-                    ar.nodes.get(old.child(v)),
-                    below,
-                    off + 6,
-                    leaf[v as usize],
-                    0,
-                );
-                kept.sort_unstable();
+                };
+                repaint.subtree(was, below, off + 6, default);
+                &self.scratch.kept
             } else {
-                encode_node(nodes, leaves, below, off + 6, leaf[v as usize], 0);
-            }
+                let (nodes, leaves) = (&mut self.scratch.nodes, &mut self.scratch.leaves);
+                nodes.clear();
+                leaves.clear();
+                nodes.push(Node::default());
+                encode_node(nodes, leaves, below, off + 6, default, 0);
+                &[]
+            };
             let (top, _) = Self::place(
                 &mut self.nodes,
                 &mut self.leaves,
                 &ar,
                 &self.scratch,
-                &self.scratch.kept,
+                kept,
                 false,
             )?;
             child[v as usize] = top;

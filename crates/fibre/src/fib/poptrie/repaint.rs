@@ -24,6 +24,24 @@ pub(super) struct Repaint<'a> {
 }
 
 impl Repaint<'_> {
+    /// [`Repaint::node`] for a subtree's top node, at 0 of emptied scratch vectors, with the
+    /// kept nodes sorted for [`Poptrie::place`]; returns the top node.
+    pub(super) fn subtree<K: Bits>(
+        mut self,
+        old: Node,
+        prefixes: &[(K, u8, u32)],
+        off: u32,
+        default: u32,
+    ) -> Node {
+        self.nodes.clear();
+        self.leaves.clear();
+        self.kept.clear();
+        self.nodes.push(Node::default());
+        self.node(old, prefixes, off, default, 0);
+        self.kept.sort_unstable();
+        self.nodes[0]
+    }
+
     /// Encodes at `at` the node that replaces `old`, covering bits `off..off + 6` of
     /// `prefixes` (every one longer than `off`, in trie order, the ones `old` was encoded
     /// from), whose default `default` may differ from `old`'s. A child under a slot one of
@@ -39,7 +57,12 @@ impl Repaint<'_> {
         at: usize,
     ) {
         let mut slot = [0; 64];
-        let Painted { vector, edges, own } = paint(prefixes, off, default, &mut slot);
+        let Painted {
+            vector,
+            edges,
+            // Painted by a prefix below the changed one: as before the change.
+            painted: deep,
+        } = paint(prefixes, off, default, &mut slot);
         let base0 = self.leaves.len() as u32;
         let leafvec = leaf_runs(&slot, vector, edges, |id| self.leaves.push(id));
         let base1 = self.nodes.len() as u32;
@@ -55,17 +78,10 @@ impl Repaint<'_> {
         };
         // `old`'s leaves and its children's cells: the node's cell is the caller's.
         retire_own(old, self.retired);
-        // Each child's prefixes are contiguous in trie order, slots ascending.
-        let mut child = base1 as usize;
-        let mut rest = prefixes;
-        while let Some(start) = rest.iter().position(|p| p.1 as u32 > off + 6) {
-            let v = stride(rest[start].0, off);
-            let end = rest[start..]
-                .iter()
-                .position(|p| stride(p.0, off) != v)
-                .map_or(rest.len(), |e| start + e);
-            let below = &rest[start..end];
+        for (child, (v, below)) in (base1 as usize..).zip(children(prefixes, off)) {
             if !old.has_child(v) {
+                // A child `old` lacks (none when, as `Repaint` is used, the prefixes below
+                // are those `old` was encoded from; it keeps the encoding sound regardless).
                 encode_node(
                     self.nodes,
                     self.leaves,
@@ -74,18 +90,15 @@ impl Repaint<'_> {
                     slot[v as usize],
                     child,
                 );
-            } else if own & (1 << v) != 0 {
+            } else if deep & (1 << v) != 0 {
                 self.nodes[child] = self.ar.nodes.get(old.child(v));
                 self.kept.push(child as u32);
             } else {
                 let was = self.ar.nodes.get(old.child(v));
                 self.node(was, below, off + 6, slot[v as usize], child);
             }
-            child += 1;
-            rest = &rest[end..];
         }
-        // Children `old` had and the node no longer has (none when, as `Repaint` is used,
-        // the prefixes below are those `old` was encoded from).
+        // Children `old` had and the node no longer has (none either, as `Repaint` is used).
         let mut gone = old.vector & !vector;
         while gone != 0 {
             let v = gone.trailing_zeros();

@@ -1,7 +1,10 @@
 //! The encoding's own tests (the FIB's property tests run over every algorithm: `fib/tests.rs`).
-use super::{LpmAlgorithm, Poptrie, PrefixSet, Spare, NO_ROUTE, RECLAIM_BUDGET, RECLAIM_SHARE};
+use super::{
+    reclaim_budget, LpmAlgorithm, Poptrie, PrefixSet, Spare, NO_ROUTE, RECLAIM_BUDGET,
+    RECLAIM_SHARE,
+};
 use crate::prefix::Prefix;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Leaf cells take the narrowest width that holds the ids: an update with a wider id widens
 /// them (and answers it), a full build after the wide ids went narrows them again.
@@ -34,7 +37,6 @@ fn covering_32() -> (
     Prefix<std::net::Ipv6Addr>,
     PrefixSet<std::net::Ipv6Addr>,
 ) {
-    use std::net::Ipv6Addr;
     let base = u128::from(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0));
     let set = (0..300u128)
         .map(|i| (Prefix::new(Ipv6Addr::from(base | (i * 211) << 80), 48), 1))
@@ -46,7 +48,6 @@ fn covering_32() -> (
 /// it, not node by node (see `retire_joined`).
 #[test]
 fn a_fresh_subtree_is_retired_in_a_few_blocks() {
-    use std::net::Ipv6Addr;
     let (base, cover, mut set) = covering_32();
     let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
     for id in [2, 3] {
@@ -74,7 +75,6 @@ fn a_fresh_subtree_is_retired_in_a_few_blocks() {
 fn a_covering_change_keeps_what_longer_prefixes_answer() {
     use super::lookup::{bits, stride, top};
     use super::{Node, INDEX};
-    use std::net::Ipv6Addr;
     type Fib6 = Poptrie<Ipv6Addr>;
     // The nodes a lookup of `key` passes, from the slot's top node down.
     fn path(fib: &Fib6, key: u128) -> Vec<Node> {
@@ -124,30 +124,55 @@ fn a_covering_change_keeps_what_longer_prefixes_answer() {
     assert!(fib.words() == fresh.words(), "patched == fresh");
 }
 
-/// An update takes back at most `RECLAIM_BUDGET` retired blocks (or a `RECLAIM_SHARE`th of
-/// those waiting) while the arenas have room: the hundreds a covering change retires come
-/// back over the next updates, not all in the first.
-#[test]
-fn retired_blocks_come_back_a_budget_at_a_time() {
-    use std::net::Ipv6Addr;
-    let (base, cover, mut set) = covering_32();
-    let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
-    // Each /48 changed on its own scatters the subtree's nodes over many blocks.
-    let under: Vec<_> = set.iter().map(|(p, _)| p).collect();
+/// The set of [`covering_32`] with its /48s each changed on their own, which scatters the
+/// /32's subtree over many blocks, then the /32 added: the list of blocks its change retired.
+fn scattered_then_covered(fib: &mut Poptrie<Ipv6Addr>, set: &mut PrefixSet<Ipv6Addr>) -> usize {
+    let (_, cover, _) = covering_32();
+    let under: Vec<_> = set.covered(&cover).map(|(p, _)| p).collect();
     for p in under {
         set.insert(p, 4);
-        fib.update(&set, &[p]).unwrap();
+        fib.update(set, &[p]).unwrap();
     }
     set.insert(cover, 2);
-    fib.update(&set, &[cover]).unwrap();
-    let retired = fib.pending.back().expect("a publication").blocks.len();
+    fib.update(set, &[cover]).unwrap();
+    fib.pending.back().expect("a publication").blocks.len()
+}
+
+/// Blocks retired and not taken back yet.
+fn waiting(fib: &Poptrie<Ipv6Addr>) -> usize {
+    fib.pending.iter().map(|p| p.blocks.len() - p.back).sum()
+}
+
+/// Whether every arena's headroom is at least its spare room (`reclaim_for_update`).
+fn roomy(fib: &Poptrie<Ipv6Addr>) -> bool {
+    let allocs = [&fib.nodes, &fib.leaves, &fib.chunks];
+    allocs
+        .iter()
+        .zip(fib.room)
+        .all(|(a, room)| a.headroom() >= room)
+}
+
+/// In arenas with room, as a full view's are, an update takes back `RECLAIM_BUDGET` retired
+/// blocks (or a `RECLAIM_SHARE`th of those waiting): the hundreds a covering change retires
+/// come back over the next updates, not all in the first.
+#[test]
+fn retired_blocks_come_back_a_budget_at_a_time() {
+    let (base, _, mut set) = covering_32();
+    // 80,000 /48s elsewhere with ids of four bytes: arenas of a megabyte or more (the
+    // leaves' too), mapped with four times their size reserved.
+    for i in 0..80_000u128 {
+        let at = Ipv6Addr::from(0x2400u128 << 112 | (i * 131) << 80);
+        set.insert(Prefix::new(at, 48), 70_000 + (i % 500) as u32);
+    }
+    let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
+    assert!(roomy(&fib), "mapped arenas, with room");
+    let retired = scattered_then_covered(&mut fib, &mut set);
     assert!(retired > 3 * RECLAIM_BUDGET, "{retired} blocks");
     // Changes elsewhere (2001:db9::/48), no reader holding an older version.
     let other = Prefix::new(Ipv6Addr::from(base + (1 << 96)), 48);
-    let waiting =
-        |fib: &Poptrie<Ipv6Addr>| fib.pending.iter().map(|p| p.blocks.len() - p.back).sum();
-    let mut left: usize = waiting(&fib);
+    let mut left = waiting(&fib);
     for id in 10.. {
+        assert!(roomy(&fib), "after id {id}");
         set.insert(other, id);
         fib.update(&set, &[other]).unwrap();
         let own = fib.pending.back().expect("a publication").blocks.len();
@@ -162,6 +187,34 @@ fn retired_blocks_come_back_a_budget_at_a_time() {
         }
         left = now + own;
     }
+    fib.check_accounts().unwrap();
+}
+
+/// The budget: `RECLAIM_BUDGET` blocks, a `RECLAIM_SHARE`th of those waiting when more (a
+/// backlog of big changes drains at the pace it grows), everything when short of room.
+#[test]
+fn the_reclaim_budget_grows_with_the_backlog() {
+    assert_eq!(reclaim_budget(10, false), RECLAIM_BUDGET);
+    assert_eq!(reclaim_budget(16 * RECLAIM_BUDGET, false), RECLAIM_BUDGET);
+    assert_eq!(reclaim_budget(100_000, false), 100_000 / RECLAIM_SHARE);
+    assert_eq!(reclaim_budget(10, true), usize::MAX);
+}
+
+/// A small table's arenas, on the heap, have no reserve to grow into: once short of room,
+/// an update takes back every block it can before it allocates.
+#[test]
+fn a_short_arena_takes_every_block_back() {
+    let (base, _, mut set) = covering_32();
+    let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
+    let retired = scattered_then_covered(&mut fib, &mut set);
+    assert!(retired > 3 * RECLAIM_BUDGET, "{retired} blocks");
+    assert!(!roomy(&fib));
+    let other = Prefix::new(Ipv6Addr::from(base + (1 << 96)), 48);
+    set.insert(other, 9);
+    fib.update(&set, &[other]).unwrap();
+    let own = fib.pending.back().expect("a publication").blocks.len();
+    assert_eq!(waiting(&fib), own, "only the last update's blocks wait");
+    assert_eq!(fib.waiting, own);
     fib.check_accounts().unwrap();
 }
 
