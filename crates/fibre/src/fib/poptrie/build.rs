@@ -71,20 +71,40 @@ pub(super) fn encode_node<K: Bits>(
     at: usize,
 ) {
     let mut slot = [0; 64];
-    let Painted { vector, edges, .. } = paint(prefixes, off, default, &mut slot);
-    let base0 = leaves.len() as u32;
-    let leafvec = leaf_runs(&slot, vector, edges, |id| leaves.push(id));
-    let base1 = nodes.len() as u32;
-    nodes.resize(nodes.len() + vector.count_ones() as usize, Node::default());
-    nodes[at] = Node {
-        vector,
-        leafvec,
-        base0,
-        base1,
-    };
-    for (child, (v, below)) in (base1 as usize..).zip(children(prefixes, off)) {
+    let (_, first) = encode_own(nodes, leaves, prefixes, off, default, at, &mut slot);
+    for (child, (v, below)) in (first..).zip(children(prefixes, off)) {
         encode_node(nodes, leaves, below, off + 6, slot[v as usize], child);
     }
+}
+
+/// Encodes node `at` itself, as [`encode_node`] does: its slots painted into `slot`, its runs
+/// of leaves pushed onto `leaves`, room made in `nodes` for its children (the caller fills
+/// it, slots ascending). Returns what painting found and the first child's index.
+#[inline(always)]
+pub(super) fn encode_own<K: Bits>(
+    nodes: &mut Vec<Node>,
+    leaves: &mut Vec<u32>,
+    prefixes: &[(K, u8, u32)],
+    off: u32,
+    default: u32,
+    at: usize,
+    slot: &mut [u32; 64],
+) -> (Painted, usize) {
+    let painted = paint(prefixes, off, default, slot);
+    let base0 = leaves.len() as u32;
+    let leafvec = leaf_runs(slot, painted.vector, painted.edges, |id| leaves.push(id));
+    let base1 = nodes.len();
+    nodes.resize(
+        base1 + painted.vector.count_ones() as usize,
+        Node::default(),
+    );
+    nodes[at] = Node {
+        vector: painted.vector,
+        leafvec,
+        base0,
+        base1: base1 as u32,
+    };
+    (painted, base1)
 }
 
 /// The children of a node covering bits `off..off + 6`: each child's slot, ascending, with

@@ -53,7 +53,7 @@ mod patch;
 mod repaint;
 mod simd;
 
-use build::{children, encode_node, encode_slot, leaf_runs, paint, span_edges, Painted, Scratch};
+use build::{children, encode_node, encode_own, encode_slot, leaf_runs, span_edges, Scratch};
 use leaves::{with_leaves, Cell, Leaves};
 use lookup::{bits, stride, top};
 

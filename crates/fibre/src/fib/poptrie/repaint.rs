@@ -57,28 +57,20 @@ impl Repaint<'_> {
         at: usize,
     ) {
         let mut slot = [0; 64];
-        let Painted {
-            vector,
-            edges,
-            // Painted by a prefix below the changed one: as before the change.
-            painted: deep,
-        } = paint(prefixes, off, default, &mut slot);
-        let base0 = self.leaves.len() as u32;
-        let leafvec = leaf_runs(&slot, vector, edges, |id| self.leaves.push(id));
-        let base1 = self.nodes.len() as u32;
-        self.nodes.resize(
-            self.nodes.len() + vector.count_ones() as usize,
-            Node::default(),
+        let (painted, first) = encode_own(
+            self.nodes,
+            self.leaves,
+            prefixes,
+            off,
+            default,
+            at,
+            &mut slot,
         );
-        self.nodes[at] = Node {
-            vector,
-            leafvec,
-            base0,
-            base1,
-        };
+        // The slots a prefix below the changed one paints: as before the change.
+        let (vector, deep) = (painted.vector, painted.painted);
         // `old`'s leaves and its children's cells: the node's cell is the caller's.
         retire_own(old, self.retired);
-        for (child, (v, below)) in (base1 as usize..).zip(children(prefixes, off)) {
+        for (child, (v, below)) in (first..).zip(children(prefixes, off)) {
             if !old.has_child(v) {
                 // A child `old` lacks (none when, as `Repaint` is used, the prefixes below
                 // are those `old` was encoded from; it keeps the encoding sound regardless).
