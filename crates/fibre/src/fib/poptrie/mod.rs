@@ -53,7 +53,9 @@ mod patch;
 mod repaint;
 mod simd;
 
-use build::{children, encode_node, encode_own, encode_slot, leaf_runs, span_edges, Scratch};
+use build::{
+    block_end, children, encode_node, encode_own, encode_slot, leaf_runs, span_edges, Scratch,
+};
 use leaves::{with_leaves, Cell, Leaves};
 use lookup::{bits, stride, top};
 

@@ -270,18 +270,22 @@ impl<A: FibFamily> Poptrie<A> {
         let mut fresh_children = 0u64;
         // The slots a prefix longer than the region painted.
         let mut deep = 0u64;
-        for &(key, len, id) in &self.scratch.prefixes {
-            let v = stride(key, off) as usize;
+        let prefixes = &self.scratch.prefixes;
+        let mut i = 0;
+        while let Some(&(key, len, id)) = prefixes.get(i) {
+            let v = stride(key, off);
             if len <= (off + 6) as u8 {
                 // Trie order: a more specific prefix is painted after the ones covering it.
-                let slots = 1 << (off + 6 - len as u32);
+                let (v, slots) = (v as usize, 1 << (off + 6 - len as u32));
                 leaf[v..v + slots].fill(id);
                 edges |= span_edges(v, slots);
                 if len > region.len() {
                     deep |= (u64::MAX >> (64 - slots)) << v;
                 }
+                i += 1;
             } else {
                 fresh_children |= 1 << v;
+                i = block_end(prefixes, i, off, v);
             }
         }
         let vector = (old.vector & !region_mask) | fresh_children;
@@ -304,7 +308,7 @@ impl<A: FibFamily> Poptrie<A> {
         // and encoded again over the old one elsewhere; either way its slot is left out of
         // the retiring below.
         let mut repainted = 0u64;
-        for (v, below) in children(&self.scratch.prefixes, off) {
+        for (_, v, below) in children(&self.scratch.prefixes, off, 0) {
             debug_assert!(fresh_children & (1 << v) != 0);
             let (default, over) = (leaf[v as usize], alone && old.has_child(v));
             let kept: &[u32] = if over {

@@ -70,7 +70,7 @@ impl Repaint<'_> {
         let (vector, deep) = (painted.vector, painted.painted);
         // `old`'s leaves and its children's cells: the node's cell is the caller's.
         retire_own(old, self.retired);
-        for (child, (v, below)) in (first..).zip(children(prefixes, off)) {
+        for (child, v, below) in children(prefixes, off, first) {
             if !old.has_child(v) {
                 // A child `old` lacks (none when, as `Repaint` is used, the prefixes below
                 // are those `old` was encoded from; it keeps the encoding sound regardless).

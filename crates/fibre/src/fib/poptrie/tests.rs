@@ -1,4 +1,5 @@
 //! The encoding's own tests (the FIB's property tests run over every algorithm: `fib/tests.rs`).
+use super::build::{block_end, children};
 use super::{
     reclaim_budget, LpmAlgorithm, Poptrie, PrefixSet, Spare, NO_ROUTE, RECLAIM_BUDGET,
     RECLAIM_SHARE,
@@ -216,6 +217,34 @@ fn a_short_arena_takes_every_block_back() {
     assert_eq!(waiting(&fib), own, "only the last update's blocks wait");
     assert_eq!(fib.waiting, own);
     fib.check_accounts().unwrap();
+}
+
+/// `block_end` finds where a slot's prefixes end, for blocks of one prefix to hundreds (the
+/// gallop's probes and its binary search), and `children` hands each block over whole.
+#[test]
+fn a_childs_prefixes_end_where_its_slot_does() {
+    // A node covering bits 20..26 of IPv6 keys; slot `v`'s block is `sizes[i]` /48s.
+    let sizes = [1usize, 2, 3, 4, 5, 7, 8, 9, 31, 64, 65, 300];
+    let slots = [0u32, 1, 5, 6, 7, 20, 21, 30, 31, 40, 62, 63];
+    let mut prefixes = Vec::new();
+    for (&v, &n) in slots.iter().zip(&sizes) {
+        for k in 0..n as u128 {
+            prefixes.push((0x2000u128 << 112 | (v as u128) << 102 | k << 80, 48u8, 1u32));
+        }
+    }
+    let mut start = 0;
+    for (&v, &n) in slots.iter().zip(&sizes) {
+        assert_eq!(block_end(&prefixes, start, 20, v), start + n, "slot {v}");
+        start += n;
+    }
+    let blocks: Vec<(usize, u32, usize)> = children(&prefixes, 20, 7)
+        .map(|(child, v, below)| (child, v, below.len()))
+        .collect();
+    let expected: Vec<(usize, u32, usize)> = (7..)
+        .zip(slots.iter().zip(&sizes))
+        .map(|(child, (&v, &n))| (child, v, n))
+        .collect();
+    assert_eq!(blocks, expected);
 }
 
 /// A large table starts with more spare chunks than a small one, and its room doubles after
