@@ -325,7 +325,7 @@ impl<A: FibFamily> Poptrie<A> {
     /// arena rebuilds everything). An arena of a megabyte or more reserves four times its
     /// size and stays far from that; a smaller one, on the heap, is there as soon as it grows,
     /// and its few blocks all come back at once, as before the budget.
-    pub(super) fn reclaim_for_update(&mut self) {
+    fn reclaim_for_update(&mut self) {
         let allocs = [&self.nodes, &self.leaves, &self.chunks];
         let short = allocs
             .iter()
