@@ -67,6 +67,21 @@ impl<A: FibFamily> PoptrieView<A> {
         if r & INDEX == 0 {
             return r;
         }
+        // SAFETY: `r` is the key's root entry in this published version.
+        unsafe { self.past_root(leaves, r, key) }
+    }
+
+    /// The answer for `key` from its root entry `r`, which holds a chunk's index ([`INDEX`]).
+    ///
+    /// # Safety
+    /// `r` is the root entry of `key` in this published version.
+    #[inline(always)]
+    pub(super) unsafe fn past_root<C: Cell>(
+        &self,
+        leaves: &RawArena<C>,
+        r: u32,
+        key: A::Bits,
+    ) -> u32 {
         let ar = &*self.arenas;
         // SAFETY (both): this version is published, and every index it holds is a cell of its
         // arenas that the writer filled before publishing it (see `Poptrie`).

@@ -1,6 +1,7 @@
-//! Bulk lookups in vector registers, stage by stage: every lane of a group of [`GROUP`] keys
-//! reads the root, then every lane its chunk entry, then every live lane its first node, and so
-//! on. A stage's gathers for the whole group are independent, so their cache misses overlap
+//! Bulk lookups in vector registers, stage by stage: every key of a group of [`GROUP`] reads
+//! its root entry (scalar loads: the root is in L1), then every lane its chunk entry, then
+//! every live lane its first node, and so on, and the lanes that end at a leaf read it last.
+//! A stage's gathers for the whole group are independent, so their cache misses overlap
 //! without prefetches, and a lane costs a few vector instructions a level instead of the
 //! scalar path's bookkeeping (callgrind: 87 instructions per IPv4 lookup there, 182 per IPv6
 //! one).
@@ -9,7 +10,8 @@
 //! the 64 after them (`lo`, zero for IPv4), shifted left as levels consume them; node words
 //! are gathered as 64-bit values. One kernel per instruction set serves both families.
 #![cfg(target_arch = "x86_64")]
-use super::lookup::padded;
+use super::leaves::with_leaves;
+use super::lookup::{padded, top};
 use super::{Node, PoptrieView, INDEX};
 use crate::addr::Bits;
 use crate::fib::FibFamily;
@@ -21,7 +23,6 @@ pub(super) const GROUP: usize = 64;
 
 /// What a kernel reads: the published version's arrays and its shape.
 struct Tables {
-    root: *const i32,
     chunks: *const i32,
     /// The node arena as 64-bit words: node `n`'s `vector`, `leafvec` and `base0 | base1 << 32`
     /// are words `3n`, `3n + 1` and `3n + 2`.
@@ -45,7 +46,6 @@ impl<A: FibFamily> PoptrieView<A> {
     fn tables(&self) -> Tables {
         let ar = &*self.arenas;
         Tables {
-            root: self.root.as_ptr() as *const i32,
             chunks: ar.chunks.addr(0) as *const i32,
             words: ar.nodes.addr(0) as *const i64,
             leaves: ar.leaves.bytes(),
@@ -76,17 +76,63 @@ impl<A: FibFamily> PoptrieView<A> {
     /// The CPU has AVX-512F and AVX512-VPOPCNTDQ.
     pub(super) unsafe fn group_avx512(&self, keys: &[A::Bits], out: &mut [u32]) {
         const { assert!(A::WIDTH == 32 || A::WIDTH == 128) };
-        let t = self.tables();
-        // SAFETY: the caller vouches for the CPU; the tables are this published version's;
-        // the kernel reads GROUP keys and writes GROUP answers.
+        // SAFETY (both): the caller vouches for the CPU.
         match (<&[A::Bits; GROUP]>::try_from(keys), out.len() == GROUP) {
-            (Ok(keys), true) => unsafe { avx512::<A>(&t, keys, out.as_mut_ptr()) },
+            (Ok(keys), true) => unsafe {
+                self.whole_group_avx512(keys, out.try_into().expect("GROUP answers"))
+            },
             _ => {
                 let mut answers = [0u32; GROUP];
-                unsafe { avx512::<A>(&t, &padded(keys), answers.as_mut_ptr()) };
+                unsafe { self.whole_group_avx512(&padded(keys), &mut answers) };
                 out.copy_from_slice(&answers[..out.len()]);
             }
         }
+    }
+
+    /// [`PoptrieView::group_avx512`] on a whole group. Where at most
+    /// [`FibFamily::FEW_PAST_ROOT`] keys go past the root, they walk one at a time as
+    /// [`PoptrieView::lookup`] does and the vector kernel is not run: its stages cost their
+    /// gathers' microcode however few lanes they carry.
+    ///
+    /// # Safety
+    /// As [`PoptrieView::group_avx512`].
+    #[inline(always)]
+    unsafe fn whole_group_avx512(&self, keys: &[A::Bits; GROUP], out: &mut [u32; GROUP]) {
+        let roots = self.roots(keys);
+        if A::FEW_PAST_ROOT > 0 {
+            // SAFETY: the caller vouches for the CPU.
+            let mut walking = unsafe { index_lanes(&roots) };
+            if walking.count_ones() <= A::FEW_PAST_ROOT {
+                *out = roots;
+                with_leaves!(&self.arenas.leaves, leaves => {
+                    while walking != 0 {
+                        let i = walking.trailing_zeros() as usize;
+                        walking &= walking - 1;
+                        // SAFETY: `roots[i]` is the root entry of `keys[i]` in this published
+                        // version.
+                        out[i] = unsafe { self.past_root(leaves, roots[i], keys[i]) };
+                    }
+                });
+                return;
+            }
+        }
+        // SAFETY: the caller vouches for the CPU; the tables are this published version's; the
+        // kernel reads GROUP keys and GROUP root entries, and writes GROUP answers.
+        unsafe { avx512::<A>(&self.tables(), keys, &roots, out.as_mut_ptr()) }
+    }
+
+    /// The root entry of each key, read one at a time: the root is small and in L1, and 64
+    /// scalar loads cost less than 8 gathers (AVX-512, Zen 4, `fib_profile`, six pairs in turn:
+    /// IPv4 W1 bulk 4.0-4.5 -> 3.7-4.1 ns, W2 3.4-3.9 -> 3.1-3.3; IPv6 W2 1.6 -> 1.4-1.5). The
+    /// chunk entries read so too (two passes, the first prefetching) were slower: IPv4 W1
+    /// 3.6-3.9 -> 3.9-4.1, IPv6 W2 1.4-1.5 -> 1.7-1.9.
+    #[inline(always)]
+    fn roots(&self, keys: &[A::Bits; GROUP]) -> [u32; GROUP] {
+        let mut roots = [0u32; GROUP];
+        for (r, &k) in roots.iter_mut().zip(keys) {
+            *r = self.root[top(k, A::ROOT_BITS)];
+        }
+        roots
     }
 
     /// Lookups of `keys` (at most [`GROUP`]) into `out` with AVX2.
@@ -95,11 +141,32 @@ impl<A: FibFamily> PoptrieView<A> {
     /// The CPU has AVX2.
     pub(super) unsafe fn group_avx2(&self, keys: &[A::Bits], out: &mut [u32]) {
         let (hi, lo) = Self::split(keys);
+        let mut roots = [0u32; GROUP];
+        for (r, &h) in roots.iter_mut().zip(&hi) {
+            *r = self.root[(h >> (64 - A::ROOT_BITS)) as usize];
+        }
         let mut answers = [0u32; GROUP];
         // SAFETY: as above.
-        unsafe { avx2(&self.tables(), &hi, &lo, &mut answers) };
+        unsafe { avx2(&self.tables(), &hi, &lo, &roots, &mut answers) };
         out.copy_from_slice(&answers[..out.len()]);
     }
+}
+
+/// Bit `i` set where `roots[i]` holds a chunk's index ([`INDEX`]): the keys that go on.
+///
+/// # Safety
+/// The CPU has AVX-512F.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn index_lanes(roots: &[u32; GROUP]) -> u64 {
+    let index = _mm512_set1_epi32(INDEX as i32);
+    let mut lanes = 0u64;
+    for q in 0..GROUP / 16 {
+        // SAFETY: 16 entries from 16q, q < GROUP / 16: in the array.
+        let v = unsafe { _mm512_loadu_si512(roots.as_ptr().add(16 * q) as *const _) };
+        lanes |= u64::from(_mm512_test_epi32_mask(v, index)) << (16 * q);
+    }
+    lanes
 }
 
 /// Keys 8j..8j + 8 as lanes: their top 64 bits and the 64 after them (zero for IPv4), read
@@ -141,7 +208,12 @@ unsafe fn load_keys<A: FibFamily>(keys: &[A::Bits; GROUP], j: usize) -> (__m512i
 /// same invariant as the scalar path's unchecked reads, see `Poptrie`). Lanes that have their
 /// answer are masked off and read nothing.
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-unsafe fn avx512<A: FibFamily>(t: &Tables, keys: &[A::Bits; GROUP], out: *mut u32) {
+unsafe fn avx512<A: FibFamily>(
+    t: &Tables,
+    keys: &[A::Bits; GROUP],
+    roots: &[u32; GROUP],
+    out: *mut u32,
+) {
     const V: usize = GROUP / 8;
     let index = _mm512_set1_epi64(INDEX as i64);
     let ones = _mm512_set1_epi64(-1);
@@ -161,11 +233,11 @@ unsafe fn avx512<A: FibFamily>(t: &Tables, keys: &[A::Bits; GROUP], out: *mut u3
     // SAFETY (the whole body): writes of `out` (GROUP answers, the caller's contract) are in
     // bounds (8 lanes at 8j, j < V); gathers read published cells (above).
     unsafe {
-        // The root, then the chunk entry.
+        // The root entries, then the chunk entries.
         for j in 0..V {
             (h[j], l[j]) = load_keys::<A>(keys, j);
-            let slot = _mm512_srl_epi64(h[j], shift(64 - r));
-            let e = _mm512_cvtepu32_epi64(_mm512_i64gather_epi32::<4>(slot, t.root));
+            let e =
+                _mm512_cvtepu32_epi64(_mm256_loadu_si256(roots.as_ptr().add(8 * j) as *const _));
             let m = _mm512_test_epi64_mask(e, index);
             answer[j] = e;
             let chunk = _mm512_srl_epi64(_mm512_sll_epi64(h[j], shift(r)), shift(64 - (s - r)));
@@ -282,7 +354,13 @@ fn narrow_mask(m: __m256i) -> __m128i {
 
 /// The AVX2 kernel: 16 vectors of 4 lanes, masks as all-ones lanes. Reads as [`avx512`].
 #[target_feature(enable = "avx2")]
-unsafe fn avx2(t: &Tables, hi: &[u64; GROUP], lo: &[u64; GROUP], out: &mut [u32; GROUP]) {
+unsafe fn avx2(
+    t: &Tables,
+    hi: &[u64; GROUP],
+    lo: &[u64; GROUP],
+    roots: &[u32; GROUP],
+    out: &mut [u32; GROUP],
+) {
     const V: usize = GROUP / 4;
     let index = _mm256_set1_epi64x(INDEX as i64);
     let ones = _mm256_set1_epi64x(-1);
@@ -306,8 +384,7 @@ unsafe fn avx2(t: &Tables, hi: &[u64; GROUP], lo: &[u64; GROUP], out: &mut [u32;
         for j in 0..V {
             h[j] = _mm256_loadu_si256(hi.as_ptr().add(4 * j) as *const __m256i);
             l[j] = _mm256_loadu_si256(lo.as_ptr().add(4 * j) as *const __m256i);
-            let slot = _mm256_srl_epi64(h[j], shift(64 - r));
-            let e = _mm256_cvtepu32_epi64(_mm256_i64gather_epi32::<4>(t.root, slot));
+            let e = _mm256_cvtepu32_epi64(_mm_loadu_si128(roots.as_ptr().add(4 * j) as *const _));
             answer[j] = e;
             live[j] = _mm256_cmpeq_epi64(_mm256_and_si256(e, index), index);
             let chunk = _mm256_srl_epi64(_mm256_sll_epi64(h[j], shift(r)), shift(64 - (s - r)));

@@ -262,3 +262,63 @@ fn spare_room_grows_to_eight_times_the_first() {
     assert_eq!(s.nodes_per_8, 8 * first.nodes_per_8);
     assert_eq!(s.leaves_per_8, 8 * first.leaves_per_8);
 }
+
+/// Groups of 64 keys with k of them past the root, k on both sides of the AVX-512 path's
+/// threshold ([`FibFamily::FEW_PAST_ROOT`]): every bulk path gives the longest match (a naive
+/// search of the prefixes), whether the group goes on one key at a time or in vector stages.
+#[test]
+fn groups_with_few_keys_past_the_root_answer_the_longest_match() {
+    use crate::fib::{FibFamily, LookupPath};
+    let routes: Vec<(Prefix<Ipv6Addr>, u32)> = [
+        ("3000::/4", 1),
+        ("2001:db8::/32", 2),
+        ("2001:db8:1::/48", 3),
+        ("2001:db8:1:2::/64", 4),
+        ("2001:db8:ff00::/40", 5),
+        ("2001:db8:1:2:3::/80", 6),
+    ]
+    .iter()
+    .map(|(p, id)| (Prefix::parse_strict(p).unwrap(), *id))
+    .collect();
+    let longest = |k: u128| {
+        let a = Ipv6Addr::from(k);
+        routes
+            .iter()
+            .filter(|(p, _)| p.contains(a))
+            .max_by_key(|(p, _)| p.len())
+            .map_or(NO_ROUTE, |&(_, id)| id)
+    };
+    let set: PrefixSet<Ipv6Addr> = routes.iter().copied().collect();
+    let fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
+    let view = fib.view();
+    // Past the root: node walks of every depth, a chunk entry, no route in a chunk.
+    let past: [u128; 6] = [
+        0x2001_0db8_0001_0002_0003_0000_0000_0001,
+        0x2001_0db8_0001_0002_ffff_0000_0000_0000,
+        0x2001_0db8_0001_7777_0000_0000_0000_0000,
+        0x2001_0db8_ff12_0000_0000_0000_0000_0000,
+        0x2001_0db8_4444_0000_0000_0000_0000_0000,
+        0x2001_0dea_0000_0000_0000_0000_0000_0000,
+    ];
+    let few = Ipv6Addr::FEW_PAST_ROOT as usize;
+    for k in [0, 1, few.saturating_sub(1), few, few + 1, 63, 64] {
+        // Lane i goes past the root where (7i mod 64) < k: exactly k lanes, spread out.
+        let keys: Vec<u128> = (0..64u128)
+            .map(|i| match (7 * i % 64) < k as u128 {
+                true => past[i as usize % past.len()],
+                // In 3000::/4 (a root leaf) or in 4000::/2 (no route), both ending at the root.
+                false => (3 + i % 2) << 124 | i,
+            })
+            .collect();
+        let want: Vec<u32> = keys.iter().map(|&k| longest(k)).collect();
+        assert!(
+            want.contains(&6) || k < 6,
+            "some keys reach the deepest node"
+        );
+        for path in LookupPath::available() {
+            let mut out = [0u32; 64];
+            view.lookup_bulk_on(path, &keys, &mut out);
+            assert_eq!(out.to_vec(), want, "{k} keys past the root, {path}");
+        }
+    }
+}
