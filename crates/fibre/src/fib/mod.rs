@@ -101,9 +101,9 @@ pub trait FibFamily: Address {
     /// The AVX-512 bulk path finishes a group of 64 keys one key at a time, without its vector
     /// stages, where at most this many keys go past the root (0: never). Measured per family:
     /// IPv6 keys at random in 2000::/3 (W2) end at the root 94.5% of the time, and such
-    /// groups took 1.3-1.5 ns a key in the vector stages against 0.87-0.90 so; IPv4 keys
-    /// rarely end there, and with the check its W1 and W2 bulk lookups measured 2-4% slower
-    /// in three of four rounds of pairs (level in the fourth).
+    /// groups took 1.3-1.5 ns a key in the vector stages against 0.87-0.90 one key at a time;
+    /// IPv4 keys rarely end there, and with the check its W1 and W2 bulk lookups measured
+    /// 2-4% slower in three of four rounds of pairs (level in the fourth).
     const FEW_PAST_ROOT: u32;
     /// A prefix longer than [`FibFamily::DP_BITS`] packed as a key in [`Prefix`] order among
     /// the prefixes of its slot (IPv4 leaves the slot's bits out): what the FIB's set keeps

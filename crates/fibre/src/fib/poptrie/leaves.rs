@@ -14,10 +14,6 @@
 //! All ones stands for [`NO_ROUTE`] in a narrow cell. An update that stores an id wider than
 //! the generation's cells rebuilds into wider ones; ids that shrink narrow the cells at the
 //! next full build.
-//!
-//! The vector paths read a leaf of any width as the four bytes from its first one (a gather's
-//! elements are 4 bytes at least) and keep its width's low bits; every arena has [`SLACK`]
-//! cells past the last one it hands out, so that read stays inside the allocation.
 use super::super::arena::RawArena;
 use super::super::{MAX_ID, NO_ROUTE};
 
@@ -73,10 +69,6 @@ impl Cell for u32 {
     }
 }
 
-/// Cells past [`Leaves::cap`] that are never handed out: a 4-byte read from the last cell in
-/// use ends inside the arena, whatever the width.
-const SLACK: usize = 3;
-
 /// The leaf arena of a generation, in cells of one width.
 pub(super) enum Leaves {
     Byte(RawArena<u8>),
@@ -102,7 +94,6 @@ impl Leaves {
     /// stored, or [`NO_ROUTE`] for none).
     pub(super) fn reserving(max_id: u32, cap: usize, reserve: usize) -> Self {
         let max_id = if max_id == NO_ROUTE { 0 } else { max_id };
-        let (cap, reserve) = (cap + SLACK, reserve + SLACK);
         if max_id <= <u8 as Cell>::MAX {
             Leaves::Byte(RawArena::reserving(cap, reserve))
         } else if max_id <= <u16 as Cell>::MAX {
@@ -123,10 +114,12 @@ impl Leaves {
     pub(super) fn get(&self, i: u32) -> u32 {
         with_leaves!(self, a => a.get(i).unpack())
     }
-    /// The first cell's address, for the vector paths' gathers, which read a leaf as the four
-    /// bytes from it (inside the arena: [`SLACK`]) and keep the low [`Leaves::width`] bytes.
-    pub(super) fn bytes(&self) -> *const u8 {
-        with_leaves!(self, a => a.addr(0).cast::<u8>())
+    /// The first cell of 4-byte leaves, for the vector paths' gathers; `None` for narrower ones.
+    pub(super) fn words(&self) -> Option<*const u32> {
+        match self {
+            Leaves::Word(a) => Some(a.addr(0)),
+            _ => None,
+        }
     }
     /// Stores `id` in leaf `i` (checked).
     ///
@@ -137,9 +130,8 @@ impl Leaves {
         // SAFETY: the caller's contract.
         with_leaves!(self, a => unsafe { a.set(i, Cell::pack(id)) })
     }
-    /// Cells that may be handed out: all but the [`SLACK`] ones.
     pub(super) fn cap(&self) -> usize {
-        with_leaves!(self, a => a.cap() - SLACK)
+        with_leaves!(self, a => a.cap())
     }
     pub(super) fn region(&self) -> (usize, usize) {
         with_leaves!(self, a => a.region())
@@ -198,21 +190,5 @@ mod tests {
             }
         }
         assert_eq!(Leaves::reserving(NO_ROUTE, 16, 16).width(), 1);
-    }
-
-    /// The vector paths read four bytes from a leaf's first: from the last cell that can be
-    /// handed out, that read ends inside the arena at every width.
-    #[test]
-    fn a_four_byte_read_of_the_last_leaf_stays_in_the_arena() {
-        for max in [0, 65_534, MAX_ID] {
-            let l = Leaves::reserving(max, 16, 16);
-            let arena = with_leaves!(&l, a => a.cap()) * l.width();
-            assert!(
-                (l.cap() - 1) * l.width() + 4 <= arena,
-                "{} bytes a leaf",
-                l.width()
-            );
-            assert!(l.cap() >= 16, "the cells asked for are all handed out");
-        }
     }
 }
