@@ -82,7 +82,17 @@ impl<A: FibFamily> Poptrie<A> {
         self.reclaim();
         let reached = self.stats();
         let chunks = self.root.iter().filter(|&&r| r & INDEX != 0).count() * Self::CHUNK;
-        let (nodes, leaves) = (reached.nodes, reached.leaves);
+        // Each node with leaves has its pad cells too (see `leaves`), apart from every other
+        // node's.
+        let pad = self.arenas.leaves.pad();
+        let mut blocks = self.leaf_blocks();
+        blocks.sort_unstable();
+        if let Some(w) = blocks.windows(2).find(|w| w[0].0 + w[0].1 + pad > w[1].0) {
+            return Err(format!(
+                "leaves and pad cells overlap: {w:?}, {pad} pad cells"
+            ));
+        }
+        let (nodes, leaves) = (reached.nodes, reached.leaves + pad as usize * blocks.len());
         let live = (self.chunks.live(), self.nodes.live(), self.leaves.live());
         if live != (chunks, nodes, leaves) {
             return Err(format!(
@@ -91,6 +101,32 @@ impl<A: FibFamily> Poptrie<A> {
             ));
         }
         Ok(())
+    }
+}
+
+impl<A: FibFamily> Poptrie<A> {
+    /// The first leaf and the number of leaves of every node the current version reaches that
+    /// has leaves.
+    pub(super) fn leaf_blocks(&self) -> Vec<(u32, u32)> {
+        let ar = &*self.arenas;
+        let mut out = Vec::new();
+        let mut stack: Vec<u32> = self
+            .root
+            .iter()
+            .filter(|&&r| r & INDEX != 0)
+            .flat_map(|&r| (0..Self::CHUNK as u32).map(move |i| (r & !INDEX) + i))
+            .map(|c| ar.chunks.get(c))
+            .filter(|&e| e & INDEX != 0)
+            .map(|e| e & !INDEX)
+            .collect();
+        while let Some(i) = stack.pop() {
+            let n = ar.nodes.get(i);
+            if n.leafvec != 0 {
+                out.push((n.base0, n.leafvec.count_ones()));
+            }
+            stack.extend((0..n.vector.count_ones()).map(|k| n.base1 + k));
+        }
+        out
     }
 }
 

@@ -180,6 +180,43 @@ pub(super) fn span_edges(first: usize, slots: usize) -> u64 {
     1u64 << first | end
 }
 
+/// The leaves of `nodes` (all but the indexes in `kept`, ascending: cells of the arenas, whose
+/// leaves are not in `leaves`), each node's followed by `pad` copies of its last (see
+/// `leaves`: a 4-byte read from a narrow leaf must end in cells of its node's own). Returns
+/// the cells in the order the nodes' leaves lie in `leaves`, and where each node's first leaf
+/// moved: (old, new), sorted by the old.
+pub(super) fn padded_leaves(
+    nodes: &[Node],
+    leaves: &[u32],
+    kept: &[u32],
+    pad: u32,
+) -> (Vec<u32>, Vec<(u32, u32)>) {
+    let mut runs: Vec<(u32, u32)> = nodes
+        .iter()
+        .enumerate()
+        .filter(|&(i, n)| n.leafvec != 0 && kept.binary_search(&(i as u32)).is_err())
+        .map(|(_, n)| (n.base0, n.leafvec.count_ones()))
+        .collect();
+    runs.sort_unstable();
+    let mut cells = Vec::with_capacity(leaves.len() + runs.len() * pad as usize);
+    let mut moved = Vec::with_capacity(runs.len());
+    for (first, count) in runs {
+        moved.push((first, cells.len() as u32));
+        let run = &leaves[first as usize..(first + count) as usize];
+        cells.extend_from_slice(run);
+        cells.extend(std::iter::repeat_n(run[run.len() - 1], pad as usize));
+    }
+    (cells, moved)
+}
+
+/// Where the node whose first leaf was `first` has it after [`padded_leaves`] (`moved`); a
+/// node without leaves keeps its (unread) `first`.
+pub(super) fn moved_leaf(moved: &[(u32, u32)], first: u32) -> u32 {
+    moved
+        .binary_search_by_key(&first, |m| m.0)
+        .map_or(first, |i| moved[i].1)
+}
+
 /// The runs of leaves of a node whose slots hold `slot` and whose children are at `vector`:
 /// hands each run's leaf to `push`, in slot order, and returns the leaf vector (a bit at each
 /// run's first slot; a run goes on across children). `edges` lists the other slots whose value
@@ -282,6 +319,7 @@ impl<A: FibFamily> Poptrie<A> {
             .filter(|&id| id != NO_ROUTE)
             .max()
             .unwrap_or(NO_ROUTE);
+        let pad = Leaves::pad_for(Leaves::width_for(out.max_id));
         for &(key, len, id) in all.iter().filter(|p| p.1 as u32 <= r) {
             let first = top(key, r);
             out.root[first..first + (1 << (r - len as u32))].fill(id);
@@ -313,12 +351,14 @@ impl<A: FibFamily> Poptrie<A> {
                     None => {
                         let (node_off, leaf_off) =
                             (out.nodes.len() as u32, out.leaves.len() as u32);
+                        let (cells, moved) =
+                            padded_leaves(&scratch.nodes, &scratch.leaves, &[], pad);
                         out.nodes.extend(scratch.nodes.iter().map(|n| Node {
-                            base0: n.base0 + leaf_off,
+                            base0: moved_leaf(&moved, n.base0) + leaf_off,
                             base1: n.base1 + node_off,
                             ..*n
                         }));
-                        out.leaves.extend_from_slice(&scratch.leaves);
+                        out.leaves.extend_from_slice(&cells);
                         INDEX | node_off
                     }
                 };

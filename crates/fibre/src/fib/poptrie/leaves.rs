@@ -14,6 +14,12 @@
 //! All ones stands for [`NO_ROUTE`] in a narrow cell. An update that stores an id wider than
 //! the generation's cells rebuilds into wider ones; ids that shrink narrow the cells at the
 //! next full build.
+//!
+//! The vector paths read a leaf of any width as the four bytes from its first one (a gather's
+//! elements are 4 bytes at least) and keep its width's low bytes. So that this read never
+//! reaches a cell the writer may be writing, each node's leaves are followed by
+//! [`Leaves::pad`] cells of the node's own (copies of its last leaf): placed, written and
+//! retired with its leaves.
 use super::super::arena::RawArena;
 use super::super::{MAX_ID, NO_ROUTE};
 
@@ -93,14 +99,32 @@ impl Leaves {
     /// An arena (see [`RawArena::reserving`]) of the narrowest cells that hold `max_id` (an id
     /// stored, or [`NO_ROUTE`] for none).
     pub(super) fn reserving(max_id: u32, cap: usize, reserve: usize) -> Self {
+        match Self::width_for(max_id) {
+            1 => Leaves::Byte(RawArena::reserving(cap, reserve)),
+            2 => Leaves::Half(RawArena::reserving(cap, reserve)),
+            _ => Leaves::Word(RawArena::reserving(cap, reserve)),
+        }
+    }
+    /// Bytes a leaf takes in the narrowest cells that hold `max_id` (an id stored, or
+    /// [`NO_ROUTE`] for none).
+    pub(super) fn width_for(max_id: u32) -> usize {
         let max_id = if max_id == NO_ROUTE { 0 } else { max_id };
         if max_id <= <u8 as Cell>::MAX {
-            Leaves::Byte(RawArena::reserving(cap, reserve))
+            1
         } else if max_id <= <u16 as Cell>::MAX {
-            Leaves::Half(RawArena::reserving(cap, reserve))
+            2
         } else {
-            Leaves::Word(RawArena::reserving(cap, reserve))
+            4
         }
+    }
+    /// Cells of its own after a node's leaves, for leaves `width` bytes wide: a 4-byte read
+    /// from its last leaf ends in them (see the module docs).
+    pub(super) fn pad_for(width: usize) -> u32 {
+        (4 / width - 1) as u32
+    }
+    /// [`Leaves::pad_for`] these cells.
+    pub(super) fn pad(&self) -> u32 {
+        Self::pad_for(self.width())
     }
     /// Bytes a leaf takes.
     pub(super) fn width(&self) -> usize {
@@ -114,12 +138,11 @@ impl Leaves {
     pub(super) fn get(&self, i: u32) -> u32 {
         with_leaves!(self, a => a.get(i).unpack())
     }
-    /// The first cell of 4-byte leaves, for the vector paths' gathers; `None` for narrower ones.
-    pub(super) fn words(&self) -> Option<*const u32> {
-        match self {
-            Leaves::Word(a) => Some(a.addr(0)),
-            _ => None,
-        }
+    /// The first cell's address, for the vector paths' gathers, which read a leaf as the four
+    /// bytes from it (its node's own: see [`Leaves::pad`]) and keep the low
+    /// [`Leaves::width`] bytes.
+    pub(super) fn bytes(&self) -> *const u8 {
+        with_leaves!(self, a => a.addr(0).cast::<u8>())
     }
     /// Stores `id` in leaf `i` (checked).
     ///

@@ -81,12 +81,22 @@ impl<A: FibFamily> Poptrie<A> {
         let skip = u32::from(!with_top);
         let n = scratch.nodes.len() as u32 - skip;
         let node_off = if n > 0 { nodes.alloc(n)? } else { 0 };
-        let l = scratch.leaves.len() as u32;
+        // Each node's leaves with its pad cells (see `leaves`), where the cells need one.
+        let (padded, moved) = match ar.leaves.pad() {
+            0 => (Vec::new(), Vec::new()),
+            pad => padded_leaves(&scratch.nodes, &scratch.leaves, kept, pad),
+        };
+        let cells = if moved.is_empty() {
+            &scratch.leaves
+        } else {
+            &padded
+        };
+        let l = cells.len() as u32;
         let leaf_off = if l > 0 { leaves.alloc(l)? } else { 0 };
         // Scratch node `i` goes to cell `node_off + i - skip`. (A node without children keeps a
         // base1 that is never followed.)
         let reloc = |n: &Node| Node {
-            base0: n.base0.wrapping_add(leaf_off),
+            base0: moved_leaf(&moved, n.base0).wrapping_add(leaf_off),
             base1: n.base1.wrapping_add(node_off).wrapping_sub(skip),
             ..*n
         };
@@ -100,7 +110,7 @@ impl<A: FibFamily> Poptrie<A> {
             };
             unsafe { ar.nodes.set(node_off + i as u32 - skip, n) };
         }
-        for (i, &x) in scratch.leaves.iter().enumerate() {
+        for (i, &x) in cells.iter().enumerate() {
             unsafe { ar.leaves.set(leaf_off + i as u32, x) };
         }
         Some((reloc(&scratch.nodes[0]), node_off))
@@ -346,22 +356,29 @@ impl<A: FibFamily> Poptrie<A> {
             child[v as usize] = top;
         }
         // The node: leaves in runs over the slots without a child, children in slot order.
-        let mut runs = [0u32; 64];
+        // A node has at most 64 runs, and 3 pad cells after them.
+        let mut runs = [0u32; 67];
         let mut n_runs = 0;
         let leafvec = leaf_runs(&leaf, vector, edges, |id| {
             runs[n_runs] = id;
             n_runs += 1;
         });
         let kids = vector.count_ones();
+        // The node's pad cells after its leaves (see `leaves`): copies of its last.
+        let pad = ar.leaves.pad() as usize;
+        if n_runs > 0 {
+            let last = runs[n_runs - 1];
+            runs[n_runs..n_runs + pad].fill(last);
+        }
         let base0 = if n_runs > 0 {
-            self.leaves.alloc(n_runs as u32)?
+            self.leaves.alloc((n_runs + pad) as u32)?
         } else {
             0
         };
         let base1 = if kids > 0 { self.nodes.alloc(kids)? } else { 0 };
         // SAFETY: `base0` and `base1` were allocated just now: no published version reaches
         // them.
-        for (i, &x) in runs[..n_runs].iter().enumerate() {
+        for (i, &x) in runs[..n_runs + pad].iter().enumerate() {
             unsafe { ar.leaves.set(base0 + i as u32, x) };
         }
         let mut at = base1;
@@ -373,7 +390,7 @@ impl<A: FibFamily> Poptrie<A> {
             at += 1;
         }
         // What the old node reached and the new one does not.
-        retire_own(old, retired);
+        retire_own(&ar, old, retired);
         let mut replaced = old.vector & region_mask & !repainted;
         while replaced != 0 {
             let v = replaced.trailing_zeros();
@@ -541,11 +558,13 @@ fn retire_joined(retired: &mut Vec<Block>, b: Block) {
     retired.push(b);
 }
 
-/// Retires node `n`'s own blocks: its leaves and its children's cells.
-pub(super) fn retire_own(n: Node, retired: &mut Vec<Block>) {
+/// Retires node `n`'s own blocks: its leaves (with their pad cells: see `leaves`) and its
+/// children's cells.
+pub(super) fn retire_own(ar: &Arenas, n: Node, retired: &mut Vec<Block>) {
     let leaves = n.leafvec.count_ones();
     if leaves > 0 {
-        retire_joined(retired, Block::new(Kind::Leaf, n.base0, leaves));
+        let cells = leaves + ar.leaves.pad();
+        retire_joined(retired, Block::new(Kind::Leaf, n.base0, cells));
     }
     let kids = n.vector.count_ones();
     if kids > 0 {
@@ -561,7 +580,7 @@ pub(super) fn retire_subtree(ar: &Arenas, cell: u32, retired: &mut Vec<Block>) {
 
 /// Retires every block below node `n`: its leaves, its children, theirs (not `n`'s cell).
 pub(super) fn retire_below(ar: &Arenas, n: Node, retired: &mut Vec<Block>) {
-    retire_own(n, retired);
+    retire_own(ar, n, retired);
     for k in 0..n.vector.count_ones() {
         retire_below(ar, ar.nodes.get(n.base1 + k), retired);
     }

@@ -69,7 +69,7 @@ impl Repaint<'_> {
         // The slots a prefix below the changed one paints: as before the change.
         let (vector, deep) = (painted.vector, painted.painted);
         // `old`'s leaves and its children's cells: the node's cell is the caller's.
-        retire_own(old, self.retired);
+        retire_own(self.ar, old, self.retired);
         for (child, v, below) in children(prefixes, off, first) {
             if !old.has_child(v) {
                 // A child `old` lacks (none when, as `Repaint` is used, the prefixes below

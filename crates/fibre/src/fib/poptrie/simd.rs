@@ -10,11 +10,12 @@
 //! the 64 after them (`lo`, zero for IPv4), shifted left as levels consume them; node words
 //! are gathered as 64-bit values. One kernel per instruction set serves both families.
 #![cfg(target_arch = "x86_64")]
-use super::leaves::{with_leaves, Cell};
+use super::leaves::with_leaves;
 use super::lookup::{padded, top};
 use super::{Node, PoptrieView, INDEX};
 use crate::addr::Bits;
 use crate::fib::FibFamily;
+use crate::fib::NO_ROUTE;
 use core::arch::x86_64::*;
 
 /// Keys per kernel call: 8 AVX-512 vectors or 16 AVX2 vectors of lanes.
@@ -26,11 +27,15 @@ struct Tables {
     /// The node arena as 64-bit words: node `n`'s `vector`, `leafvec` and `base0 | base1 << 32`
     /// are words `3n`, `3n + 1` and `3n + 2`.
     words: *const i64,
-    /// 4-byte leaves; null for narrower ones, whose lanes end as [`INDEX`] and the leaf's
-    /// cell, read after the kernel (`resolve_narrow`): a gather's elements are 4 bytes at
-    /// least, and 4 bytes from a narrow cell would read its neighbours, which may belong to a
-    /// block the writer is filling.
-    leaves: *const i32,
+    /// The leaf arena's first byte: a leaf is read as the 4 bytes at its cell times its width,
+    /// which are its node's own (the node's pad cells: see `leaves`), and `leaf_bits` of them
+    /// kept.
+    leaves: *const u8,
+    /// Log2 of a leaf's width in bytes.
+    leaf_shift: u32,
+    /// A leaf's bits, all ones in a lane of 64 bits; a narrow cell of all ones stands for
+    /// [`NO_ROUTE`] (a 4-byte one is never all ones: ids stop at `MAX_ID`).
+    leaf_bits: i64,
     /// Root bits, direct-pointing bits.
     r: u32,
     s: u32,
@@ -44,10 +49,9 @@ impl<A: FibFamily> PoptrieView<A> {
         Tables {
             chunks: ar.chunks.addr(0) as *const i32,
             words: ar.nodes.addr(0) as *const i64,
-            leaves: ar
-                .leaves
-                .words()
-                .map_or(std::ptr::null(), |p| p as *const i32),
+            leaves: ar.leaves.bytes(),
+            leaf_shift: ar.leaves.width().trailing_zeros(),
+            leaf_bits: (u64::MAX >> (64 - 8 * ar.leaves.width())) as i64,
             r: A::ROOT_BITS,
             s: A::DP_BITS,
         }
@@ -115,28 +119,7 @@ impl<A: FibFamily> PoptrieView<A> {
         }
         // SAFETY: the caller vouches for the CPU; the tables are this published version's; the
         // kernel reads GROUP keys and GROUP root entries, and writes GROUP answers.
-        let narrow = unsafe { avx512::<A>(&self.tables(), keys, &roots, out.as_mut_ptr()) };
-        self.resolve_narrow(out, narrow);
-    }
-
-    /// Narrow leaves: the answers of the lanes in `lanes` (bit `i` for answer `i`) hold
-    /// [`INDEX`] and a leaf's cell, which a kernel took from this published version; they get
-    /// the leaf's id. Only those lanes are visited: a branch on every answer's [`INDEX`] bit
-    /// mispredicted where lanes end at the root, a chunk entry or a leaf at random (IPv4 W2
-    /// bulk 4.9-5.2 ns with it).
-    #[inline(always)]
-    fn resolve_narrow(&self, out: &mut [u32; GROUP], mut lanes: u64) {
-        if lanes == 0 {
-            return;
-        }
-        with_leaves!(&self.arenas.leaves, leaves => {
-            while lanes != 0 {
-                let i = lanes.trailing_zeros() as usize;
-                lanes &= lanes - 1;
-                // SAFETY: the kernel took the cell from a node of this published version.
-                out[i] = unsafe { leaves.get_unchecked(out[i] & !INDEX) }.unpack();
-            }
-        })
+        unsafe { avx512::<A>(&self.tables(), keys, &roots, out.as_mut_ptr()) }
     }
 
     /// The root entry of each key, read one at a time: the root is small and in L1, and 64
@@ -165,8 +148,7 @@ impl<A: FibFamily> PoptrieView<A> {
         }
         let mut answers = [0u32; GROUP];
         // SAFETY: as above.
-        let narrow = unsafe { avx2(&self.tables(), &hi, &lo, &roots, &mut answers) };
-        self.resolve_narrow(&mut answers, narrow);
+        unsafe { avx2(&self.tables(), &hi, &lo, &roots, &mut answers) };
         out.copy_from_slice(&answers[..out.len()]);
     }
 }
@@ -224,21 +206,24 @@ unsafe fn load_keys<A: FibFamily>(keys: &[A::Bits; GROUP], j: usize) -> (__m512i
 ///
 /// `roots` holds each key's root entry (read by the caller). Every gather below reads a cell
 /// of a published version, and only that cell: a chunk entry at an index the root holds, a
-/// node's words, a 4-byte leaf at an index its node holds (the same invariant as the scalar
-/// path's unchecked reads, see `Poptrie`). Lanes that have their answer are masked off and
-/// read nothing. Returns the lanes left at a narrow leaf's cell (see [`Tables::leaves`]).
+/// node's words, a leaf at an index its node holds (the same invariant as the scalar
+/// path's unchecked reads, see `Poptrie`), and a leaf as the 4 bytes from its first, its
+/// node's own (see [`Tables::leaves`]). Lanes that have their answer are masked off and read
+/// nothing.
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
 unsafe fn avx512<A: FibFamily>(
     t: &Tables,
     keys: &[A::Bits; GROUP],
     roots: &[u32; GROUP],
     out: *mut u32,
-) -> u64 {
+) {
     const V: usize = GROUP / 8;
     let index = _mm512_set1_epi64(INDEX as i64);
     let ones = _mm512_set1_epi64(-1);
     let one = _mm512_set1_epi64(1);
     let low32 = _mm512_set1_epi64(u32::MAX as i64);
+    let leaf_bits = _mm512_set1_epi64(t.leaf_bits);
+    let no_route = _mm512_set1_epi64(NO_ROUTE as i64);
     let shift = |n: u32| _mm_cvtsi64_si128(n as i64);
     let (r, s) = (t.r, t.s);
     let mut h = [_mm512_setzero_si512(); V];
@@ -248,7 +233,6 @@ unsafe fn avx512<A: FibFamily>(
     let mut live = [0 as __mmask8; V];
     let mut leaf_at = [_mm512_setzero_si512(); V];
     let mut at_leaf = [0 as __mmask8; V];
-    let mut narrow = 0u64;
     // SAFETY (the whole body): writes of `out` (GROUP answers, the caller's contract) are in
     // bounds (8 lanes at 8j, j < V); gathers read published cells (above).
     unsafe {
@@ -307,15 +291,8 @@ unsafe fn avx512<A: FibFamily>(
                         _mm512_popcnt_epi64(_mm512_and_si512(leafvec, below)),
                     );
                     let at = _mm512_sub_epi64(at, one);
-                    if t.leaves.is_null() {
-                        // A narrow leaf: its cell, for the caller.
-                        answer[j] =
-                            _mm512_mask_mov_epi64(answer[j], leaf, _mm512_or_si512(at, index));
-                        narrow |= u64::from(leaf) << (8 * j);
-                    } else {
-                        leaf_at[j] = _mm512_mask_mov_epi64(leaf_at[j], leaf, at);
-                        at_leaf[j] |= leaf;
-                    }
+                    leaf_at[j] = _mm512_mask_mov_epi64(leaf_at[j], leaf, at);
+                    at_leaf[j] |= leaf;
                 }
                 let next = _mm512_add_epi64(
                     _mm512_srli_epi64::<32>(bases),
@@ -332,26 +309,28 @@ unsafe fn avx512<A: FibFamily>(
             }
         }
         // The leaves, a stage of their own: gathered in the node loop, each waited for its
-        // node's gather, and fewer misses overlapped (IPv4 W1 4.1 -> 4.7 ns). Narrow ones are
-        // left to the caller (see `Tables::leaves`).
+        // node's gather, and fewer misses overlapped (IPv4 W1 4.1 -> 4.7 ns).
         for j in 0..V {
             let m = at_leaf[j];
             if m == 0 {
                 continue;
             }
-            let id = _mm512_cvtepu32_epi64(_mm512_mask_i64gather_epi32::<4>(
+            let at = _mm512_sll_epi64(leaf_at[j], shift(t.leaf_shift));
+            let cells = _mm512_cvtepu32_epi64(_mm512_mask_i64gather_epi32::<1>(
                 _mm256_setzero_si256(),
                 m,
-                leaf_at[j],
-                t.leaves,
+                at,
+                t.leaves as *const i32,
             ));
+            let id = _mm512_and_si512(cells, leaf_bits);
+            let none = _mm512_cmpeq_epi64_mask(id, leaf_bits);
+            let id = _mm512_mask_mov_epi64(id, none, no_route);
             answer[j] = _mm512_mask_mov_epi64(answer[j], m, id);
         }
         for (j, a) in answer.iter().enumerate() {
             let ids = _mm512_cvtepi64_epi32(*a);
             _mm256_storeu_si256(out.add(8 * j) as *mut __m256i, ids);
         }
-        narrow
     }
 }
 
@@ -385,12 +364,14 @@ unsafe fn avx2(
     lo: &[u64; GROUP],
     roots: &[u32; GROUP],
     out: &mut [u32; GROUP],
-) -> u64 {
+) {
     const V: usize = GROUP / 4;
     let index = _mm256_set1_epi64x(INDEX as i64);
     let ones = _mm256_set1_epi64x(-1);
     let one = _mm256_set1_epi64x(1);
     let low32 = _mm256_set1_epi64x(u32::MAX as i64);
+    let leaf_bits = _mm256_set1_epi64x(t.leaf_bits);
+    let no_route = _mm256_set1_epi64x(NO_ROUTE as i64);
     let zero = _mm256_setzero_si256();
     let shift = |n: u32| _mm_cvtsi64_si128(n as i64);
     let any = |m: __m256i| _mm256_movemask_pd(_mm256_castsi256_pd(m)) != 0;
@@ -475,24 +456,20 @@ unsafe fn avx2(
             }
         }
         // The leaves, a stage of their own, as in `avx512`.
-        let mut narrow = 0u64;
         for j in 0..V {
             let m = at_leaf[j];
             if !any(m) {
                 continue;
             }
-            let id = if t.leaves.is_null() {
-                let lanes = _mm256_movemask_pd(_mm256_castsi256_pd(m)) as u64;
-                narrow |= lanes << (4 * j);
-                _mm256_or_si256(leaf_at[j], index)
-            } else {
-                _mm256_cvtepu32_epi64(_mm256_mask_i64gather_epi32::<4>(
-                    _mm_setzero_si128(),
-                    t.leaves,
-                    leaf_at[j],
-                    narrow_mask(m),
-                ))
-            };
+            let at = _mm256_sll_epi64(leaf_at[j], shift(t.leaf_shift));
+            let cells = _mm256_cvtepu32_epi64(_mm256_mask_i64gather_epi32::<1>(
+                _mm_setzero_si128(),
+                t.leaves as *const i32,
+                at,
+                narrow_mask(m),
+            ));
+            let id = _mm256_and_si256(cells, leaf_bits);
+            let id = _mm256_blendv_epi8(id, no_route, _mm256_cmpeq_epi64(id, leaf_bits));
             answer[j] = _mm256_blendv_epi8(answer[j], id, m);
         }
         for (j, a) in answer.iter().enumerate() {
@@ -500,6 +477,5 @@ unsafe fn avx2(
             let ids = narrow_mask(*a);
             _mm_storeu_si128(out.as_mut_ptr().add(4 * j) as *mut __m128i, ids);
         }
-        narrow
     }
 }

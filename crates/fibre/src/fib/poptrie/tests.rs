@@ -325,3 +325,38 @@ fn groups_with_few_keys_past_the_root_answer_the_longest_match() {
         }
     }
 }
+
+/// The vector paths read a leaf as the four bytes from its first: after a build and after
+/// updates, each node's leaves are followed by cells of its own, 3 for one-byte leaves, 1 for
+/// two-byte ones, none for four-byte ones, which no other node's leaves or pad cells overlap.
+#[test]
+fn a_nodes_leaves_are_followed_by_pad_cells_of_its_own() {
+    for (id_base, width, pad) in [(0, 1, 3), (300, 2, 1), (70_000, 4, 0)] {
+        // /26s and /30s: leaves in nodes at two levels, ids varied so runs are many.
+        let p = |i: u32, len: u8| Prefix::new(Ipv4Addr::from(0x0A00_0000 + (i << 6)), len);
+        let mut set: PrefixSet<Ipv4Addr> = (0..3000)
+            .map(|i| (p(i, if i % 3 == 0 { 30 } else { 26 }), id_base + i % 50))
+            .collect();
+        let mut fib = Poptrie::<Ipv4Addr>::build(&set).unwrap();
+        assert_eq!(fib.arenas.leaves.width(), width);
+        for i in (0..3000).step_by(7) {
+            set.remove(&p(i, if i % 3 == 0 { 30 } else { 26 }));
+            set.insert(p(i + 1, 28), id_base + 7);
+            fib.update(
+                &set,
+                &[p(i, if i % 3 == 0 { 30 } else { 26 }), p(i + 1, 28)],
+            )
+            .unwrap();
+        }
+        let mut blocks = fib.leaf_blocks();
+        blocks.sort_unstable();
+        assert!(blocks.len() > 100, "{} nodes with leaves", blocks.len());
+        for w in blocks.windows(2) {
+            assert!(
+                w[0].0 + w[0].1 + pad <= w[1].0,
+                "{width}-byte leaves: {w:?}"
+            );
+        }
+        fib.audit().unwrap();
+    }
+}
