@@ -68,8 +68,10 @@ impl<A: FibFamily> Poptrie<A> {
     /// Copies the subtree in `scratch` (top node at 0) into fresh blocks: the top's cell too when
     /// `with_top` (then it is the first cell of the block returned), else only what is below it.
     /// The scratch nodes listed in `kept` (ascending, not the top: [`Scratch::kept`] after a
-    /// [`Repaint`], else none) are cells of the arenas, copied as they are. Returns the top
-    /// node relocated and the first cell. `None`: an arena is full.
+    /// [`Repaint`], else none) are cells of the arenas, copied as they are. The others' leaves
+    /// are laid out again with their pad cells where the width needs them
+    /// ([`padded_leaves`]; a node without leaves keeps a `base0` that is never read). Returns
+    /// the top node relocated and the first cell. `None`: an arena is full.
     pub(super) fn place(
         nodes: &mut BlockAlloc,
         leaves: &mut BlockAlloc,
@@ -86,7 +88,7 @@ impl<A: FibFamily> Poptrie<A> {
             0 => (Vec::new(), Vec::new()),
             pad => padded_leaves(&scratch.nodes, &scratch.leaves, kept, pad),
         };
-        let cells = if moved.is_empty() {
+        let cells = if ar.leaves.pad() == 0 {
             &scratch.leaves
         } else {
             &padded

@@ -27,7 +27,7 @@ struct Tables {
     /// The node arena as 64-bit words: node `n`'s `vector`, `leafvec` and `base0 | base1 << 32`
     /// are words `3n`, `3n + 1` and `3n + 2`.
     words: *const i64,
-    /// The leaf arena's first byte: a leaf is read as the 4 bytes at its cell times its width,
+    /// The leaf arena's first byte: a leaf is read as the 4 bytes at byte offset cell x width,
     /// which are its node's own (the node's pad cells: see `leaves`), and `leaf_bits` of them
     /// kept.
     leaves: *const u8,
@@ -204,12 +204,12 @@ unsafe fn load_keys<A: FibFamily>(keys: &[A::Bits; GROUP], j: usize) -> (__m512i
 
 /// The AVX-512 kernel: 8 vectors of 8 lanes; `out` has room for [`GROUP`] answers.
 ///
-/// `roots` holds each key's root entry (read by the caller). Every gather below reads a cell
-/// of a published version, and only that cell: a chunk entry at an index the root holds, a
-/// node's words, a leaf at an index its node holds (the same invariant as the scalar
-/// path's unchecked reads, see `Poptrie`), and a leaf as the 4 bytes from its first, its
-/// node's own (see [`Tables::leaves`]). Lanes that have their answer are masked off and read
-/// nothing.
+/// `roots` holds each key's root entry (read by the caller). Every gather below reads cells of
+/// a published version that belong to what the lane reached: a chunk entry at an index the
+/// root holds, a node's words, a leaf at an index its node holds, read as the 4 bytes from
+/// its first, which are its node's own (see [`Tables::leaves`]); the same invariant as the
+/// scalar path's unchecked reads (see `Poptrie`). Lanes that have their answer are masked off
+/// and read nothing.
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
 unsafe fn avx512<A: FibFamily>(
     t: &Tables,

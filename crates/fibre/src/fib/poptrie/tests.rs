@@ -348,6 +348,25 @@ fn a_nodes_leaves_are_followed_by_pad_cells_of_its_own() {
             )
             .unwrap();
         }
+        // A fresh child (a /31 under a /26: `place`), covering changes over nodes that are
+        // kept or painted again (a /24 and a /20: `Repaint`), a change at most the
+        // direct-pointing step long (a /16: `reencode_span`).
+        let more = [
+            p(9, 31),
+            Prefix::new(Ipv4Addr::new(10, 0, 4, 0), 24),
+            Prefix::new(Ipv4Addr::new(10, 0, 16, 0), 20),
+            Prefix::new(Ipv4Addr::new(10, 0, 0, 0), 16),
+        ];
+        for q in more {
+            for id in [Some(id_base + 9), None, Some(id_base + 11)] {
+                match id {
+                    Some(id) => set.insert(q, id),
+                    None => set.remove(&q),
+                };
+                fib.update(&set, &[q]).unwrap();
+                fib.audit().unwrap();
+            }
+        }
         let mut blocks = fib.leaf_blocks();
         blocks.sort_unstable();
         assert!(blocks.len() > 100, "{} nodes with leaves", blocks.len());
