@@ -85,29 +85,38 @@ pub(super) fn block_end<K: Bits>(prefixes: &[(K, u8, u32)], i: usize, off: u32, 
 
 /// Encodes the node at `at` covering bits `off..off + 6` of `prefixes` (in trie order: a prefix
 /// before the prefixes it covers), every one longer than `off`; `default` answers where none
-/// does. Its leaves go in one block, its children in one block, then each child recursively.
+/// does. Its leaves go in one block (with `pad` cells after them: see `leaves`), its children
+/// in one block, then each child recursively.
 pub(super) fn encode_node<K: Bits>(
     nodes: &mut Vec<Node>,
-    leaves: &mut Vec<u32>,
+    (leaves, pad): (&mut Vec<u32>, u32),
     prefixes: &[(K, u8, u32)],
     off: u32,
     default: u32,
     at: usize,
 ) {
     let mut slot = [0; 64];
-    let (_, first) = encode_own(nodes, leaves, prefixes, off, default, at, &mut slot);
+    let (_, first) = encode_own(nodes, (leaves, pad), prefixes, off, default, at, &mut slot);
     for (child, v, below) in children(prefixes, off, first) {
-        encode_node(nodes, leaves, below, off + 6, slot[v as usize], child);
+        encode_node(
+            nodes,
+            (leaves, pad),
+            below,
+            off + 6,
+            slot[v as usize],
+            child,
+        );
     }
 }
 
 /// Encodes node `at` itself, as [`encode_node`] does: its slots painted into `slot`, its runs
-/// of leaves pushed onto `leaves`, room made in `nodes` for its children (the caller fills
-/// it, slots ascending). Returns what painting found and the first child's index.
+/// of leaves pushed onto `leaves` and then `pad` copies of the last (the node's own cells: see
+/// `leaves`), room made in `nodes` for its children (the caller fills it, slots ascending).
+/// Returns what painting found and the first child's index.
 #[inline(always)]
 pub(super) fn encode_own<K: Bits>(
     nodes: &mut Vec<Node>,
-    leaves: &mut Vec<u32>,
+    (leaves, pad): (&mut Vec<u32>, u32),
     prefixes: &[(K, u8, u32)],
     off: u32,
     default: u32,
@@ -117,6 +126,9 @@ pub(super) fn encode_own<K: Bits>(
     let painted = paint(prefixes, off, default, slot);
     let base0 = leaves.len() as u32;
     let leafvec = leaf_runs(slot, painted.vector, painted.edges, |id| leaves.push(id));
+    if let Some(&last) = leaves.last().filter(|_| leafvec != 0) {
+        leaves.extend(std::iter::repeat_n(last, pad as usize));
+    }
     let base1 = nodes.len();
     nodes.resize(
         base1 + painted.vector.count_ones() as usize,
@@ -180,43 +192,6 @@ pub(super) fn span_edges(first: usize, slots: usize) -> u64 {
     1u64 << first | end
 }
 
-/// The leaves of `nodes` (all but the indexes in `kept`, ascending: cells of the arenas, whose
-/// leaves are not in `leaves`), each node's followed by `pad` copies of its last (see
-/// `leaves`: a 4-byte read from a narrow leaf must end in cells of its node's own). Returns
-/// the cells in the order the nodes' leaves lie in `leaves`, and where each node's first leaf
-/// moved: (old, new), sorted by the old.
-pub(super) fn padded_leaves(
-    nodes: &[Node],
-    leaves: &[u32],
-    kept: &[u32],
-    pad: u32,
-) -> (Vec<u32>, Vec<(u32, u32)>) {
-    let mut runs: Vec<(u32, u32)> = nodes
-        .iter()
-        .enumerate()
-        .filter(|&(i, n)| n.leafvec != 0 && kept.binary_search(&(i as u32)).is_err())
-        .map(|(_, n)| (n.base0, n.leafvec.count_ones()))
-        .collect();
-    runs.sort_unstable();
-    let mut cells = Vec::with_capacity(leaves.len() + runs.len() * pad as usize);
-    let mut moved = Vec::with_capacity(runs.len());
-    for (first, count) in runs {
-        moved.push((first, cells.len() as u32));
-        let run = &leaves[first as usize..(first + count) as usize];
-        cells.extend_from_slice(run);
-        cells.extend(std::iter::repeat_n(run[run.len() - 1], pad as usize));
-    }
-    (cells, moved)
-}
-
-/// Where the node whose first leaf was `first` has it after [`padded_leaves`] (`moved`); a
-/// node without leaves keeps its (unread) `first`.
-pub(super) fn moved_leaf(moved: &[(u32, u32)], first: u32) -> u32 {
-    moved
-        .binary_search_by_key(&first, |m| m.0)
-        .map_or(first, |i| moved[i].1)
-}
-
 /// The runs of leaves of a node whose slots hold `slot` and whose children are at `vector`:
 /// hands each run's leaf to `push`, in slot order, and returns the leaf vector (a bit at each
 /// run's first slot; a run goes on across children). `edges` lists the other slots whose value
@@ -246,11 +221,11 @@ pub(super) fn leaf_runs(
 }
 
 /// Encodes the subtree of one direct-pointing slot from `prefixes` (all longer than `dp_bits`,
-/// in trie order) into `nodes` (top node at 0) and `leaves`; `Some(leaf)` when it is one leaf
-/// (no node needed).
+/// in trie order) into `nodes` (top node at 0) and `leaves` (`pad` cells after each node's:
+/// see `leaves`); `Some(leaf)` when it is one leaf (no node needed).
 pub(super) fn encode_slot<K: Bits>(
     nodes: &mut Vec<Node>,
-    leaves: &mut Vec<u32>,
+    (leaves, pad): (&mut Vec<u32>, u32),
     prefixes: &[(K, u8, u32)],
     dp_bits: u32,
     default: u32,
@@ -261,17 +236,17 @@ pub(super) fn encode_slot<K: Bits>(
         return Some(default);
     }
     nodes.push(Node::default());
-    encode_node(nodes, leaves, prefixes, dp_bits, default, 0);
+    encode_node(nodes, (leaves, pad), prefixes, dp_bits, default, 0);
     let top = nodes[0];
     (top.vector == 0 && top.leafvec.count_ones() == 1).then(|| leaves[0])
 }
 
 impl<K: Bits> Scratch<K> {
     /// [`encode_slot`] of `self.prefixes`.
-    fn encode(&mut self, dp_bits: u32, default: u32) -> Option<u32> {
+    fn encode(&mut self, dp_bits: u32, default: u32, pad: u32) -> Option<u32> {
         encode_slot(
             &mut self.nodes,
-            &mut self.leaves,
+            (&mut self.leaves, pad),
             &self.prefixes,
             dp_bits,
             default,
@@ -346,19 +321,17 @@ impl<A: FibFamily> Poptrie<A> {
                 while let Some(p) = long.next_if(|p| bits(p.0, r, s) as usize == ci) {
                     scratch.prefixes.push(*p);
                 }
-                chunk[ci] = match scratch.encode(s, chunk[ci]) {
+                chunk[ci] = match scratch.encode(s, chunk[ci], pad) {
                     Some(leaf) => leaf,
                     None => {
                         let (node_off, leaf_off) =
                             (out.nodes.len() as u32, out.leaves.len() as u32);
-                        let (cells, moved) =
-                            padded_leaves(&scratch.nodes, &scratch.leaves, &[], pad);
                         out.nodes.extend(scratch.nodes.iter().map(|n| Node {
-                            base0: moved_leaf(&moved, n.base0) + leaf_off,
+                            base0: n.base0 + leaf_off,
                             base1: n.base1 + node_off,
                             ..*n
                         }));
-                        out.leaves.extend_from_slice(&cells);
+                        out.leaves.extend_from_slice(&scratch.leaves);
                         INDEX | node_off
                     }
                 };

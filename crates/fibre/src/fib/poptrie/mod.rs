@@ -54,8 +54,7 @@ mod repaint;
 mod simd;
 
 use build::{
-    block_end, children, encode_node, encode_own, encode_slot, leaf_runs, moved_leaf,
-    padded_leaves, span_edges, Scratch,
+    block_end, children, encode_node, encode_own, encode_slot, leaf_runs, span_edges, Scratch,
 };
 use leaves::{with_leaves, Cell, Leaves};
 use lookup::{bits, stride, top};

@@ -68,10 +68,8 @@ impl<A: FibFamily> Poptrie<A> {
     /// Copies the subtree in `scratch` (top node at 0) into fresh blocks: the top's cell too when
     /// `with_top` (then it is the first cell of the block returned), else only what is below it.
     /// The scratch nodes listed in `kept` (ascending, not the top: [`Scratch::kept`] after a
-    /// [`Repaint`], else none) are cells of the arenas, copied as they are. The others' leaves
-    /// are laid out again with their pad cells where the width needs them
-    /// ([`padded_leaves`]; a node without leaves keeps a `base0` that is never read). Returns
-    /// the top node relocated and the first cell. `None`: an arena is full.
+    /// [`Repaint`], else none) are cells of the arenas, copied as they are. Returns the top
+    /// node relocated and the first cell. `None`: an arena is full.
     pub(super) fn place(
         nodes: &mut BlockAlloc,
         leaves: &mut BlockAlloc,
@@ -83,22 +81,14 @@ impl<A: FibFamily> Poptrie<A> {
         let skip = u32::from(!with_top);
         let n = scratch.nodes.len() as u32 - skip;
         let node_off = if n > 0 { nodes.alloc(n)? } else { 0 };
-        // Each node's leaves with its pad cells (see `leaves`), where the cells need one.
-        let (padded, moved) = match ar.leaves.pad() {
-            0 => (Vec::new(), Vec::new()),
-            pad => padded_leaves(&scratch.nodes, &scratch.leaves, kept, pad),
-        };
-        let cells = if ar.leaves.pad() == 0 {
-            &scratch.leaves
-        } else {
-            &padded
-        };
+        // The scratch's leaves carry each node's pad cells already (`encode_own`).
+        let cells = &scratch.leaves;
         let l = cells.len() as u32;
         let leaf_off = if l > 0 { leaves.alloc(l)? } else { 0 };
         // Scratch node `i` goes to cell `node_off + i - skip`. (A node without children keeps a
         // base1 that is never followed.)
         let reloc = |n: &Node| Node {
-            base0: moved_leaf(&moved, n.base0).wrapping_add(leaf_off),
+            base0: n.base0.wrapping_add(leaf_off),
             base1: n.base1.wrapping_add(node_off).wrapping_sub(skip),
             ..*n
         };
@@ -190,7 +180,7 @@ impl<A: FibFamily> Poptrie<A> {
                 if old & INDEX != 0 {
                     retire_subtree(&self.arenas, old & !INDEX, retired);
                 }
-                encode_slot(nodes, leaves, sub, s, fill)
+                encode_slot(nodes, (leaves, self.arenas.leaves.pad()), sub, s, fill)
             };
             let entry = match leaf {
                 Some(leaf) => leaf,
@@ -344,7 +334,7 @@ impl<A: FibFamily> Poptrie<A> {
                 nodes.clear();
                 leaves.clear();
                 nodes.push(Node::default());
-                encode_node(nodes, leaves, below, off + 6, default, 0);
+                encode_node(nodes, (leaves, ar.leaves.pad()), below, off + 6, default, 0);
                 &[]
             };
             let (top, _) = Self::place(

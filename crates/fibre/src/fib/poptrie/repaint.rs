@@ -57,9 +57,10 @@ impl Repaint<'_> {
         at: usize,
     ) {
         let mut slot = [0; 64];
+        let pad = self.ar.leaves.pad();
         let (painted, first) = encode_own(
             self.nodes,
-            self.leaves,
+            (self.leaves, pad),
             prefixes,
             off,
             default,
@@ -76,7 +77,7 @@ impl Repaint<'_> {
                 // are those `old` was encoded from; it keeps the encoding sound regardless).
                 encode_node(
                     self.nodes,
-                    self.leaves,
+                    (self.leaves, pad),
                     below,
                     off + 6,
                     slot[v as usize],
