@@ -98,9 +98,9 @@ pub trait FibFamily: Address {
     /// `poptrie::lookup`). The key's bits past direct pointing and these levels are never all
     /// gone: `DP_BITS + 6 * BULK_NODE_STAGES` is below the width.
     const BULK_NODE_STAGES: u32;
-    /// The bulk paths finish a group one key at a time, without their further stages, where
-    /// at most this many keys in 64 go past the root (0: never; the scalar path's groups of 16
-    /// take a quarter). Measured per family on the AVX-512 path:
+    /// The AVX-512 and scalar bulk paths finish a group one key at a time, without their
+    /// further stages, where at most this many keys in 64 go past the root (0: never; the
+    /// scalar path's groups of 16 take a quarter). Measured per family on the AVX-512 path:
     /// IPv6 keys at random in 2000::/3 (W2) end at the root 94.5% of the time, and such
     /// groups took 1.3-1.5 ns a key in the vector stages against 0.87-0.90 one key at a time;
     /// IPv4 keys rarely end there, and with the check its W1 and W2 bulk lookups measured

@@ -294,6 +294,7 @@ impl<A: FibFamily> Poptrie<A> {
             .filter(|&id| id != NO_ROUTE)
             .max()
             .unwrap_or(NO_ROUTE);
+        // The width `install` gives the leaf arena (`Leaves::reserving` of the same id).
         let pad = Leaves::pad_for(Leaves::width_for(out.max_id));
         for &(key, len, id) in all.iter().filter(|p| p.1 as u32 <= r) {
             let first = top(key, r);

@@ -128,6 +128,8 @@ const RESERVE: usize = 4;
 
 /// Lookups in flight at once in [`PoptrieView::lookup_bulk`].
 const LANES: usize = 16;
+// A group's lanes fit a `u32` mask (the early finish in `lookup_group`).
+const _: () = assert!(LANES <= 32);
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
