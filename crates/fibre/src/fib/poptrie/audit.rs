@@ -102,9 +102,7 @@ impl<A: FibFamily> Poptrie<A> {
         }
         Ok(())
     }
-}
 
-impl<A: FibFamily> Poptrie<A> {
     /// The first leaf and the number of leaves of every node the current version reaches that
     /// has leaves.
     pub(super) fn leaf_blocks(&self) -> Vec<(u32, u32)> {

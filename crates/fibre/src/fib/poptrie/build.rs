@@ -125,10 +125,9 @@ pub(super) fn encode_own<K: Bits>(
 ) -> (Painted, usize) {
     let painted = paint(prefixes, off, default, slot);
     let base0 = leaves.len() as u32;
-    let leafvec = leaf_runs(slot, painted.vector, painted.edges, |id| leaves.push(id));
-    if let Some(&last) = leaves.last().filter(|_| leafvec != 0) {
-        leaves.extend(std::iter::repeat_n(last, pad as usize));
-    }
+    let leafvec = leaf_runs(slot, painted.vector, painted.edges, pad, |id| {
+        leaves.push(id)
+    });
     let base1 = nodes.len();
     nodes.resize(
         base1 + painted.vector.count_ones() as usize,
@@ -198,11 +197,13 @@ pub(super) fn span_edges(first: usize, slots: usize) -> u64 {
 /// can differ from the slot before (the edges of the spans painted): elsewhere a leaf slot
 /// holds what the slot before it holds, a leaf too unless a child, so only slot 0, `edges`
 /// and the slots after a child need a look. (A look at all 64 slots was half of the encoding,
-/// and a quarter of the change, of an IPv6 prefix covering 146 others: some 360 nodes.)
+/// and a quarter of the change, of an IPv6 prefix covering 146 others: some 360 nodes.) After
+/// the runs, `pad` more copies of the last: the node's pad cells (see `leaves`).
 pub(super) fn leaf_runs(
     slot: &[u32; 64],
     vector: u64,
     edges: u64,
+    pad: u32,
     mut push: impl FnMut(u32),
 ) -> u64 {
     let mut leafvec = 0u64;
@@ -216,6 +217,9 @@ pub(super) fn leaf_runs(
             push(slot[v]);
             prev = Some(slot[v]);
         }
+    }
+    if let Some(last) = prev {
+        (0..pad).for_each(|_| push(last));
     }
     leafvec
 }

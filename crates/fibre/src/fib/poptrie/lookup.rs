@@ -233,13 +233,9 @@ impl<A: FibFamily> PoptrieView<A> {
                 while past != 0 {
                     let i = past.trailing_zeros() as usize & M;
                     past &= past - 1;
-                    // SAFETY (both): as below; the lane's entry holds its chunk entry's cell.
-                    let e = unsafe { ar.chunks.get_unchecked(entry[i] & !INDEX) };
-                    entry[i] = if e & INDEX == 0 {
-                        e
-                    } else {
-                        unsafe { self.walk(leaves, e & !INDEX, keys[i] << Self::S) }
-                    };
+                    let k = keys[i];
+                    // SAFETY: the key's root entry in this published version.
+                    entry[i] = unsafe { self.past_root(leaves, self.root[top(k, Self::R)], k) };
                 }
                 *out = entry;
                 return;

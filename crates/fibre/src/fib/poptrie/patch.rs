@@ -81,9 +81,7 @@ impl<A: FibFamily> Poptrie<A> {
         let skip = u32::from(!with_top);
         let n = scratch.nodes.len() as u32 - skip;
         let node_off = if n > 0 { nodes.alloc(n)? } else { 0 };
-        // The scratch's leaves carry each node's pad cells already (`encode_own`).
-        let cells = &scratch.leaves;
-        let l = cells.len() as u32;
+        let l = scratch.leaves.len() as u32;
         let leaf_off = if l > 0 { leaves.alloc(l)? } else { 0 };
         // Scratch node `i` goes to cell `node_off + i - skip`. (A node without children keeps a
         // base1 that is never followed.)
@@ -102,7 +100,7 @@ impl<A: FibFamily> Poptrie<A> {
             };
             unsafe { ar.nodes.set(node_off + i as u32 - skip, n) };
         }
-        for (i, &x) in cells.iter().enumerate() {
+        for (i, &x) in scratch.leaves.iter().enumerate() {
             unsafe { ar.leaves.set(leaf_off + i as u32, x) };
         }
         Some((reloc(&scratch.nodes[0]), node_off))
@@ -348,29 +346,23 @@ impl<A: FibFamily> Poptrie<A> {
             child[v as usize] = top;
         }
         // The node: leaves in runs over the slots without a child, children in slot order.
-        // A node has at most 64 runs, and 3 pad cells after them.
+        // At most 64 runs, and 3 pad cells after them (see `leaves`).
         let mut runs = [0u32; 67];
         let mut n_runs = 0;
-        let leafvec = leaf_runs(&leaf, vector, edges, |id| {
+        let leafvec = leaf_runs(&leaf, vector, edges, ar.leaves.pad(), |id| {
             runs[n_runs] = id;
             n_runs += 1;
         });
         let kids = vector.count_ones();
-        // The node's pad cells after its leaves (see `leaves`): copies of its last.
-        let pad = ar.leaves.pad() as usize;
-        if n_runs > 0 {
-            let last = runs[n_runs - 1];
-            runs[n_runs..n_runs + pad].fill(last);
-        }
         let base0 = if n_runs > 0 {
-            self.leaves.alloc((n_runs + pad) as u32)?
+            self.leaves.alloc(n_runs as u32)?
         } else {
             0
         };
         let base1 = if kids > 0 { self.nodes.alloc(kids)? } else { 0 };
         // SAFETY: `base0` and `base1` were allocated just now: no published version reaches
         // them.
-        for (i, &x) in runs[..n_runs + pad].iter().enumerate() {
+        for (i, &x) in runs[..n_runs].iter().enumerate() {
             unsafe { ar.leaves.set(base0 + i as u32, x) };
         }
         let mut at = base1;
