@@ -30,7 +30,7 @@ impl<A: FibFamily> Poptrie<A> {
                     f(Cell::Answer(e), 0);
                 } else {
                     f(Cell::Subtree, 0);
-                    node(ar, e & !INDEX, 1, &mut f);
+                    node(ar, node_cell(e), 1, &mut f);
                 }
             }
         }
@@ -100,6 +100,20 @@ impl<A: FibFamily> Poptrie<A> {
                 (chunks, nodes, leaves)
             ));
         }
+        // Each chunk entry's `LEAVES_ONLY` tag says whether its top node has a child (the
+        // vector lookups trust it).
+        let ar = &*self.arenas;
+        for &r in self.root.iter().filter(|&&r| r & INDEX != 0) {
+            for i in 0..Self::CHUNK as u32 {
+                let e = ar.chunks.get((r & !INDEX) + i);
+                let childless = || ar.nodes.get(node_cell(e)).vector == 0;
+                if e & INDEX != 0 && (e & LEAVES_ONLY != 0) != childless() {
+                    return Err(format!(
+                        "chunk entry {e:#x}: its LEAVES_ONLY tag disagrees with its top node"
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -115,7 +129,7 @@ impl<A: FibFamily> Poptrie<A> {
             .flat_map(|&r| (0..Self::CHUNK as u32).map(move |i| (r & !INDEX) + i))
             .map(|c| ar.chunks.get(c))
             .filter(|&e| e & INDEX != 0)
-            .map(|e| e & !INDEX)
+            .map(node_cell)
             .collect();
         while let Some(i) = stack.pop() {
             let n = ar.nodes.get(i);

@@ -337,7 +337,7 @@ impl<A: FibFamily> Poptrie<A> {
                             ..*n
                         }));
                         out.leaves.extend_from_slice(&scratch.leaves);
-                        INDEX | node_off
+                        top_entry(node_off, &scratch.nodes[0])
                     }
                 };
             }
@@ -360,6 +360,12 @@ impl<A: FibFamily> Poptrie<A> {
         spare: Spare,
     ) -> (Arc<Arenas>, [BlockAlloc; 3], Vec<u32>, [usize; 3]) {
         let (nodes, leaves) = (enc.nodes.len(), enc.leaves.len());
+        // Chunk entries keep two tag bits above a node's cell (`top_entry`): 2^30 nodes are
+        // 24 GiB, more than any table this builds from reaches.
+        assert!(
+            nodes < MAX_NODE_CELLS,
+            "{nodes} nodes: more than a chunk entry names"
+        );
         let room = [
             nodes * spare.nodes_per_8 / 8 + 4096,
             leaves * spare.leaves_per_8 / 8 + 4096,
@@ -385,7 +391,7 @@ impl<A: FibFamily> Poptrie<A> {
             }
         }
         let allocs = [
-            BlockAlloc::new(enc.nodes.len() as u32, arenas.nodes.cap()),
+            BlockAlloc::new(nodes as u32, arenas.nodes.cap().min(MAX_NODE_CELLS)),
             BlockAlloc::new(enc.leaves.len() as u32, arenas.leaves.cap()),
             BlockAlloc::new(enc.chunks.len() as u32, arenas.chunks.cap()),
         ];

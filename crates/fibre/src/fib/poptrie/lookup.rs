@@ -92,7 +92,7 @@ impl<A: FibFamily> PoptrieView<A> {
         if e & INDEX == 0 {
             return e;
         }
-        unsafe { self.walk(leaves, e & !INDEX, key << Self::S) }
+        unsafe { self.walk(leaves, node_cell(e), key << Self::S) }
     }
 
     /// The leaf a key ends at, from node `top`; `rest` is the key shifted past the bits above
@@ -252,7 +252,7 @@ impl<A: FibFamily> PoptrieView<A> {
                 &entry[i & M] as *const u32,
             );
             let e = unsafe { from.read() };
-            prefetch(ar.nodes.addr(e & !INDEX));
+            prefetch(ar.nodes.addr(node_cell(e)));
             entry[i & M] = e;
         }
         // Node levels: each lane's node gives a leaf (its cell in `entry`, read last) or a
@@ -264,7 +264,7 @@ impl<A: FibFamily> PoptrieView<A> {
                 if e & INDEX == 0 || leaf[i & M] {
                     continue;
                 }
-                let node = unsafe { ar.nodes.get_unchecked(e & !INDEX) };
+                let node = unsafe { ar.nodes.get_unchecked(node_cell(e)) };
                 let v = Self::next6(keys[i] << (Self::S + 6 * level));
                 if node.has_child(v) {
                     let child = node.child(v);
@@ -286,7 +286,7 @@ impl<A: FibFamily> PoptrieView<A> {
             } else if e & INDEX == 0 {
                 e
             } else {
-                unsafe { self.walk(leaves, e & !INDEX, keys[i] << rest) }
+                unsafe { self.walk(leaves, node_cell(e), keys[i] << rest) }
             };
         }
     }

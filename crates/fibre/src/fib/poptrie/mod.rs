@@ -6,7 +6,8 @@
 //!   ([`FibFamily::ROOT_BITS`]); a chunk whose entries are all one leaf is not stored, its root
 //!   entry holds the leaf. Chunking is what makes an update cheap to publish: a new version copies
 //!   the root (2-4 KiB) and the chunks it changes, never the whole 2^S array.
-//! - An entry is a leaf id, or ([`INDEX`] bit set) the index of a subtree's top node.
+//! - An entry is a leaf id, or ([`INDEX`] bit set) the index of a subtree's top node, tagged
+//!   `LEAVES_ONLY` where that node has no child (the vector lookups skip a gather there).
 //! - A **node** covers the next 6 bits: `vector` marks the 64 slots that continue in a child
 //!   node, `leafvec` marks the slots where a new run of equal leaves starts (leaf compression: the
 //!   runs skip child slots). Children of a node are contiguous from `base1`, its leaves from
@@ -73,6 +74,28 @@ fn stored(id: u32) -> u32 {
 
 /// Entry tag: the rest is an index (of a chunk in the root, of a node in a chunk).
 pub const INDEX: u32 = 1 << 31;
+/// Chunk-entry tag beside [`INDEX`]: the subtree's top node has no child (`vector` 0), so every
+/// key there ends at one of its leaves. The vector lookups then skip gathering `vector` for a
+/// vector of lanes that all start at such nodes, one gather of the five an IPv4 key takes
+/// (where a full view's /24s end: few /18 slots hold anything longer). Written by
+/// [`top_entry`], read through [`node_cell`]; root entries never carry it.
+const LEAVES_ONLY: u32 = 1 << 30;
+/// Node cells stay below [`LEAVES_ONLY`], so a chunk entry holds both tags and the cell.
+const MAX_NODE_CELLS: usize = LEAVES_ONLY as usize;
+
+/// The chunk entry naming top node `node`, at `cell`: tagged [`LEAVES_ONLY`] where it has no
+/// child.
+#[inline]
+fn top_entry(cell: u32, node: &Node) -> u32 {
+    debug_assert!((cell as usize) < MAX_NODE_CELLS);
+    INDEX | cell | if node.vector == 0 { LEAVES_ONLY } else { 0 }
+}
+
+/// The node cell a chunk entry holds ([`INDEX`] set), its tags cleared.
+#[inline(always)]
+fn node_cell(entry: u32) -> u32 {
+    entry & !(INDEX | LEAVES_ONLY)
+}
 /// A direct-pointing change of more slots than this rebuilds the whole structure (a short
 /// prefix such as a default route touches every slot).
 const FULL_REBUILD_SLOTS: usize = 1 << 12;

@@ -163,7 +163,7 @@ impl<A: FibFamily> Poptrie<A> {
                     continue;
                 }
                 // Encoded again only where the slot's fill shows, over the old subtree.
-                let was = old & !INDEX;
+                let was = node_cell(old);
                 retire_joined(retired, Block::new(Kind::Node, was, 1));
                 let repaint = Repaint {
                     ar: &self.arenas,
@@ -176,7 +176,7 @@ impl<A: FibFamily> Poptrie<A> {
                 (top.vector == 0 && top.leafvec.count_ones() == 1).then(|| leaves[0])
             } else {
                 if old & INDEX != 0 {
-                    retire_subtree(&self.arenas, old & !INDEX, retired);
+                    retire_subtree(&self.arenas, node_cell(old), retired);
                 }
                 encode_slot(nodes, (leaves, self.arenas.leaves.pad()), sub, s, fill)
             };
@@ -192,7 +192,7 @@ impl<A: FibFamily> Poptrie<A> {
                         kept,
                         true,
                     )?;
-                    INDEX | cell
+                    top_entry(cell, &self.arenas.nodes.get(cell))
                 }
             };
             self.set_entry(slot, entry, fresh, retired)?;
@@ -413,7 +413,7 @@ impl<A: FibFamily> Poptrie<A> {
                 retired,
             );
         }
-        let top_cell = entry & !INDEX;
+        let top_cell = node_cell(entry);
         let level = (p.len() as u32 - s - 1) / 6;
         // The path: (node, its cell), from the slot's top node down to `p`'s level at most.
         let mut path = [(Node::default(), 0u32); 32];
@@ -475,7 +475,7 @@ impl<A: FibFamily> Poptrie<A> {
                     // SAFETY: `cell` was allocated just now: unpublished.
                     unsafe { self.arenas.nodes.set(cell, new) };
                     retired.push(Block::new(Kind::Node, top_cell, 1));
-                    return self.set_entry(slot, INDEX | cell, fresh, retired);
+                    return self.set_entry(slot, top_entry(cell, &new), fresh, retired);
                 }
             }
         }

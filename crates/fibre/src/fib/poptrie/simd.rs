@@ -12,7 +12,7 @@
 #![cfg(target_arch = "x86_64")]
 use super::leaves::with_leaves;
 use super::lookup::{padded, top};
-use super::{Node, PoptrieView, INDEX};
+use super::{Node, PoptrieView, INDEX, LEAVES_ONLY};
 use crate::addr::Bits;
 use crate::fib::FibFamily;
 use crate::fib::NO_ROUTE;
@@ -39,6 +39,8 @@ struct Tables {
     /// Root bits, direct-pointing bits.
     r: u32,
     s: u32,
+    /// [`FibFamily::LEAVES_ONLY_TOPS`].
+    leaves_only_tops: bool,
 }
 
 const _: () = assert!(std::mem::size_of::<Node>() == 24 && std::mem::align_of::<Node>() == 8);
@@ -54,6 +56,7 @@ impl<A: FibFamily> PoptrieView<A> {
             leaf_bits: (u64::MAX >> (64 - 8 * ar.leaves.width())) as i64,
             r: A::ROOT_BITS,
             s: A::DP_BITS,
+            leaves_only_tops: A::LEAVES_ONLY_TOPS,
         }
     }
 
@@ -219,6 +222,8 @@ unsafe fn avx512<A: FibFamily>(
 ) {
     const V: usize = GROUP / 8;
     let index = _mm512_set1_epi64(INDEX as i64);
+    let leaves_only = _mm512_set1_epi64(LEAVES_ONLY as i64);
+    let tags = _mm512_set1_epi64((INDEX | LEAVES_ONLY) as i64);
     let ones = _mm512_set1_epi64(-1);
     let one = _mm512_set1_epi64(1);
     let low32 = _mm512_set1_epi64(u32::MAX as i64);
@@ -231,6 +236,8 @@ unsafe fn avx512<A: FibFamily>(
     let mut cell = [_mm512_setzero_si512(); V];
     let mut answer = [_mm512_setzero_si512(); V];
     let mut live = [0 as __mmask8; V];
+    // The live lanes whose node may have a child: all of them below the top nodes.
+    let mut branching = [0 as __mmask8; V];
     let mut leaf_at = [_mm512_setzero_si512(); V];
     let mut at_leaf = [0 as __mmask8; V];
     // SAFETY (the whole body): writes of `out` (GROUP answers, the caller's contract) are in
@@ -260,7 +267,8 @@ unsafe fn avx512<A: FibFamily>(
             ));
             let node = _mm512_mask_test_epi64_mask(m, e, index);
             answer[j] = _mm512_mask_mov_epi64(answer[j], m & !node, e);
-            cell[j] = _mm512_andnot_si512(index, e);
+            cell[j] = _mm512_andnot_si512(tags, e);
+            branching[j] = node & !_mm512_mask_test_epi64_mask(node, e, leaves_only);
             h[j] = _mm512_or_si512(
                 _mm512_sll_epi64(h[j], shift(s)),
                 _mm512_srl_epi64(l[j], shift(64 - s)),
@@ -278,7 +286,13 @@ unsafe fn avx512<A: FibFamily>(
                 }
                 let w = _mm512_add_epi64(_mm512_add_epi64(cell[j], cell[j]), cell[j]);
                 let zero = _mm512_setzero_si512();
-                let vector = _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words);
+                // Lanes all at top nodes without a child (`LEAVES_ONLY`, an IPv4 W1 key's
+                // usual case) skip a gather (`FibFamily::LEAVES_ONLY_TOPS`).
+                let vector = if A::LEAVES_ONLY_TOPS && branching[j] == 0 {
+                    zero
+                } else {
+                    _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words)
+                };
                 let leafvec = _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words.add(1));
                 let bases = _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words.add(2));
                 let v = _mm512_srli_epi64::<58>(h[j]);
@@ -302,6 +316,7 @@ unsafe fn avx512<A: FibFamily>(
                 h[j] = _mm512_or_si512(_mm512_slli_epi64::<6>(h[j]), _mm512_srli_epi64::<58>(l[j]));
                 l[j] = _mm512_slli_epi64::<6>(l[j]);
                 live[j] = child;
+                branching[j] = child;
                 any |= child;
             }
             if any == 0 {
@@ -367,6 +382,8 @@ unsafe fn avx2(
 ) {
     const V: usize = GROUP / 4;
     let index = _mm256_set1_epi64x(INDEX as i64);
+    let leaves_only = _mm256_set1_epi64x(LEAVES_ONLY as i64);
+    let tags = _mm256_set1_epi64x((INDEX | LEAVES_ONLY) as i64);
     let ones = _mm256_set1_epi64x(-1);
     let one = _mm256_set1_epi64x(1);
     let low32 = _mm256_set1_epi64x(u32::MAX as i64);
@@ -381,6 +398,8 @@ unsafe fn avx2(
     let mut cell = [zero; V];
     let mut answer = [zero; V];
     let mut live = [zero; V];
+    // As in `avx512`: the live lanes whose node may have a child.
+    let mut branching = [zero; V];
     let mut leaf_at = [zero; V];
     let mut at_leaf = [zero; V];
     // SAFETY (the whole body): as in `avx512`, 4 lanes at 4j, j < V.
@@ -408,7 +427,9 @@ unsafe fn avx2(
             let node = _mm256_and_si256(m, _mm256_cmpeq_epi64(_mm256_and_si256(e, index), index));
             let done = _mm256_andnot_si256(node, m);
             answer[j] = _mm256_blendv_epi8(answer[j], e, done);
-            cell[j] = _mm256_andnot_si256(index, e);
+            cell[j] = _mm256_andnot_si256(tags, e);
+            let flat = _mm256_cmpeq_epi64(_mm256_and_si256(e, leaves_only), leaves_only);
+            branching[j] = _mm256_andnot_si256(flat, node);
             h[j] = _mm256_or_si256(
                 _mm256_sll_epi64(h[j], shift(s)),
                 _mm256_srl_epi64(l[j], shift(64 - s)),
@@ -424,7 +445,11 @@ unsafe fn avx2(
                     continue;
                 }
                 let w = _mm256_add_epi64(_mm256_add_epi64(cell[j], cell[j]), cell[j]);
-                let vector = _mm256_mask_i64gather_epi64::<8>(zero, t.words, w, m);
+                let vector = if t.leaves_only_tops && !any(branching[j]) {
+                    zero
+                } else {
+                    _mm256_mask_i64gather_epi64::<8>(zero, t.words, w, m)
+                };
                 let leafvec = _mm256_mask_i64gather_epi64::<8>(zero, t.words.add(1), w, m);
                 let bases = _mm256_mask_i64gather_epi64::<8>(zero, t.words.add(2), w, m);
                 let v = _mm256_srli_epi64::<58>(h[j]);
@@ -449,6 +474,7 @@ unsafe fn avx2(
                 h[j] = _mm256_or_si256(_mm256_slli_epi64::<6>(h[j]), _mm256_srli_epi64::<58>(l[j]));
                 l[j] = _mm256_slli_epi64::<6>(l[j]);
                 live[j] = child;
+                branching[j] = child;
                 more |= any(child);
             }
             if !more {

@@ -75,14 +75,14 @@ fn a_fresh_subtree_is_retired_in_a_few_blocks() {
 #[test]
 fn a_covering_change_keeps_what_longer_prefixes_answer() {
     use super::lookup::{bits, stride, top};
-    use super::{Node, INDEX};
+    use super::{node_cell, Node, INDEX};
     type Fib6 = Poptrie<Ipv6Addr>;
     // The nodes a lookup of `key` passes, from the slot's top node down.
     fn path(fib: &Fib6, key: u128) -> Vec<Node> {
         let (r, s) = (Fib6::R, Fib6::S);
         let chunk = fib.root[top(key, r)] & !INDEX;
         let entry = fib.arenas.chunks.get(chunk + bits(key, r, s));
-        let mut node = fib.arenas.nodes.get(entry & !INDEX);
+        let mut node = fib.arenas.nodes.get(node_cell(entry));
         let (mut nodes, mut off) = (vec![node], s);
         while node.has_child(stride(key, off)) {
             node = fib.arenas.nodes.get(node.child(stride(key, off)));
@@ -380,4 +380,61 @@ fn a_nodes_leaves_are_followed_by_pad_cells_of_its_own() {
         }
         fib.audit().unwrap();
     }
+}
+
+/// A chunk entry is tagged `LEAVES_ONLY` exactly while its top node has no child, through a
+/// build, a longer prefix's change (`patch_long`), a covering change over the slot
+/// (`reencode_span` with `Repaint`) and a rebuild; the vector paths that skip the child vector
+/// on the tag answer the longer prefix while it is there.
+#[test]
+fn a_top_nodes_tag_follows_its_children() {
+    use super::{INDEX, LEAVES_ONLY};
+    use crate::fib::LookupPath;
+    let v4 = |a: u8, b: u8, c: u8, len: u8| Prefix::new(Ipv4Addr::new(10, a, b, c), len);
+    // One direct-pointing slot (10.0.0.0/18) of /24s with ids that vary: a top node of leaves.
+    let mut set: PrefixSet<Ipv4Addr> = (0..64)
+        .map(|i| (v4(0, i, 0, 24), u32::from(i % 5)))
+        .collect();
+    let slot = (0x0A00_0000u32 >> (32 - Poptrie::<Ipv4Addr>::S)) as usize;
+    let tag = |f: &Poptrie<Ipv4Addr>| {
+        let e = f.entry(slot);
+        assert_ne!(e & INDEX, 0, "the slot has a subtree");
+        e & LEAVES_ONLY != 0
+    };
+    let keys = [
+        u32::from(Ipv4Addr::new(10, 0, 5, 200)),
+        u32::from(Ipv4Addr::new(10, 0, 5, 1)),
+        u32::from(Ipv4Addr::new(10, 0, 6, 1)),
+    ];
+    let answers = |f: &Poptrie<Ipv4Addr>, want: [u32; 3]| {
+        // Keys repeated into a whole vector group and more, every path the CPU has.
+        let many: Vec<u32> = keys.iter().copied().cycle().take(3 * 64).collect();
+        for path in LookupPath::available() {
+            let mut out = vec![0; many.len()];
+            f.view().lookup_bulk_on(path, &many, &mut out);
+            for (got, want) in out.chunks(3).zip(std::iter::repeat(want)) {
+                assert_eq!(got, want, "{path:?}");
+            }
+        }
+    };
+    let mut fib = Poptrie::<Ipv4Addr>::build(&set).unwrap();
+    assert!(tag(&fib));
+    answers(&fib, [0, 0, 1]);
+    let long = v4(0, 5, 128, 25);
+    set.insert(long, 9);
+    fib.update(&set, &[long]).unwrap();
+    assert!(!tag(&fib), "a /25 under the top node");
+    answers(&fib, [9, 0, 1]);
+    // A covering change keeps the node below it painted again, and its child.
+    let cover = v4(0, 0, 0, 16);
+    set.insert(cover, 7);
+    fib.update(&set, &[cover]).unwrap();
+    assert!(!tag(&fib), "the /25 is still there");
+    answers(&fib, [9, 0, 1]);
+    assert!(!tag(&Poptrie::<Ipv4Addr>::build(&set).unwrap()));
+    set.remove(&long);
+    fib.update(&set, &[long]).unwrap();
+    assert!(tag(&fib), "the /25 went");
+    answers(&fib, [0, 0, 1]);
+    fib.audit().unwrap();
 }
