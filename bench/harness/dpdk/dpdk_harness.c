@@ -6,7 +6,8 @@
  *   --family 6: dpdk-lpm6 (rte_lpm6) and dpdk-fib6-trie (rte_fib6, RTE_FIB6_TRIE)
  *
  * EAL runs without hardware: no hugepages, no PCI, no shared config, on one lcore (the CPU given by
- * --cpu, else the first CPU this process may run on). Records go to stdout, one JSON object per
+ * --cpu, else the first CPU this process may run on); the tables live in a heap of transparent
+ * huge pages added to it (`table_heap`). Records go to stdout, one JSON object per
  * line; EAL and DPDK logs go to stderr.
  */
 #define _GNU_SOURCE
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +35,7 @@
 #include <rte_lpm.h>
 #include <rte_lpm6.h>
 #include <rte_malloc.h>
+#include <rte_memory.h>
 #include <rte_rib6.h>
 
 /* Next hop rte_fib / rte_fib6 return for "no route": above every NH of the protocol (< 64) and
@@ -443,7 +446,88 @@ static void skip_all(const char *why)
 	exit(0);
 }
 
-/* Starts EAL with `mem_mb` MiB of ordinary (not huge) memory. EAL output goes to stderr. */
+struct span {
+	uintptr_t lo, hi;
+	size_t huge_kb, rss_kb;
+};
+
+/* Adds up, in /proc/self/smaps, the resident and the huge-page kilobytes of the mappings that
+ * lie inside `s` (EAL maps each memory list as mappings of its own). */
+static void smaps_in(struct span *s)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	if (f == NULL)
+		return;
+	char line[512];
+	int inside = 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		uintptr_t lo, hi;
+		size_t kb;
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			inside = lo >= s->lo && hi <= s->hi;
+		else if (inside && sscanf(line, "Rss: %zu kB", &kb) == 1)
+			s->rss_kb += kb;
+		else if (inside && sscanf(line, "AnonHugePages: %zu kB", &kb) == 1)
+			s->huge_kb += kb;
+	}
+	fclose(f);
+}
+
+/* The tables' heap (see `table_heap`): its name, socket id and address range. */
+#define TABLE_HEAP "fibre_tables"
+static int table_socket = -1;
+static struct span table_span;
+
+/* The socket the tables are created on: the tables' heap, else EAL's memory. */
+static int tables_socket(void)
+{
+	return table_socket >= 0 ? table_socket : (int)rte_socket_id();
+}
+
+/* A heap of `bytes` for the tables on transparent huge pages, as fibre's arenas get them
+ * (anonymous memory, MADV_HUGEPAGE before the first touch): DPDK lays its tables out for huge
+ * pages, and EAL's own memory without hugetlbfs (--no-huge) is a shared memfd, which the usual
+ * THP setting (shmem_enabled never) keeps in 4 KiB pages. A W1 lookup of the 64 MiB tbl24 then
+ * missed the TLB. FIBRE_NO_THP (set: no huge pages for fibre either) or any failure keeps the
+ * tables in EAL's memory, saying why on stderr. */
+static void table_heap(size_t bytes)
+{
+	if (getenv("FIBRE_NO_THP") != NULL)
+		return;
+	const size_t huge = 2u << 20;
+	size_t len = (bytes + huge - 1) & ~(huge - 1);
+	void *raw = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED) {
+		fprintf(stderr, "dpdk: tables in EAL memory: mmap of %zu MiB: %s\n", len >> 20, strerror(errno));
+		return;
+	}
+	uintptr_t base = ((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1);
+	if (madvise((void *)base, len, MADV_HUGEPAGE) != 0)
+		fprintf(stderr, "dpdk: madvise(MADV_HUGEPAGE): %s\n", strerror(errno));
+	if (rte_malloc_heap_create(TABLE_HEAP) != 0 ||
+	    rte_malloc_heap_memory_add(TABLE_HEAP, (void *)base, len, NULL, 0, huge) != 0) {
+		fprintf(stderr, "dpdk: tables in EAL memory: external heap: %s\n", rte_strerror(rte_errno));
+		return;
+	}
+	table_socket = rte_malloc_heap_get_socket(TABLE_HEAP);
+	table_span = (struct span){ base, base + len, 0, 0 };
+}
+
+/* "; tables on huge pages: H of R MiB resident" for a build note (the share tells whether
+ * MADV_HUGEPAGE took), or "; tables in EAL memory (4 KiB pages)". */
+static void huge_note(char *buf, size_t n)
+{
+	struct span s = table_span;
+	if (table_socket < 0) {
+		snprintf(buf, n, "; tables in EAL memory (4 KiB pages)");
+		return;
+	}
+	smaps_in(&s);
+	snprintf(buf, n, "; tables on huge pages: %zu of %zu MiB resident", s.huge_kb >> 10, s.rss_kb >> 10);
+}
+
+/* Starts EAL with `mem_mb` MiB of ordinary (not huge) memory, advised onto transparent huge
+ * pages (FIBRE_NO_THP unset, as for fibre's arenas). EAL output goes to stderr. */
 static void eal_start(unsigned mem_mb)
 {
 	char lcore[32], mem[32];
@@ -500,6 +584,9 @@ static size_t heap_allocated(void)
 		if (rte_malloc_get_socket_stats(rte_socket_id_by_idx(i), &s) == 0)
 			total += s.heap_allocsz_bytes;
 	}
+	struct rte_malloc_socket_stats s;
+	if (table_socket >= 0 && rte_malloc_get_socket_stats(table_socket, &s) == 0)
+		total += s.heap_allocsz_bytes;
 	return total;
 }
 
@@ -710,6 +797,7 @@ again:
 		snprintf(note + strlen(note), sizeof(note) - strlen(note), " (after %u doublings)", retries);
 	if (e->default_as_halves && opt.has_default)
 		snprintf(note + strlen(note), sizeof(note) - strlen(note), "; the /0 route added as the two /1 halves (depth 0 is refused)");
+	huge_note(note + strlen(note), sizeof(note) - strlen(note));
 	record(E, "build", NULL, t1 - t0, "s", 1, 0, note);
 	record(E, "memory", NULL, (double)mem, "bytes", 1, 0, e->memory_note);
 	record(E, "failed_routes", NULL, (double)failed, "routes", 1, 0, NULL);
@@ -802,7 +890,7 @@ static void run_engine(const struct engine *e, size_t tbl8)
 static void *lpm_create(uint32_t max, uint32_t tbl8)
 {
 	struct rte_lpm_config cfg = { .max_rules = max, .number_tbl8s = tbl8, .flags = 0 };
-	return rte_lpm_create("fibre_lpm", (int)rte_socket_id(), &cfg);
+	return rte_lpm_create("fibre_lpm", tables_socket(), &cfg);
 }
 
 static int lpm_add(void *t, size_t i)
@@ -945,7 +1033,7 @@ static void *fib_create(uint32_t max, uint32_t tbl8)
 {
 	struct rte_fib_conf cfg = { .type = RTE_FIB_DIR24_8, .default_nh = FIB_MISS_NH, .max_routes = (int)max,
 				    .rib_ext_sz = 0, .dir24_8 = { .nh_sz = RTE_FIB_DIR24_8_4B, .num_tbl8 = tbl8 } };
-	return rte_fib_create("fibre_fib", (int)rte_socket_id(), &cfg);
+	return rte_fib_create("fibre_fib", tables_socket(), &cfg);
 }
 
 static int fib_add(void *t, size_t i)
@@ -1024,7 +1112,7 @@ static const struct engine ENGINE_FIB = {
 static void *lpm6_create(uint32_t max, uint32_t tbl8)
 {
 	struct rte_lpm6_config cfg = { .max_rules = max, .number_tbl8s = tbl8, .flags = 0 };
-	return rte_lpm6_create("fibre_lpm6", (int)rte_socket_id(), &cfg);
+	return rte_lpm6_create("fibre_lpm6", tables_socket(), &cfg);
 }
 
 static int lpm6_add(void *t, size_t i)
@@ -1156,7 +1244,7 @@ static void *fib6_create(uint32_t max, uint32_t tbl8)
 {
 	struct rte_fib6_conf cfg = { .type = RTE_FIB6_TRIE, .default_nh = FIB_MISS_NH, .max_routes = (int)max,
 				     .rib_ext_sz = 0, .trie = { .nh_sz = RTE_FIB6_TRIE_4B, .num_tbl8 = tbl8 } };
-	return rte_fib6_create("fibre_fib6", (int)rte_socket_id(), &cfg);
+	return rte_fib6_create("fibre_fib6", tables_socket(), &cfg);
 }
 
 static int fib6_add(void *t, size_t i)
@@ -1272,6 +1360,7 @@ int main(int argc, char **argv)
 
 	opt.cpu = pick_cpu();
 	eal_start(mem_mb);
+	table_heap((size_t)mem_mb << 20);
 
 	if (opt.family == 4) {
 		fprintf(stderr, "dpdk: %zu routes; tbl8 groups: %zu needed, %zu configured; EAL -m %u\n",
