@@ -179,9 +179,69 @@ fn fib_equals_model<A: FibFamily, L: LpmAlgorithm<A>>(
     Ok(())
 }
 
+/// Tables dense in two direct-pointing slots: most prefixes end in the first node level (up
+/// to 6 bits past the slot), where a slot without a longer prefix is stored flat when its
+/// leaves vary (Poptrie's `FLAT`), and one in eight is longer, so slots go from flat to a node
+/// and back as they change.
+fn dense_ops<A: FibFamily>() -> impl Strategy<Value = Case<A>> {
+    let s = A::DP_BITS as u8;
+    let len = prop_oneof![7 => (s + 1)..=(s + 6), 1 => (s + 7)..=(s + 12)];
+    let base = A::Bits::from_u64(0x0a00_0000) << (A::WIDTH as u32 - 32);
+    let p = (any::<bool>(), len, any::<u64>()).prop_map(move |(second, len, noise)| {
+        // The bits below the slot at random; the slot, one of two neighbours.
+        let rest = A::WIDTH as u32 - s as u32;
+        let below = if rest <= 64 {
+            A::Bits::from_u64(noise >> (64 - rest))
+        } else {
+            A::Bits::from_u64(noise) << (rest - 64)
+        };
+        let slot = A::Bits::from_u64(u64::from(second)) << (A::WIDTH as u32 - s as u32);
+        Prefix::new(A::from_bits(base ^ slot ^ below), len)
+    });
+    let id = 0..12u32;
+    let table = prop::collection::vec((p.clone(), id.clone()), 0..100);
+    let op = prop_oneof![
+        4 => (p.clone(), id).prop_map(|(p, id)| Op::Set(p, id)),
+        3 => p.prop_map(Op::Del),
+        2 => Just(Op::Publish),
+    ];
+    (table, prop::collection::vec(op, 0..40))
+}
+
 struct PropertyRun<A> {
     cases: u32,
     _a: std::marker::PhantomData<A>,
+}
+
+struct DenseRun<A> {
+    cases: u32,
+    _a: std::marker::PhantomData<A>,
+}
+
+impl<A: FibFamily> AlgorithmVisitor<A> for DenseRun<A> {
+    fn visit<L: LpmAlgorithm<A>>(&mut self) {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+            cases: self.cases,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        });
+        if let Err(e) = runner.run(&dense_ops::<A>(), |(t, o)| fib_equals_model::<A, L>(t, o)) {
+            panic!("{} ({}), dense slots: {e}", L::NAME, A::FAMILY.name());
+        }
+    }
+}
+
+/// Tables dense in two slots ([`dense_ops`]), per family and algorithm.
+#[test]
+fn fib_equals_the_reference_in_dense_slots() {
+    for_each_algorithm::<Ipv4Addr>(&mut DenseRun {
+        cases: 2_000,
+        _a: Default::default(),
+    });
+    for_each_algorithm::<Ipv6Addr>(&mut DenseRun {
+        cases: 2_000,
+        _a: Default::default(),
+    });
 }
 
 impl<A: FibFamily> AlgorithmVisitor<A> for PropertyRun<A> {

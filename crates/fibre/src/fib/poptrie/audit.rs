@@ -28,6 +28,11 @@ impl<A: FibFamily> Poptrie<A> {
                 let e = ar.chunks.get((r & !INDEX) + i);
                 if e & INDEX == 0 {
                     f(Cell::Answer(e), 0);
+                } else if e & FLAT != 0 {
+                    f(Cell::Flat, 0);
+                    for v in 0..64 {
+                        f(Cell::Leaf(ar.leaves.get(node_cell(e) + v)), 1);
+                    }
                 } else {
                     f(Cell::Subtree, 0);
                     node(ar, node_cell(e), 1, &mut f);
@@ -51,7 +56,7 @@ impl<A: FibFamily> Poptrie<A> {
                     depths += d;
                 }
                 Cell::Answer(_) => answers += 1,
-                Cell::Chunk | Cell::Subtree => {}
+                Cell::Chunk | Cell::Subtree | Cell::Flat => {}
             }
         });
         FibStats {
@@ -101,15 +106,27 @@ impl<A: FibFamily> Poptrie<A> {
             ));
         }
         // Each chunk entry's `LEAVES_ONLY` tag says whether its top node has a child (the
-        // vector lookups trust it).
+        // vector lookups trust it), and a top node without one is flat where `flat_pays` (as a
+        // fresh build makes it).
         let ar = &*self.arenas;
         for &r in self.root.iter().filter(|&&r| r & INDEX != 0) {
             for i in 0..Self::CHUNK as u32 {
                 let e = ar.chunks.get((r & !INDEX) + i);
-                let childless = || ar.nodes.get(node_cell(e)).vector == 0;
-                if e & INDEX != 0 && (e & LEAVES_ONLY != 0) != childless() {
+                if e & INDEX == 0 || e & FLAT != 0 {
+                    if e & INDEX != 0 && e & LEAVES_ONLY != 0 {
+                        return Err(format!("chunk entry {e:#x}: flat and LEAVES_ONLY"));
+                    }
+                    continue;
+                }
+                let top = ar.nodes.get(node_cell(e));
+                if (e & LEAVES_ONLY != 0) != (top.vector == 0) {
                     return Err(format!(
                         "chunk entry {e:#x}: its LEAVES_ONLY tag disagrees with its top node"
+                    ));
+                }
+                if top.vector == 0 && flat_pays(ar.leaves.width(), top.leafvec.count_ones()) {
+                    return Err(format!(
+                        "chunk entry {e:#x}: a top node that pays to be flat"
                     ));
                 }
             }
@@ -122,15 +139,20 @@ impl<A: FibFamily> Poptrie<A> {
     pub(super) fn leaf_blocks(&self) -> Vec<(u32, u32)> {
         let ar = &*self.arenas;
         let mut out = Vec::new();
-        let mut stack: Vec<u32> = self
+        let mut stack = Vec::new();
+        let entries = self
             .root
             .iter()
             .filter(|&&r| r & INDEX != 0)
             .flat_map(|&r| (0..Self::CHUNK as u32).map(move |i| (r & !INDEX) + i))
             .map(|c| ar.chunks.get(c))
-            .filter(|&e| e & INDEX != 0)
-            .map(node_cell)
-            .collect();
+            .filter(|&e| e & INDEX != 0);
+        for e in entries {
+            match e & FLAT {
+                0 => stack.push(node_cell(e)),
+                _ => out.push((node_cell(e), 64)),
+            }
+        }
         while let Some(i) = stack.pop() {
             let n = ar.nodes.get(i);
             if n.leafvec != 0 {
@@ -151,6 +173,8 @@ pub(super) enum Cell {
     Chunk,
     /// A chunk entry pointing to a subtree (its nodes follow).
     Subtree,
+    /// A chunk entry pointing to a flat block (its 64 leaves follow).
+    Flat,
     /// One word of a node: its child vector, then its leaf vector.
     Node(u64),
     /// A leaf.
@@ -165,6 +189,7 @@ impl Cell {
             Cell::Answer(id) | Cell::Leaf(id) => id as u64,
             Cell::Chunk => u64::MAX,
             Cell::Subtree => u64::MAX - 1,
+            Cell::Flat => u64::MAX - 2,
             Cell::Node(w) => w,
         }
     }

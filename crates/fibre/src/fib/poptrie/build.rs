@@ -299,7 +299,8 @@ impl<A: FibFamily> Poptrie<A> {
             .max()
             .unwrap_or(NO_ROUTE);
         // The width `install` gives the leaf arena (`Leaves::reserving` of the same id).
-        let pad = Leaves::pad_for(Leaves::width_for(out.max_id));
+        let width = Leaves::width_for(out.max_id);
+        let pad = Leaves::pad_for(width);
         for &(key, len, id) in all.iter().filter(|p| p.1 as u32 <= r) {
             let first = top(key, r);
             out.root[first..first + (1 << (r - len as u32))].fill(id);
@@ -326,8 +327,19 @@ impl<A: FibFamily> Poptrie<A> {
                 while let Some(p) = long.next_if(|p| bits(p.0, r, s) as usize == ci) {
                     scratch.prefixes.push(*p);
                 }
-                chunk[ci] = match scratch.encode(s, chunk[ci], pad) {
+                let encoded = scratch.encode(s, chunk[ci], pad);
+                let top = scratch.nodes.first().copied().unwrap_or_default();
+                chunk[ci] = match encoded {
                     Some(leaf) => leaf,
+                    None if top.vector == 0 && flat_pays(width, top.leafvec.count_ones()) => {
+                        // The top's leaves are the scratch's first (`encode_node`'s order).
+                        let ids = expand_runs(top.leafvec, |k| scratch.leaves[k as usize]);
+                        let first = out.leaves.len() as u32;
+                        out.leaves.extend_from_slice(&ids);
+                        out.leaves
+                            .extend(std::iter::repeat_n(ids[63], pad as usize));
+                        INDEX | FLAT | first
+                    }
                     None => {
                         let (node_off, leaf_off) =
                             (out.nodes.len() as u32, out.leaves.len() as u32);
@@ -360,11 +372,11 @@ impl<A: FibFamily> Poptrie<A> {
         spare: Spare,
     ) -> (Arc<Arenas>, [BlockAlloc; 3], Vec<u32>, [usize; 3]) {
         let (nodes, leaves) = (enc.nodes.len(), enc.leaves.len());
-        // Chunk entries keep two tag bits above a node's cell (`top_entry`): 2^30 nodes are
-        // 24 GiB, more than any table this builds from reaches.
+        // Chunk entries keep three tag bits above a node's or a leaf's cell (`top_entry`,
+        // `FLAT`): 2^29 nodes are 12 GiB, more than any table this builds from reaches.
         assert!(
-            nodes < MAX_NODE_CELLS,
-            "{nodes} nodes: more than a chunk entry names"
+            nodes < MAX_NODE_CELLS && leaves < MAX_CELLS,
+            "{nodes} nodes, {leaves} leaves: more than a chunk entry names"
         );
         let room = [
             nodes * spare.nodes_per_8 / 8 + 4096,
@@ -392,7 +404,7 @@ impl<A: FibFamily> Poptrie<A> {
         }
         let allocs = [
             BlockAlloc::new(nodes as u32, arenas.nodes.cap().min(MAX_NODE_CELLS)),
-            BlockAlloc::new(enc.leaves.len() as u32, arenas.leaves.cap()),
+            BlockAlloc::new(leaves as u32, arenas.leaves.cap().min(MAX_CELLS)),
             BlockAlloc::new(enc.chunks.len() as u32, arenas.chunks.cap()),
         ];
         (Arc::new(arenas), allocs, enc.root, room)

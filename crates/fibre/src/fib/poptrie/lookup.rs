@@ -92,6 +92,10 @@ impl<A: FibFamily> PoptrieView<A> {
         if e & INDEX == 0 {
             return e;
         }
+        if e & FLAT != 0 {
+            let leaf = node_cell(e) + bits(key, Self::S, Self::S + 6);
+            return unsafe { leaves.get_unchecked(leaf) }.unpack();
+        }
         unsafe { self.walk(leaves, node_cell(e), key << Self::S) }
     }
 
@@ -243,7 +247,9 @@ impl<A: FibFamily> PoptrieView<A> {
         }
         // SAFETY (every read below): as in `lookup`, each index is a cell of this published
         // version; a lane that has its answer reads it again from `entry` (no branch: in W2
-        // lanes end at the root, a chunk or a node at random).
+        // lanes end at the root, a chunk or a node at random). A lane at a flat block
+        // (`FLAT`) has its leaf's cell now.
+        let mut leaf = [false; LANES];
         for i in 0..LANES {
             let c = entry[i & M];
             let from = select_unpredictable(
@@ -252,12 +258,18 @@ impl<A: FibFamily> PoptrieView<A> {
                 &entry[i & M] as *const u32,
             );
             let e = unsafe { from.read() };
-            prefetch(ar.nodes.addr(node_cell(e)));
-            entry[i & M] = e;
+            let flat = e & (INDEX | FLAT) == INDEX | FLAT;
+            let cell = node_cell(e).wrapping_add(Self::next6(keys[i] << Self::S));
+            prefetch(select_unpredictable(
+                flat,
+                leaves.addr(cell) as *const u8,
+                ar.nodes.addr(node_cell(e)) as *const u8,
+            ));
+            entry[i & M] = select_unpredictable(flat, cell, e);
+            leaf[i & M] = flat;
         }
         // Node levels: each lane's node gives a leaf (its cell in `entry`, read last) or a
         // child.
-        let mut leaf = [false; LANES];
         for level in 0..A::BULK_NODE_STAGES {
             for i in 0..LANES {
                 let e = entry[i & M];

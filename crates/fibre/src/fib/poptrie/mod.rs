@@ -7,7 +7,10 @@
 //!   entry holds the leaf. Chunking is what makes an update cheap to publish: a new version copies
 //!   the root (2-4 KiB) and the chunks it changes, never the whole 2^S array.
 //! - An entry is a leaf id, or ([`INDEX`] bit set) the index of a subtree's top node, tagged
-//!   `LEAVES_ONLY` where that node has no child (the vector lookups skip a gather there).
+//!   `LEAVES_ONLY` where that node has no child (the vector lookups skip a gather there), or
+//!   (`FLAT`) the first of 64 leaves, one per slot of the next 6 bits: a top node without a
+//!   child whose leaves vary enough is stored so (`flat_pays`), and a key there reads its
+//!   leaf straight after the chunk entry.
 //! - A **node** covers the next 6 bits: `vector` marks the 64 slots that continue in a child
 //!   node, `leafvec` marks the slots where a new run of equal leaves starts (leaf compression: the
 //!   runs skip child slots). Children of a node are contiguous from `base1`, its leaves from
@@ -80,8 +83,26 @@ pub const INDEX: u32 = 1 << 31;
 /// (where a full view's /24s end: few /18 slots hold anything longer). Written by
 /// [`top_entry`], read through [`node_cell`]; root entries never carry it.
 const LEAVES_ONLY: u32 = 1 << 30;
-/// Node cells stay below [`LEAVES_ONLY`], so a chunk entry holds both tags and the cell.
-const MAX_NODE_CELLS: usize = LEAVES_ONLY as usize;
+/// Chunk-entry tag beside [`INDEX`]: the slot's subtree is a *flat* block, not a node: the
+/// leaves of its 64 slots one by one (then the pad cells, see `leaves`), from the leaf cell the
+/// entry holds. A key there reads its leaf at that cell plus its next 6 bits: two dependent
+/// reads after the root (chunk entry, leaf) where a node takes three (chunk entry, node,
+/// leaf). A top node without a child is stored so where [`flat_pays`] says (see
+/// `Poptrie::entry_for`); root entries never carry it.
+const FLAT: u32 = 1 << 29;
+/// Node and leaf cells stay below [`FLAT`], so a chunk entry holds its tags and the cell.
+const MAX_CELLS: usize = FLAT as usize;
+/// Node cells stay below [`MAX_CELLS`].
+const MAX_NODE_CELLS: usize = MAX_CELLS;
+
+/// Whether a top node without a child and with `runs` runs of leaves of `width` bytes is stored
+/// flat: where its 64 leaves take at most twice the node's cell and runs (one-byte leaves from
+/// 8 runs, two-byte from 20, four-byte from 26). The bench's FIB of next-hop indexes (one byte)
+/// then has most /18 slots of the IPv4 view flat; the router's four-byte ids far fewer.
+#[inline]
+fn flat_pays(width: usize, runs: u32) -> bool {
+    64 * width <= 2 * (std::mem::size_of::<Node>() + runs as usize * width)
+}
 
 /// The chunk entry naming top node `node`, at `cell`: tagged [`LEAVES_ONLY`] where it has no
 /// child.
@@ -91,10 +112,25 @@ fn top_entry(cell: u32, node: &Node) -> u32 {
     INDEX | cell | if node.vector == 0 { LEAVES_ONLY } else { 0 }
 }
 
-/// The node cell a chunk entry holds ([`INDEX`] set), its tags cleared.
+/// The cell a chunk entry holds ([`INDEX`] set), its tags cleared: a node's, or a flat block's
+/// first leaf ([`FLAT`]).
 #[inline(always)]
 fn node_cell(entry: u32) -> u32 {
-    entry & !(INDEX | LEAVES_ONLY)
+    entry & !(INDEX | LEAVES_ONLY | FLAT)
+}
+
+/// The 64 leaves a node without a child answers, from its runs (`run(k)`: the `k`th).
+fn expand_runs(leafvec: u64, mut run: impl FnMut(u32) -> u32) -> [u32; 64] {
+    let mut out = [NO_ROUTE; 64];
+    let (mut k, mut id) = (0, NO_ROUTE);
+    for (v, x) in out.iter_mut().enumerate() {
+        if leafvec & (1 << v) != 0 {
+            id = run(k);
+            k += 1;
+        }
+        *x = id;
+    }
+    out
 }
 /// A direct-pointing change of more slots than this rebuilds the whole structure (a short
 /// prefix such as a default route touches every slot).

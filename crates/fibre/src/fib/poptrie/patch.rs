@@ -47,6 +47,33 @@ impl<A: FibFamily> Poptrie<A> {
             .get((r & !INDEX) + (slot % Self::CHUNK) as u32)
     }
 
+    /// The chunk entry for top node `node`, placed at `cell` in this batch: the node's
+    /// ([`top_entry`]), or, where it has no child and [`flat_pays`], a flat block of its 64
+    /// leaves made now ([`FLAT`]), the node's cell and leaves retired (never published, they go
+    /// back with this version's blocks). `None`: the leaf arena is full.
+    pub(super) fn entry_for(
+        &mut self,
+        cell: u32,
+        node: Node,
+        retired: &mut Vec<Block>,
+    ) -> Option<u32> {
+        let ar = self.arenas.clone();
+        if node.vector != 0 || !flat_pays(ar.leaves.width(), node.leafvec.count_ones()) {
+            return Some(top_entry(cell, &node));
+        }
+        let pad = ar.leaves.pad();
+        let first = self.leaves.alloc(64 + pad)?;
+        let ids = expand_runs(node.leafvec, |k| ar.leaves.get(node.base0 + k));
+        let pads = std::iter::repeat_n(ids[63], pad as usize);
+        for (i, id) in ids.into_iter().chain(pads).enumerate() {
+            // SAFETY: `first` was allocated just now: no published version reaches it.
+            unsafe { ar.leaves.set(first + i as u32, id) };
+        }
+        retire_joined(retired, Block::new(Kind::Node, cell, 1));
+        retire_own(&ar, node, retired);
+        Some(INDEX | FLAT | first)
+    }
+
     /// Sets the direct-pointing entry of `slot`, copying its chunk first if this batch has not.
     pub(super) fn set_entry(
         &mut self,
@@ -156,7 +183,7 @@ impl<A: FibFamily> Poptrie<A> {
                 }
                 long += 1;
             }
-            let repaint = alone && old & INDEX != 0 && !sub.is_empty();
+            let repaint = alone && old & INDEX != 0 && old & FLAT == 0 && !sub.is_empty();
             let leaf = if repaint {
                 if deep {
                     // A longer prefix answers the whole slot: nothing in it changed.
@@ -175,16 +202,14 @@ impl<A: FibFamily> Poptrie<A> {
                 let top = repaint.subtree(self.arenas.nodes.get(was), sub, s, fill);
                 (top.vector == 0 && top.leafvec.count_ones() == 1).then(|| leaves[0])
             } else {
-                if old & INDEX != 0 {
-                    retire_subtree(&self.arenas, node_cell(old), retired);
-                }
+                retire_entry(&self.arenas, old, retired);
                 encode_slot(nodes, (leaves, self.arenas.leaves.pad()), sub, s, fill)
             };
             let entry = match leaf {
                 Some(leaf) => leaf,
                 None => {
                     let kept: &[u32] = if repaint { &self.scratch.kept } else { &[] };
-                    let (_, cell) = Self::place(
+                    let (top, cell) = Self::place(
                         &mut self.nodes,
                         &mut self.leaves,
                         &self.arenas,
@@ -192,7 +217,7 @@ impl<A: FibFamily> Poptrie<A> {
                         kept,
                         true,
                     )?;
-                    top_entry(cell, &self.arenas.nodes.get(cell))
+                    self.entry_for(cell, top, retired)?
                 }
             };
             self.set_entry(slot, entry, fresh, retired)?;
@@ -389,6 +414,74 @@ impl<A: FibFamily> Poptrie<A> {
         }))
     }
 
+    /// Follows a change of `p` (longer than the direct-pointing step) in `slot`, whose entry
+    /// `entry` is a flat block ([`FLAT`]): a copy of the block with `p`'s slots painted again
+    /// (what covers `p`, then what `p` covers), or the slot's one leaf where they all agree.
+    /// `None`: the slot is flat no more (a prefix below it is longer than the block's level, or
+    /// its runs are too few to pay, [`flat_pays`]) and is encoded again; `Some(None)`: an arena
+    /// is full.
+    fn patch_flat(
+        &mut self,
+        routes: &PrefixSet<A>,
+        p: Prefix<A>,
+        slot: usize,
+        entry: u32,
+        fresh: &mut Vec<usize>,
+        retired: &mut Vec<Block>,
+    ) -> Option<Option<()>> {
+        let level = Self::S + 6;
+        if p.len() as u32 > level {
+            return None;
+        }
+        let ar = self.arenas.clone();
+        let old = node_cell(entry);
+        let mut ids = [NO_ROUTE; 64];
+        for (v, id) in ids.iter_mut().enumerate() {
+            *id = ar.leaves.get(old + v as u32);
+        }
+        // `p`'s slots: what covers `p` unless it is stored (it paints them all, first in trie
+        // order), then what it covers.
+        let (first, n) = (
+            stride(p.bits(), Self::S) as usize,
+            1usize << (level - p.len() as u32),
+        );
+        if routes.get(&p).is_none() {
+            let cover = routes
+                .covering_shorter(&p)
+                .map_or(NO_ROUTE, |(_, &id)| stored(id));
+            ids[first..first + n].fill(cover);
+        }
+        for (q, &id) in routes.covered(&p) {
+            if q.len() as u32 > level {
+                return None;
+            }
+            let (v, n) = (
+                stride(q.bits(), Self::S) as usize,
+                1usize << (level - q.len() as u32),
+            );
+            ids[v..v + n].fill(stored(id));
+        }
+        let runs = 1 + ids.windows(2).filter(|w| w[0] != w[1]).count() as u32;
+        if runs == 1 {
+            retire_entry(&ar, entry, retired);
+            return Some(self.set_entry(slot, ids[0], fresh, retired));
+        }
+        if !flat_pays(ar.leaves.width(), runs) {
+            return None;
+        }
+        let pad = ar.leaves.pad();
+        let Some(block) = self.leaves.alloc(64 + pad) else {
+            return Some(None);
+        };
+        let pads = std::iter::repeat_n(ids[63], pad as usize);
+        for (i, id) in ids.into_iter().chain(pads).enumerate() {
+            // SAFETY: `block` was allocated just now: no published version reaches it.
+            unsafe { ar.leaves.set(block + i as u32, id) };
+        }
+        retire_entry(&ar, entry, retired);
+        Some(self.set_entry(slot, INDEX | FLAT | block, fresh, retired))
+    }
+
     /// Follows a change of `p` (longer than the direct-pointing step): re-encodes the node at
     /// `p`'s level (or the deepest existing node on its path), going up while nodes vanish, then
     /// copies the ancestors' children blocks up to the direct-pointing entry.
@@ -403,8 +496,14 @@ impl<A: FibFamily> Poptrie<A> {
         let s = Self::S;
         let slot = top(p.bits(), s);
         let entry = self.entry(slot);
-        if entry & INDEX == 0 {
-            // No subtree yet: it is at most `p` and what shares its slot.
+        if entry & INDEX != 0 && entry & FLAT != 0 {
+            if let Some(done) = self.patch_flat(routes, p, slot, entry, fresh, retired) {
+                return done;
+            }
+        }
+        if entry & INDEX == 0 || entry & FLAT != 0 {
+            // No subtree yet, or a flat block that is one no more: it is at most `p` and what
+            // shares its slot, encoded again.
             return self.reencode_span(
                 routes,
                 Self::slot_prefix(slot as u32),
@@ -475,7 +574,8 @@ impl<A: FibFamily> Poptrie<A> {
                     // SAFETY: `cell` was allocated just now: unpublished.
                     unsafe { self.arenas.nodes.set(cell, new) };
                     retired.push(Block::new(Kind::Node, top_cell, 1));
-                    return self.set_entry(slot, top_entry(cell, &new), fresh, retired);
+                    let entry = self.entry_for(cell, new, retired)?;
+                    return self.set_entry(slot, entry, fresh, retired);
                 }
             }
         }
@@ -553,6 +653,20 @@ pub(super) fn retire_own(ar: &Arenas, n: Node, retired: &mut Vec<Block>) {
     let kids = n.vector.count_ones();
     if kids > 0 {
         retire_joined(retired, Block::new(Kind::Node, n.base1, kids));
+    }
+}
+
+/// Retires what chunk entry `e` holds: a flat block ([`FLAT`]) or a subtree; a leaf holds none.
+pub(super) fn retire_entry(ar: &Arenas, e: u32, retired: &mut Vec<Block>) {
+    // A leaf's id may have the tags' bits (no route has all of them): `INDEX` first.
+    if e & INDEX == 0 {
+        return;
+    }
+    if e & FLAT != 0 {
+        let cells = 64 + ar.leaves.pad();
+        retire_joined(retired, Block::new(Kind::Leaf, node_cell(e), cells));
+    } else {
+        retire_subtree(ar, node_cell(e), retired);
     }
 }
 

@@ -12,7 +12,7 @@
 #![cfg(target_arch = "x86_64")]
 use super::leaves::with_leaves;
 use super::lookup::{padded, top};
-use super::{Node, PoptrieView, INDEX, LEAVES_ONLY};
+use super::{Node, PoptrieView, FLAT, INDEX, LEAVES_ONLY};
 use crate::addr::Bits;
 use crate::fib::FibFamily;
 use crate::fib::NO_ROUTE;
@@ -223,7 +223,8 @@ unsafe fn avx512<A: FibFamily>(
     const V: usize = GROUP / 8;
     let index = _mm512_set1_epi64(INDEX as i64);
     let leaves_only = _mm512_set1_epi64(LEAVES_ONLY as i64);
-    let tags = _mm512_set1_epi64((INDEX | LEAVES_ONLY) as i64);
+    let flat_tag = _mm512_set1_epi64(FLAT as i64);
+    let tags = _mm512_set1_epi64((INDEX | LEAVES_ONLY | FLAT) as i64);
     let ones = _mm512_set1_epi64(-1);
     let one = _mm512_set1_epi64(1);
     let low32 = _mm512_set1_epi64(u32::MAX as i64);
@@ -268,13 +269,19 @@ unsafe fn avx512<A: FibFamily>(
             let node = _mm512_mask_test_epi64_mask(m, e, index);
             answer[j] = _mm512_mask_mov_epi64(answer[j], m & !node, e);
             cell[j] = _mm512_andnot_si512(tags, e);
-            branching[j] = node & !_mm512_mask_test_epi64_mask(node, e, leaves_only);
             h[j] = _mm512_or_si512(
                 _mm512_sll_epi64(h[j], shift(s)),
                 _mm512_srl_epi64(l[j], shift(64 - s)),
             );
             l[j] = _mm512_sll_epi64(l[j], shift(s));
-            live[j] = node;
+            // A flat block's lanes have their leaf's cell: the block's first plus the next 6
+            // bits.
+            let flat = _mm512_mask_test_epi64_mask(node, e, flat_tag);
+            let at = _mm512_add_epi64(cell[j], _mm512_srli_epi64::<58>(h[j]));
+            leaf_at[j] = _mm512_mask_mov_epi64(leaf_at[j], flat, at);
+            at_leaf[j] |= flat;
+            live[j] = node & !flat;
+            branching[j] = live[j] & !_mm512_mask_test_epi64_mask(live[j], e, leaves_only);
         }
         // Node levels until every lane has its leaf.
         loop {
@@ -383,7 +390,8 @@ unsafe fn avx2(
     const V: usize = GROUP / 4;
     let index = _mm256_set1_epi64x(INDEX as i64);
     let leaves_only = _mm256_set1_epi64x(LEAVES_ONLY as i64);
-    let tags = _mm256_set1_epi64x((INDEX | LEAVES_ONLY) as i64);
+    let flat_tag = _mm256_set1_epi64x(FLAT as i64);
+    let tags = _mm256_set1_epi64x((INDEX | LEAVES_ONLY | FLAT) as i64);
     let ones = _mm256_set1_epi64x(-1);
     let one = _mm256_set1_epi64x(1);
     let low32 = _mm256_set1_epi64x(u32::MAX as i64);
@@ -428,14 +436,19 @@ unsafe fn avx2(
             let done = _mm256_andnot_si256(node, m);
             answer[j] = _mm256_blendv_epi8(answer[j], e, done);
             cell[j] = _mm256_andnot_si256(tags, e);
-            let flat = _mm256_cmpeq_epi64(_mm256_and_si256(e, leaves_only), leaves_only);
-            branching[j] = _mm256_andnot_si256(flat, node);
             h[j] = _mm256_or_si256(
                 _mm256_sll_epi64(h[j], shift(s)),
                 _mm256_srl_epi64(l[j], shift(64 - s)),
             );
             l[j] = _mm256_sll_epi64(l[j], shift(s));
-            live[j] = node;
+            // As in `avx512`: a flat block's lanes have their leaf's cell.
+            let tagged = |tag| _mm256_cmpeq_epi64(_mm256_and_si256(e, tag), tag);
+            let flat = _mm256_and_si256(node, tagged(flat_tag));
+            let at = _mm256_add_epi64(cell[j], _mm256_srli_epi64::<58>(h[j]));
+            leaf_at[j] = _mm256_blendv_epi8(leaf_at[j], at, flat);
+            at_leaf[j] = _mm256_or_si256(at_leaf[j], flat);
+            live[j] = _mm256_andnot_si256(flat, node);
+            branching[j] = _mm256_andnot_si256(tagged(leaves_only), live[j]);
         }
         loop {
             let mut more = false;

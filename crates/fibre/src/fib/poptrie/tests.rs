@@ -382,29 +382,37 @@ fn a_nodes_leaves_are_followed_by_pad_cells_of_its_own() {
     }
 }
 
-/// A chunk entry is tagged `LEAVES_ONLY` exactly while its top node has no child, through a
-/// build, a longer prefix's change (`patch_long`), a covering change over the slot
-/// (`reencode_span` with `Repaint`) and a rebuild; the vector paths that skip the child vector
-/// on the tag answer the longer prefix while it is there.
+/// A slot's top node without a child is a flat block ([`FLAT`]) where that pays (many runs)
+/// and a node tagged `LEAVES_ONLY` where not (few runs); with a child it is a plain node. The
+/// form follows the slot through a build, a longer prefix's change (`patch_long`), a covering
+/// change over the slot (`reencode_span` with `Repaint`) and a rebuild, and every lookup path
+/// answers the longer prefix while it is there.
 #[test]
-fn a_top_nodes_tag_follows_its_children() {
-    use super::{INDEX, LEAVES_ONLY};
+fn a_top_nodes_form_follows_its_children() {
+    use super::{FLAT, INDEX, LEAVES_ONLY};
     use crate::fib::LookupPath;
+    #[derive(Debug, PartialEq)]
+    enum Form {
+        Flat,
+        LeavesOnly,
+        Node,
+    }
     let v4 = |a: u8, b: u8, c: u8, len: u8| Prefix::new(Ipv4Addr::new(10, a, b, c), len);
-    // One direct-pointing slot (10.0.0.0/18) of /24s with ids that vary: a top node of leaves.
-    let mut set: PrefixSet<Ipv4Addr> = (0..64)
-        .map(|i| (v4(0, i, 0, 24), u32::from(i % 5)))
-        .collect();
     let slot = (0x0A00_0000u32 >> (32 - Poptrie::<Ipv4Addr>::S)) as usize;
-    let tag = |f: &Poptrie<Ipv4Addr>| {
+    let form = |f: &Poptrie<Ipv4Addr>| {
         let e = f.entry(slot);
         assert_ne!(e & INDEX, 0, "the slot has a subtree");
-        e & LEAVES_ONLY != 0
+        match (e & FLAT != 0, e & LEAVES_ONLY != 0) {
+            (true, false) => Form::Flat,
+            (false, true) => Form::LeavesOnly,
+            (false, false) => Form::Node,
+            (true, true) => panic!("{e:#x}: flat and LEAVES_ONLY"),
+        }
     };
     let keys = [
         u32::from(Ipv4Addr::new(10, 0, 5, 200)),
         u32::from(Ipv4Addr::new(10, 0, 5, 1)),
-        u32::from(Ipv4Addr::new(10, 0, 6, 1)),
+        u32::from(Ipv4Addr::new(10, 0, 63, 1)),
     ];
     let answers = |f: &Poptrie<Ipv4Addr>, want: [u32; 3]| {
         // Keys repeated into a whole vector group and more, every path the CPU has.
@@ -412,29 +420,59 @@ fn a_top_nodes_tag_follows_its_children() {
         for path in LookupPath::available() {
             let mut out = vec![0; many.len()];
             f.view().lookup_bulk_on(path, &many, &mut out);
-            for (got, want) in out.chunks(3).zip(std::iter::repeat(want)) {
+            for got in out.chunks(3) {
                 assert_eq!(got, want, "{path:?}");
             }
         }
+        let single: Vec<u32> = keys.iter().map(|&k| f.view().lookup(k)).collect();
+        assert_eq!(single, want, "single lookups");
     };
-    let mut fib = Poptrie::<Ipv4Addr>::build(&set).unwrap();
-    assert!(tag(&fib));
-    answers(&fib, [0, 0, 1]);
-    let long = v4(0, 5, 128, 25);
-    set.insert(long, 9);
-    fib.update(&set, &[long]).unwrap();
-    assert!(!tag(&fib), "a /25 under the top node");
-    answers(&fib, [9, 0, 1]);
-    // A covering change keeps the node below it painted again, and its child.
-    let cover = v4(0, 0, 0, 16);
-    set.insert(cover, 7);
-    fib.update(&set, &[cover]).unwrap();
-    assert!(!tag(&fib), "the /25 is still there");
-    answers(&fib, [9, 0, 1]);
-    assert!(!tag(&Poptrie::<Ipv4Addr>::build(&set).unwrap()));
-    set.remove(&long);
-    fib.update(&set, &[long]).unwrap();
-    assert!(tag(&fib), "the /25 went");
-    answers(&fib, [0, 0, 1]);
-    fib.audit().unwrap();
+    // One direct-pointing slot (10.0.0.0/18) of /24s: ids that change at every /24 (64 runs,
+    // flat at one byte a leaf), or every 16th (4 runs, a node).
+    // The ids of the /24s, by their place.
+    type Ids = fn(u8) -> u8;
+    let forms: [(u32, Ids, Form); 2] = [
+        (64, |i| i % 5, Form::Flat),
+        (4, |i| i / 16, Form::LeavesOnly),
+    ];
+    for (runs, id, flat) in forms {
+        let mut set: PrefixSet<Ipv4Addr> = (0..64)
+            .map(|i| (v4(0, i, 0, 24), u32::from(id(i))))
+            .collect();
+        let base = [u32::from(id(5)), u32::from(id(5)), u32::from(id(63))];
+        let mut fib = Poptrie::<Ipv4Addr>::build(&set).unwrap();
+        assert_eq!(form(&fib), flat, "{runs} runs, built");
+        answers(&fib, base);
+        let long = v4(0, 5, 128, 25);
+        set.insert(long, 9);
+        fib.update(&set, &[long]).unwrap();
+        assert_eq!(
+            form(&fib),
+            Form::Node,
+            "{runs} runs, a /25 under the top node"
+        );
+        answers(&fib, [9, base[1], base[2]]);
+        // A covering change paints the node again, and keeps its child.
+        let cover = v4(0, 0, 0, 16);
+        set.insert(cover, 7);
+        fib.update(&set, &[cover]).unwrap();
+        assert_eq!(
+            form(&fib),
+            Form::Node,
+            "{runs} runs, the /25 is still there"
+        );
+        answers(&fib, [9, base[1], base[2]]);
+        assert_eq!(form(&Poptrie::<Ipv4Addr>::build(&set).unwrap()), Form::Node);
+        set.remove(&long);
+        fib.update(&set, &[long]).unwrap();
+        assert_eq!(form(&fib), flat, "{runs} runs, the /25 went");
+        answers(&fib, base);
+        // A /24 changed in place: the slot keeps its form.
+        set.insert(v4(0, 63, 0, 24), 1);
+        fib.update(&set, &[v4(0, 63, 0, 24)]).unwrap();
+        assert_eq!(form(&fib), flat, "{runs} runs, a /24 changed");
+        answers(&fib, [base[0], base[1], 1]);
+        fib.audit().unwrap();
+        assert!(fib.image() == Poptrie::<Ipv4Addr>::build(&set).unwrap().image());
+    }
 }
