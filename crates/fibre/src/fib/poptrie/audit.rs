@@ -106,15 +106,21 @@ impl<A: FibFamily> Poptrie<A> {
             ));
         }
         // Each chunk entry's `LEAVES_ONLY` tag says whether its top node has a child (the
-        // vector lookups trust it), and a top node without one is flat where `flat_pays` (as a
-        // fresh build makes it).
+        // vector lookups trust it), and a top node without one is flat exactly where
+        // `flat_pays` (as a fresh build of the same leaf width makes it).
         let ar = &*self.arenas;
         for &r in self.root.iter().filter(|&&r| r & INDEX != 0) {
             for i in 0..Self::CHUNK as u32 {
                 let e = ar.chunks.get((r & !INDEX) + i);
-                if e & INDEX == 0 || e & FLAT != 0 {
-                    if e & INDEX != 0 && e & LEAVES_ONLY != 0 {
-                        return Err(format!("chunk entry {e:#x}: flat and LEAVES_ONLY"));
+                if e & INDEX == 0 {
+                    continue;
+                }
+                if e & FLAT != 0 {
+                    // A flat block is one only where it pays, and is not one leaf throughout.
+                    let ids: Vec<u32> = (0..64).map(|v| ar.leaves.get(node_cell(e) + v)).collect();
+                    let runs = 1 + ids.windows(2).filter(|w| w[0] != w[1]).count() as u32;
+                    if e & LEAVES_ONLY != 0 || runs == 1 || !flat_pays(ar.leaves.width(), runs) {
+                        return Err(format!("chunk entry {e:#x}: a flat block of {runs} runs"));
                     }
                     continue;
                 }
@@ -135,7 +141,7 @@ impl<A: FibFamily> Poptrie<A> {
     }
 
     /// The first leaf and the number of leaves of every node the current version reaches that
-    /// has leaves.
+    /// has leaves, and of every flat block (64).
     pub(super) fn leaf_blocks(&self) -> Vec<(u32, u32)> {
         let ar = &*self.arenas;
         let mut out = Vec::new();

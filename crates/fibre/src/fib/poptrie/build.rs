@@ -277,7 +277,13 @@ impl<A: FibFamily> Poptrie<A> {
 
     /// Encodes every route from scratch. Work is in proportion to the root, the chunks that
     /// hold a prefix longer than the root step, and the prefixes: a small table costs little.
-    pub(super) fn encode_all(routes: &PrefixSet<A>, scratch: &mut Scratch<A::Bits>) -> Encoded {
+    /// `floor`: an id the leaf cells must hold besides the routes' ([`NO_ROUTE`]: none), for a
+    /// build in a wider generation's form ([`LpmAlgorithm::rebuilt_like`]).
+    pub(super) fn encode_all(
+        routes: &PrefixSet<A>,
+        scratch: &mut Scratch<A::Bits>,
+        floor: u32,
+    ) -> Encoded {
         let (r, s) = (Self::R, Self::S);
         let mut out = Encoded {
             root: vec![NO_ROUTE; 1 << r],
@@ -295,6 +301,7 @@ impl<A: FibFamily> Poptrie<A> {
         out.max_id = all
             .iter()
             .map(|p| p.2)
+            .chain(std::iter::once(floor))
             .filter(|&id| id != NO_ROUTE)
             .max()
             .unwrap_or(NO_ROUTE);
@@ -433,7 +440,7 @@ impl<A: FibFamily> Poptrie<A> {
     /// Re-encodes everything into fresh arenas and publishes it. `arena_full`: an arena ran
     /// out of room, and a large table's spare room then doubles ([`Spare::grown`]).
     pub(super) fn rebuild(&mut self, routes: &PrefixSet<A>, arena_full: bool) {
-        let enc = Self::encode_all(routes, &mut self.scratch);
+        let enc = Self::encode_all(routes, &mut self.scratch, NO_ROUTE);
         self.generation += 1;
         self.rebuilds += 1;
         if arena_full && routes.len() >= LARGE_TABLE {

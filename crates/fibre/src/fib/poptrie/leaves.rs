@@ -19,7 +19,7 @@
 //! elements are 4 bytes at least) and keep its width's low bytes. So that this read never
 //! reaches a cell the writer may be writing, each node's leaves are followed by
 //! [`Leaves::pad`] cells of the node's own (copies of its last leaf): placed, written and
-//! retired with its leaves.
+//! retired with its leaves. A flat block's 64 leaves (see `FLAT`) are followed by as many.
 use super::super::arena::RawArena;
 use super::super::{MAX_ID, NO_ROUTE};
 
@@ -129,6 +129,10 @@ impl Leaves {
     /// Bytes a leaf takes.
     pub(super) fn width(&self) -> usize {
         with_leaves!(self, a => size_of_cell(a))
+    }
+    /// The largest id these cells hold.
+    pub(super) fn max_held(&self) -> u32 {
+        with_leaves!(self, a => max_of(a))
     }
     /// Whether `id` (an id to store, or [`NO_ROUTE`]) fits these cells.
     pub(super) fn holds(&self, id: u32) -> bool {

@@ -179,7 +179,8 @@ impl<A: FibFamily> PoptrieView<A> {
 
     /// One group of [`LANES`] lookups (a batch's tail padded), stage by stage for the first
     /// levels: every lane's root entry (cached) gives its chunk entry, prefetched; every lane's
-    /// chunk entry its top node, prefetched; then [`FibFamily::BULK_NODE_STAGES`] node levels the same way,
+    /// chunk entry its top node, prefetched (or, for a flat block, its leaf); then
+    /// [`FibFamily::BULK_NODE_STAGES`] node levels the same way,
     /// a lane that ends in a leaf prefetching it; the leaves are read last, and lanes still
     /// walking go on one at a time as [`PoptrieView::lookup`] does (the out-of-order core
     /// overlapping them). A group with few keys past the root finishes them one at a time

@@ -454,14 +454,13 @@ impl<A: FibFamily> Poptrie<A> {
     }
 }
 
-impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
-    const NAME: &'static str = "poptrie";
-    type View = PoptrieView<A>;
-
-    fn build(routes: &PrefixSet<A>) -> Result<Self, IdOutOfRange> {
+impl<A: FibFamily> Poptrie<A> {
+    /// [`LpmAlgorithm::build`] with leaf cells that hold `floor` too ([`NO_ROUTE`]: only the
+    /// routes' ids).
+    fn build_holding(routes: &PrefixSet<A>, floor: u32) -> Result<Self, IdOutOfRange> {
         check_ids(routes.iter().map(|(p, &id)| (p, id)))?;
         let mut scratch = Scratch::default();
-        let enc = Self::encode_all(routes, &mut scratch);
+        let enc = Self::encode_all(routes, &mut scratch, floor);
         let spare = Spare::first(routes.len());
         let (arenas, [nodes, leaves, chunks], root, room) = Self::install(enc, spare);
         let view = Arc::new(PoptrieView {
@@ -489,6 +488,20 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             rebuilds: 0,
             spare,
         })
+    }
+}
+
+impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
+    const NAME: &'static str = "poptrie";
+    type View = PoptrieView<A>;
+
+    fn build(routes: &PrefixSet<A>) -> Result<Self, IdOutOfRange> {
+        Self::build_holding(routes, NO_ROUTE)
+    }
+
+    /// Leaf cells as wide as this generation's, which may be wider than the routes' ids need.
+    fn rebuilt_like(&self, routes: &PrefixSet<A>) -> Result<Self, IdOutOfRange> {
+        Self::build_holding(routes, self.arenas.leaves.max_held())
     }
 
     fn update(&mut self, routes: &PrefixSet<A>, changed: &[Prefix<A>]) -> Result<(), IdOutOfRange> {

@@ -136,7 +136,8 @@ impl<A: FibFamily> Poptrie<A> {
     /// Re-encodes every direct-pointing slot under `p` (at most the direct-pointing step long)
     /// from `routes`, in one pass over the prefixes `p` covers: leaf pushing put `p`'s id (or
     /// what covered it) in all of them. `alone`: nothing else under `p` changed, and only
-    /// where `p`'s id shows is encoded again (see `repaint.rs`).
+    /// where `p`'s id shows is encoded again (see `repaint.rs`; a flat block is encoded again
+    /// whole unless a longer prefix answers its slot).
     pub(super) fn reencode_span(
         &mut self,
         routes: &PrefixSet<A>,
@@ -182,6 +183,10 @@ impl<A: FibFamily> Poptrie<A> {
                     sub.push(prefixes[long]);
                 }
                 long += 1;
+            }
+            if alone && deep && old & (INDEX | FLAT) == INDEX | FLAT {
+                // A longer prefix answers the whole slot: its flat block did not change.
+                continue;
             }
             let repaint = alone && old & INDEX != 0 && old & FLAT == 0 && !sub.is_empty();
             let leaf = if repaint {
@@ -484,7 +489,9 @@ impl<A: FibFamily> Poptrie<A> {
 
     /// Follows a change of `p` (longer than the direct-pointing step): re-encodes the node at
     /// `p`'s level (or the deepest existing node on its path), going up while nodes vanish, then
-    /// copies the ancestors' children blocks up to the direct-pointing entry.
+    /// copies the ancestors' children blocks up to the direct-pointing entry. A slot stored
+    /// flat is painted again in a copy of its block ([`Poptrie::patch_flat`]), or re-encoded
+    /// whole; a slot without a subtree is encoded.
     pub(super) fn patch_long(
         &mut self,
         routes: &PrefixSet<A>,

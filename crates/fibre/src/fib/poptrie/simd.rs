@@ -1,6 +1,7 @@
 //! Bulk lookups in vector registers, stage by stage: every key of a group of [`GROUP`] reads
 //! its root entry (scalar loads: the root is in L1), then every lane its chunk entry, then
-//! every live lane its first node, and so on, and the lanes that end at a leaf read it last.
+//! every live lane its first node, and so on, and the lanes that end at a leaf read it last (a
+//! lane whose chunk entry names a flat block has its leaf's cell at once: see `FLAT`).
 //! A stage's gathers for the whole group are independent, so their cache misses overlap
 //! without prefetches, and a lane costs a few vector instructions a level instead of the
 //! scalar path's bookkeeping (callgrind: 77 instructions per IPv4 W1 lookup there, 165 per
@@ -28,8 +29,8 @@ struct Tables {
     /// are words `3n`, `3n + 1` and `3n + 2`.
     words: *const i64,
     /// The leaf arena's first byte: a leaf is read as the 4 bytes at byte offset cell x width,
-    /// which are its node's own (the node's pad cells: see `leaves`), and `leaf_bits` of them
-    /// kept.
+    /// which are its node's or flat block's own (their pad cells: see `leaves`), and
+    /// `leaf_bits` of them kept.
     leaves: *const u8,
     /// Log2 of a leaf's width in bytes.
     leaf_shift: u32,
@@ -209,8 +210,8 @@ unsafe fn load_keys<A: FibFamily>(keys: &[A::Bits; GROUP], j: usize) -> (__m512i
 ///
 /// `roots` holds each key's root entry (read by the caller). Every gather below reads cells of
 /// a published version that belong to what the lane reached: a chunk entry at an index the
-/// root holds, a node's words, a leaf at an index its node holds, read as the 4 bytes from
-/// its first, which are its node's own (see [`Tables::leaves`]); the same invariant as the
+/// root holds, a node's words, a leaf at an index its node or flat block holds, read as the 4
+/// bytes from its first, which are their own (see [`Tables::leaves`]); the same invariant as the
 /// scalar path's unchecked reads (see `Poptrie`). Lanes that have their answer are masked off
 /// and read nothing.
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]

@@ -476,3 +476,32 @@ fn a_top_nodes_form_follows_its_children() {
         assert!(fib.image() == Poptrie::<Ipv4Addr>::build(&set).unwrap().image());
     }
 }
+
+/// A slot's form depends on the leaf width (`flat_pays`), which an update widens but only a
+/// full build narrows: after the one wide id goes, the patched FIB keeps two-byte cells and a
+/// node where a fresh build makes one-byte cells and a flat block. It equals a fresh build in
+/// its own form (`rebuilt_like`, what the property tests compare with).
+#[test]
+fn a_patched_generation_keeps_its_form_until_a_full_build() {
+    let v4 = |a: u8, b: u8, len: u8| Prefix::new(Ipv4Addr::new(10, a, b, 0), len);
+    // Nine runs of /24s in 10.0.0.0/18 (flat at one byte a leaf, not at two), and one wide id.
+    let mut set: PrefixSet<Ipv4Addr> = (0..9).map(|i| (v4(0, 2 * i, 24), u32::from(i))).collect();
+    set.insert(v4(1, 0, 16), 300);
+    let mut fib = Poptrie::<Ipv4Addr>::build(&set).unwrap();
+    assert_eq!(fib.arenas.leaves.width(), 2);
+    set.remove(&v4(1, 0, 16));
+    fib.update(&set, &[v4(1, 0, 16)]).unwrap();
+    assert_eq!(
+        fib.arenas.leaves.width(),
+        2,
+        "only a full build narrows the cells"
+    );
+    let fresh = Poptrie::<Ipv4Addr>::build(&set).unwrap();
+    assert_eq!(fresh.arenas.leaves.width(), 1);
+    assert!(
+        fib.image() != fresh.image(),
+        "a node at two bytes, flat at one"
+    );
+    assert!(fib.image() == fib.rebuilt_like(&set).unwrap().image());
+    fib.audit().unwrap();
+}
