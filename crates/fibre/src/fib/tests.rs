@@ -213,38 +213,9 @@ fn dense_ops<A: FibFamily>() -> impl Strategy<Value = Case<A>> {
 
 struct PropertyRun<A> {
     cases: u32,
+    /// Tables from [`dense_ops`], else [`ops`].
+    dense: bool,
     _a: std::marker::PhantomData<A>,
-}
-
-struct DenseRun<A> {
-    cases: u32,
-    _a: std::marker::PhantomData<A>,
-}
-
-impl<A: FibFamily> AlgorithmVisitor<A> for DenseRun<A> {
-    fn visit<L: LpmAlgorithm<A>>(&mut self) {
-        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-            cases: self.cases,
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        });
-        if let Err(e) = runner.run(&dense_ops::<A>(), |(t, o)| fib_equals_model::<A, L>(t, o)) {
-            panic!("{} ({}), dense slots: {e}", L::NAME, A::FAMILY.name());
-        }
-    }
-}
-
-/// Tables dense in two slots ([`dense_ops`]), per family and algorithm.
-#[test]
-fn fib_equals_the_reference_in_dense_slots() {
-    for_each_algorithm::<Ipv4Addr>(&mut DenseRun {
-        cases: 2_000,
-        _a: Default::default(),
-    });
-    for_each_algorithm::<Ipv6Addr>(&mut DenseRun {
-        cases: 2_000,
-        _a: Default::default(),
-    });
 }
 
 impl<A: FibFamily> AlgorithmVisitor<A> for PropertyRun<A> {
@@ -254,10 +225,31 @@ impl<A: FibFamily> AlgorithmVisitor<A> for PropertyRun<A> {
             failure_persistence: None,
             ..ProptestConfig::default()
         });
-        if let Err(e) = runner.run(&ops::<A>(), |(t, o)| fib_equals_model::<A, L>(t, o)) {
-            panic!("{} ({}): {e}", L::NAME, A::FAMILY.name());
+        let property = |(t, o)| fib_equals_model::<A, L>(t, o);
+        let result = match self.dense {
+            true => runner.run(&dense_ops::<A>(), property),
+            false => runner.run(&ops::<A>(), property),
+        };
+        if let Err(e) = result {
+            let tables = if self.dense { ", dense slots" } else { "" };
+            panic!("{} ({}){tables}: {e}", L::NAME, A::FAMILY.name());
         }
     }
+}
+
+/// Tables dense in two slots ([`dense_ops`]), per family and algorithm.
+#[test]
+fn fib_equals_the_reference_in_dense_slots() {
+    for_each_algorithm::<Ipv4Addr>(&mut PropertyRun {
+        cases: 2_000,
+        dense: true,
+        _a: Default::default(),
+    });
+    for_each_algorithm::<Ipv6Addr>(&mut PropertyRun {
+        cases: 2_000,
+        dense: true,
+        _a: Default::default(),
+    });
 }
 
 /// 10^4 random tables and update sequences per family and algorithm (the bar).
@@ -265,6 +257,7 @@ impl<A: FibFamily> AlgorithmVisitor<A> for PropertyRun<A> {
 fn fib_equals_the_reference_v4() {
     for_each_algorithm::<Ipv4Addr>(&mut PropertyRun {
         cases: 10_000,
+        dense: false,
         _a: Default::default(),
     });
 }
@@ -273,6 +266,7 @@ fn fib_equals_the_reference_v4() {
 fn fib_equals_the_reference_v6() {
     for_each_algorithm::<Ipv6Addr>(&mut PropertyRun {
         cases: 10_000,
+        dense: false,
         _a: Default::default(),
     });
 }
