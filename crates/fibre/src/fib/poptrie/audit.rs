@@ -109,35 +109,42 @@ impl<A: FibFamily> Poptrie<A> {
         // vector lookups trust it), and a top node without one is flat exactly where
         // `flat_pays` (as a fresh build of the same leaf width makes it).
         let ar = &*self.arenas;
-        for &r in self.root.iter().filter(|&&r| r & INDEX != 0) {
-            for i in 0..Self::CHUNK as u32 {
-                let e = ar.chunks.get((r & !INDEX) + i);
-                if e & INDEX == 0 {
-                    continue;
+        let width = ar.leaves.width();
+        for e in self.subtree_entries() {
+            if e & FLAT != 0 {
+                // A flat block is one only where it pays, and is not one leaf throughout.
+                let ids = std::array::from_fn(|v| ar.leaves.get(node_cell(e) + v as u32));
+                let runs = runs_of(&ids);
+                if e & LEAVES_ONLY != 0 || runs == 1 || !flat_pays(width, runs) {
+                    return Err(format!("chunk entry {e:#x}: a flat block of {runs} runs"));
                 }
-                if e & FLAT != 0 {
-                    // A flat block is one only where it pays, and is not one leaf throughout.
-                    let ids: Vec<u32> = (0..64).map(|v| ar.leaves.get(node_cell(e) + v)).collect();
-                    let runs = 1 + ids.windows(2).filter(|w| w[0] != w[1]).count() as u32;
-                    if e & LEAVES_ONLY != 0 || runs == 1 || !flat_pays(ar.leaves.width(), runs) {
-                        return Err(format!("chunk entry {e:#x}: a flat block of {runs} runs"));
-                    }
-                    continue;
-                }
-                let top = ar.nodes.get(node_cell(e));
-                if (e & LEAVES_ONLY != 0) != (top.vector == 0) {
-                    return Err(format!(
-                        "chunk entry {e:#x}: its LEAVES_ONLY tag disagrees with its top node"
-                    ));
-                }
-                if top.vector == 0 && flat_pays(ar.leaves.width(), top.leafvec.count_ones()) {
-                    return Err(format!(
-                        "chunk entry {e:#x}: a top node that pays to be flat"
-                    ));
-                }
+                continue;
+            }
+            let top = ar.nodes.get(node_cell(e));
+            if (e & LEAVES_ONLY != 0) != (top.vector == 0) {
+                return Err(format!(
+                    "chunk entry {e:#x}: its LEAVES_ONLY tag disagrees with its top node"
+                ));
+            }
+            if top.vector == 0 && flat_pays(width, top.leafvec.count_ones()) {
+                return Err(format!(
+                    "chunk entry {e:#x}: a top node that pays to be flat"
+                ));
             }
         }
         Ok(())
+    }
+
+    /// The chunk entries of the current version that hold a subtree or a flat block ([`INDEX`]
+    /// set).
+    fn subtree_entries(&self) -> impl Iterator<Item = u32> + '_ {
+        let ar = &*self.arenas;
+        self.root
+            .iter()
+            .filter(|&&r| r & INDEX != 0)
+            .flat_map(|&r| (0..Self::CHUNK as u32).map(move |i| (r & !INDEX) + i))
+            .map(|c| ar.chunks.get(c))
+            .filter(|&e| e & INDEX != 0)
     }
 
     /// The first leaf and the number of leaves of every node the current version reaches that
@@ -146,14 +153,7 @@ impl<A: FibFamily> Poptrie<A> {
         let ar = &*self.arenas;
         let mut out = Vec::new();
         let mut stack = Vec::new();
-        let entries = self
-            .root
-            .iter()
-            .filter(|&&r| r & INDEX != 0)
-            .flat_map(|&r| (0..Self::CHUNK as u32).map(move |i| (r & !INDEX) + i))
-            .map(|c| ar.chunks.get(c))
-            .filter(|&e| e & INDEX != 0);
-        for e in entries {
+        for e in self.subtree_entries() {
             match e & FLAT {
                 0 => stack.push(node_cell(e)),
                 _ => out.push((node_cell(e), 64)),

@@ -382,7 +382,7 @@ impl<A: FibFamily> Poptrie<A> {
         // Chunk entries keep three tag bits above a node's or a leaf's cell (`top_entry`,
         // `FLAT`): 2^29 nodes are 12 GiB, more than any table this builds from reaches.
         assert!(
-            nodes < MAX_NODE_CELLS && leaves < MAX_CELLS,
+            nodes.max(leaves) < MAX_CELLS,
             "{nodes} nodes, {leaves} leaves: more than a chunk entry names"
         );
         let room = [
@@ -410,7 +410,7 @@ impl<A: FibFamily> Poptrie<A> {
             }
         }
         let allocs = [
-            BlockAlloc::new(nodes as u32, arenas.nodes.cap().min(MAX_NODE_CELLS)),
+            BlockAlloc::new(nodes as u32, arenas.nodes.cap().min(MAX_CELLS)),
             BlockAlloc::new(leaves as u32, arenas.leaves.cap().min(MAX_CELLS)),
             BlockAlloc::new(enc.chunks.len() as u32, arenas.chunks.cap()),
         ];

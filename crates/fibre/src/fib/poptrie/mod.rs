@@ -92,8 +92,6 @@ const LEAVES_ONLY: u32 = 1 << 30;
 const FLAT: u32 = 1 << 29;
 /// Node and leaf cells stay below [`FLAT`], so a chunk entry holds its tags and the cell.
 const MAX_CELLS: usize = FLAT as usize;
-/// Node cells stay below [`MAX_CELLS`].
-const MAX_NODE_CELLS: usize = MAX_CELLS;
 
 /// Whether a top node without a child and with `runs` runs of leaves of `width` bytes is stored
 /// flat: where its 64 leaves take at most twice the node's cell and runs (one-byte leaves from
@@ -108,7 +106,7 @@ fn flat_pays(width: usize, runs: u32) -> bool {
 /// child.
 #[inline]
 fn top_entry(cell: u32, node: &Node) -> u32 {
-    debug_assert!((cell as usize) < MAX_NODE_CELLS);
+    debug_assert!((cell as usize) < MAX_CELLS);
     INDEX | cell | if node.vector == 0 { LEAVES_ONLY } else { 0 }
 }
 
@@ -117,6 +115,11 @@ fn top_entry(cell: u32, node: &Node) -> u32 {
 #[inline(always)]
 fn node_cell(entry: u32) -> u32 {
     entry & !(INDEX | LEAVES_ONLY | FLAT)
+}
+
+/// The runs of equal ids in a flat block's 64 leaves.
+fn runs_of(ids: &[u32; 64]) -> u32 {
+    1 + ids.windows(2).filter(|w| w[0] != w[1]).count() as u32
 }
 
 /// The 64 leaves a node without a child answers, from its runs (`run(k)`: the `k`th).

@@ -61,16 +61,24 @@ impl<A: FibFamily> Poptrie<A> {
         if node.vector != 0 || !flat_pays(ar.leaves.width(), node.leafvec.count_ones()) {
             return Some(top_entry(cell, &node));
         }
-        let pad = ar.leaves.pad();
-        let first = self.leaves.alloc(64 + pad)?;
         let ids = expand_runs(node.leafvec, |k| ar.leaves.get(node.base0 + k));
-        let pads = std::iter::repeat_n(ids[63], pad as usize);
-        for (i, id) in ids.into_iter().chain(pads).enumerate() {
-            // SAFETY: `first` was allocated just now: no published version reaches it.
-            unsafe { ar.leaves.set(first + i as u32, id) };
-        }
+        let entry = self.place_flat(&ids)?;
         retire_joined(retired, Block::new(Kind::Node, cell, 1));
         retire_own(&ar, node, retired);
+        Some(entry)
+    }
+
+    /// A flat block of `ids` (and its pad cells) in a fresh block; its chunk entry. `None`:
+    /// the leaf arena is full.
+    fn place_flat(&mut self, ids: &[u32; 64]) -> Option<u32> {
+        let leaves = &self.arenas.leaves;
+        let pad = leaves.pad();
+        let first = self.leaves.alloc(64 + pad)?;
+        let pads = std::iter::repeat_n(ids[63], pad as usize);
+        for (i, id) in ids.iter().copied().chain(pads).enumerate() {
+            // SAFETY: `first` was allocated just now: no published version reaches it.
+            unsafe { leaves.set(first + i as u32, id) };
+        }
         Some(INDEX | FLAT | first)
     }
 
@@ -466,7 +474,7 @@ impl<A: FibFamily> Poptrie<A> {
             );
             ids[v..v + n].fill(stored(id));
         }
-        let runs = 1 + ids.windows(2).filter(|w| w[0] != w[1]).count() as u32;
+        let runs = runs_of(&ids);
         if runs == 1 {
             retire_entry(&ar, entry, retired);
             return Some(self.set_entry(slot, ids[0], fresh, retired));
@@ -474,17 +482,11 @@ impl<A: FibFamily> Poptrie<A> {
         if !flat_pays(ar.leaves.width(), runs) {
             return None;
         }
-        let pad = ar.leaves.pad();
-        let Some(block) = self.leaves.alloc(64 + pad) else {
+        let Some(block) = self.place_flat(&ids) else {
             return Some(None);
         };
-        let pads = std::iter::repeat_n(ids[63], pad as usize);
-        for (i, id) in ids.into_iter().chain(pads).enumerate() {
-            // SAFETY: `block` was allocated just now: no published version reaches it.
-            unsafe { ar.leaves.set(block + i as u32, id) };
-        }
         retire_entry(&ar, entry, retired);
-        Some(self.set_entry(slot, INDEX | FLAT | block, fresh, retired))
+        Some(self.set_entry(slot, block, fresh, retired))
     }
 
     /// Follows a change of `p` (longer than the direct-pointing step): re-encodes the node at
