@@ -263,6 +263,35 @@ impl<T: Copy> RawArena<T> {
         // readers (module comment).
         unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(s), self.ptr.add(d), n) }
     }
+    /// Reads the `N` cells from `first` (checked), in one bounds check where `N` calls of
+    /// [`RawArena::get`] take `N`.
+    #[inline]
+    pub(crate) fn get_array<const N: usize>(&self, first: u32) -> [T; N] {
+        assert!(first as usize + N <= self.cap, "arena index out of range");
+        // SAFETY: in range; the cells are read as by `get` (the writer's own, or published).
+        unsafe {
+            self.ptr
+                .add(first as usize)
+                .cast::<[T; N]>()
+                .read_unaligned()
+        }
+    }
+    /// Writes `src` to the cells from `dst` (checked).
+    ///
+    /// # Safety
+    /// As for [`RawArena::copy`]: the writer's side, on cells no published version reaches.
+    #[inline]
+    pub(crate) unsafe fn write_slice(&self, dst: u32, src: &[T]) {
+        assert!(
+            dst as usize + src.len() <= self.cap,
+            "arena index out of range"
+        );
+        // SAFETY: in range; `src` is not in the arena (a `&[T]` the caller owns while the
+        // arena's cells are only written through raw pointers); unreachable by readers.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(dst as usize), src.len())
+        }
+    }
     /// Sets `len` cells from `dst` on to `v` (checked).
     ///
     /// # Safety

@@ -72,13 +72,9 @@ impl<A: FibFamily> Poptrie<A> {
     /// the leaf arena is full.
     fn place_flat(&mut self, ids: &[u32; 64]) -> Option<u32> {
         let leaves = &self.arenas.leaves;
-        let pad = leaves.pad();
-        let first = self.leaves.alloc(64 + pad)?;
-        let pads = std::iter::repeat_n(ids[63], pad as usize);
-        for (i, id) in ids.iter().copied().chain(pads).enumerate() {
-            // SAFETY: `first` was allocated just now: no published version reaches it.
-            unsafe { leaves.set(first + i as u32, id) };
-        }
+        let first = self.leaves.alloc(64 + leaves.pad())?;
+        // SAFETY: `first` was allocated just now: no published version reaches it.
+        unsafe { leaves.set_block(first, ids) };
         Some(INDEX | FLAT | first)
     }
 
@@ -448,10 +444,7 @@ impl<A: FibFamily> Poptrie<A> {
         }
         let ar = self.arenas.clone();
         let old = node_cell(entry);
-        let mut ids = [NO_ROUTE; 64];
-        for (v, id) in ids.iter_mut().enumerate() {
-            *id = ar.leaves.get(old + v as u32);
-        }
+        let mut ids = ar.leaves.get_block(old);
         // `p`'s slots: what covers `p` unless it is stored (it paints them all, first in trie
         // order), then what it covers.
         let (first, n) = (
