@@ -119,7 +119,12 @@ fn node_cell(entry: u32) -> u32 {
 
 /// The runs of equal ids in a flat block's 64 leaves.
 fn runs_of(ids: &[u32; 64]) -> u32 {
-    1 + ids.windows(2).filter(|w| w[0] != w[1]).count() as u32
+    // Pairs zipped, not `windows`: the compiler makes vector compares of it.
+    1 + ids[..63]
+        .iter()
+        .zip(&ids[1..])
+        .map(|(a, b)| u32::from(a != b))
+        .sum::<u32>()
 }
 
 /// The 64 leaves a node without a child answers, from its runs (`run(k)`: the `k`th).
