@@ -127,6 +127,14 @@ fn inserts<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], de
     routes.iter().for_each(|r| insert_one::<A>(router, r, dev));
 }
 
+/// The thread's minor page faults so far.
+fn minor_faults() -> i64 {
+    // SAFETY: `getrusage` writes the struct it is given, which is zeroed and ours.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
+    u.ru_minflt
+}
+
 /// What the timed changes took.
 struct Timed {
     median_ns: f64,
@@ -138,9 +146,10 @@ struct Timed {
 /// Deletes then inserts `routes`, each change timed. With `FIBRE_PROFILE_SLOW_US=N` in the
 /// environment, lists the changes slower than N µs on stderr, slowest first, with the time
 /// into the run modulo `FIBRE_PROFILE_PERIOD_US` (4,000 if unset: the machine of issue 15's
-/// eleventh round stalled every 4 ms, whatever ran, and the changes it slowed shared a phase)
-/// and the change before (a change that retires many blocks leaves their reclamation to the
-/// next).
+/// eleventh round stalled every 4 ms, whatever ran, and the changes it slowed shared a phase),
+/// the change before (a change that retires many blocks leaves their reclamation to the
+/// next) and the page faults the change took (a fault in memory advised huge pages zeroes
+/// 2 MiB: tens of µs).
 fn timed_updates<A: StudyFamily>(
     router: &mut Router,
     routes: &[&BenchRoute<A::K>],
@@ -163,15 +172,18 @@ fn timed_updates<A: StudyFamily>(
         for r in routes {
             let s = spec::<A>(r, dev);
             let c = if delete { del(&s) } else { add(s) };
+            let faults_before = slow_ns.map(|_| minor_faults());
             let t = Instant::now();
             router.change(&c).expect("change");
             let ns = t.elapsed().as_nanos() as f64;
+            let faults = faults_before.map_or(0, |f| minor_faults() - f);
             if slow_ns.is_some_and(|limit| ns > limit) {
                 let before = times.last().copied().unwrap_or(0.0);
                 let phase = t.duration_since(start).as_micros() % period_us;
                 let (what, addr) = (if delete { "del" } else { "add" }, A::from_bits(r.addr));
                 let line = format!(
-                    "{what} {addr:?}/{} at {phase} µs of {period_us}, {before:.0} ns before",
+                    "{what} {addr:?}/{} at {phase} µs of {period_us}, {before:.0} ns before, \
+                     {faults} page faults",
                     r.len
                 );
                 slow.push((ns, line));
