@@ -454,6 +454,6 @@ impl<A: FibFamily> Poptrie<A> {
         self.chunks = chunks;
         self.root = root;
         // The old arenas go with the last version that uses them.
-        self.publish(Vec::new());
+        self.publish(Vec::new(), false);
     }
 }

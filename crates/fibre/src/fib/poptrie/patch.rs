@@ -621,7 +621,7 @@ impl<A: FibFamily> Poptrie<A> {
             }
         }
         self.fresh = fresh;
-        self.publish(retired);
+        self.publish(retired, true);
         Some(())
     }
 }

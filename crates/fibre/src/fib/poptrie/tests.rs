@@ -1,7 +1,7 @@
 //! The encoding's own tests (the FIB's property tests run over every algorithm: `fib/tests.rs`).
 use super::build::{block_end, children};
 use super::{
-    reclaim_budget, LpmAlgorithm, Poptrie, PrefixSet, Spare, NO_ROUTE, RECLAIM_BUDGET,
+    reclaim_budget, LpmAlgorithm, Poptrie, PrefixSet, RootLog, Spare, NO_ROUTE, RECLAIM_BUDGET,
     RECLAIM_SHARE,
 };
 use crate::prefix::Prefix;
@@ -504,4 +504,60 @@ fn a_patched_generation_keeps_its_form_until_a_full_build() {
     );
     assert!(fib.image() == fib.rebuilt_like(&set).unwrap().image());
     fib.audit().unwrap();
+}
+
+/// The root log brings the root of any older version up to date, or says it cannot: against
+/// a naive model keeping every version's root, through patched versions, full builds and
+/// trims of the log.
+#[test]
+fn the_root_log_brings_older_roots_up_to_date() {
+    use rand::{Rng, SeedableRng};
+    let len = 64usize;
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+    let mut log = RootLog {
+        entries: Vec::new(),
+        from: 1,
+    };
+    // roots[v]: the root version v published.
+    let mut roots: Vec<Vec<u32>> = vec![vec![0; len]];
+    let (mut deltas, mut refusals) = (0, 0);
+    for v in 1..400u64 {
+        let mut root = roots.last().expect("version 0").clone();
+        let full_build = rng.gen_ratio(1, 60);
+        if full_build {
+            root.iter_mut().for_each(|x| *x = rng.gen());
+            log.record(v, None, len / 4);
+        } else {
+            let mut changed: Vec<usize> = (0..rng.gen_range(0..4))
+                .map(|_| rng.gen_range(0..len))
+                .collect();
+            changed.sort_unstable();
+            changed.dedup();
+            changed.iter().for_each(|&ri| root[ri] = rng.gen());
+            log.record(v, Some(&changed), len / 4);
+        }
+        roots.push(root);
+        for old in 0..v {
+            let Some(newer) = log.since(old) else {
+                refusals += 1;
+                continue;
+            };
+            deltas += 1;
+            let mut r = roots[old as usize].clone();
+            for &(_, ri) in newer {
+                r[ri as usize] = roots[v as usize][ri as usize];
+            }
+            assert_eq!(r, roots[v as usize], "version {old}'s root brought to {v}");
+        }
+        assert!(log.entries.len() <= len / 4 + 3, "the log stays bounded");
+        assert_eq!(
+            log.since(v - 1).is_some(),
+            !full_build,
+            "the last version's root gets a delta unless a full build replaced the root"
+        );
+    }
+    assert!(
+        deltas > 1000 && refusals > 1000,
+        "{deltas} deltas, {refusals} refusals"
+    );
 }
