@@ -476,6 +476,16 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
     /// an absent slot is inserted, and a value it takes out is removed. A value it leaves in
     /// place keeps its index.
     pub fn update<R>(&mut self, p: Prefix<A>, f: impl FnOnce(&mut Option<V>) -> R) -> R {
+        self.update_indexed(p, f).0
+    }
+
+    /// [`PrefixMap::update`], and the index of `p`'s value after it (`None`: none stored), as
+    /// [`PrefixMap::index_of`] would give it.
+    pub fn update_indexed<R>(
+        &mut self,
+        p: Prefix<A>,
+        f: impl FnOnce(&mut Option<V>) -> R,
+    ) -> (R, Option<u32>) {
         let k = A::Packed::pack(p);
         self.absorb_upto(&k);
         self.end_short_run(&k);
@@ -484,58 +494,60 @@ impl<A: Address, V: Default> PrefixMap<A, V> {
             let Some(i) = self.run_position(&k) else {
                 let mut value = None;
                 let r = f(&mut value);
-                if let Some(v) = value {
-                    self.place_near_run(k, v);
-                }
-                return r;
+                let s = value.map(|v| self.place_near_run(k, v));
+                return (r, s);
             };
             let s = self.run[i].1;
             let mut value = Some(std::mem::take(&mut self.slots[s as usize]));
             let r = f(&mut value);
-            match value {
-                Some(v) => self.slots[s as usize] = v,
+            return match value {
+                Some(v) => {
+                    self.slots[s as usize] = v;
+                    (r, Some(s))
+                }
                 None => {
                     self.remove_from_run(i);
                     self.free_slot(s);
+                    (r, None)
                 }
-            }
-            return r;
+            };
         }
-        let (r, started) = match self.index.entry(k) {
+        let (r, at, started) = match self.index.entry(k) {
             Entry::Occupied(e) => {
                 let s = *e.get();
                 let mut value = Some(std::mem::take(&mut self.slots[s as usize]));
                 let r = f(&mut value);
                 match value {
-                    Some(v) => self.slots[s as usize] = v,
+                    Some(v) => {
+                        self.slots[s as usize] = v;
+                        (r, Some(s), false)
+                    }
                     None => {
                         e.remove();
                         self.free_slots.push(s);
                         set_live(&mut self.live, s, false);
+                        (r, None, false)
                     }
                 }
-                (r, None)
             }
             Entry::Vacant(e) => {
                 let mut value = None;
                 let r = f(&mut value);
                 let Some(v) = value else {
-                    return r;
+                    return (r, None);
                 };
                 let s = Self::new_slot(&mut self.slots, &mut self.free_slots, &mut self.live, v);
                 let start = Self::starts_run(&mut self.last_new, &mut self.ascending, &self.run, k);
-                if start {
-                    (r, Some(s))
-                } else {
+                if !start {
                     e.insert(s);
-                    (r, None)
                 }
+                (r, Some(s), start)
             }
         };
-        if let Some(s) = started {
+        if let (Some(s), true) = (at, started) {
             self.start_run(k, s);
         }
-        r
+        (r, at)
     }
 
     /// Removes the value at `p`.

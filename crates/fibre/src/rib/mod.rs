@@ -290,6 +290,11 @@ pub struct Rib<A: KernelSemantics> {
     /// The attributes the stored routes share.
     attrs: AttrTable<A>,
     routes: usize,
+    /// The destination the last edit changed, and its entry's index after it (`None`: gone):
+    /// the FIBs ask for that index right after a route change, and a second search of a
+    /// full table's index was 430 of a router change's 9,500 instructions (IPv4, callgrind).
+    /// Every other change of `dsts` clears it.
+    last_edit: Option<(Prefix<A>, Option<u32>)>,
 }
 
 impl<A: KernelSemantics> Rib<A> {
@@ -300,6 +305,7 @@ impl<A: KernelSemantics> Rib<A> {
             dsts: PrefixMap::new(),
             attrs: AttrTable::default(),
             routes: 0,
+            last_edit: None,
         }
     }
     /// Routes stored (IPv6 ECMP siblings count one each, as the kernel stores them).
@@ -342,7 +348,13 @@ impl<A: KernelSemantics> Rib<A> {
 
     /// Where `dst`'s entry is, for [`Rib::entry_by_index`]: stable while `dst` is stored.
     pub fn entry_index(&self, dst: &Prefix<A>) -> Option<u32> {
-        self.dsts.index_of(dst)
+        match self.last_edit {
+            Some((d, index)) if d == *dst => {
+                debug_assert_eq!(index, self.dsts.index_of(dst), "the last edit's index");
+                index
+            }
+            _ => self.dsts.index_of(dst),
+        }
     }
 
     /// The entry at an index from [`Rib::entry_index`] (whichever destination holds it now:
@@ -417,7 +429,7 @@ impl<A: KernelSemantics> Rib<A> {
         f: impl FnOnce(&mut RouteVec<A>) -> R,
     ) -> R {
         let (routes, attrs, table) = (&mut self.routes, &mut self.attrs, self.id);
-        self.dsts.update(dst, |slot| {
+        let (r, index) = self.dsts.update_indexed(dst, |slot| {
             let entry = slot.get_or_insert_with(DstEntry::default);
             let r = entry.edit_list(src, |stored| {
                 let mut list = ListView::new(attrs, table, dst, src, stored).to_vec();
@@ -444,7 +456,9 @@ impl<A: KernelSemantics> Rib<A> {
                 *slot = None;
             }
             r
-        })
+        });
+        self.last_edit = Some((dst, index));
+        r
     }
 
     /// Puts a saved list back as it was (undo of a failed change set). The caller restores the
@@ -498,6 +512,7 @@ impl<A: KernelSemantics> Rib<A> {
     #[cfg(feature = "snapshot")]
     pub(crate) fn push_back(&mut self, route: Route<A>) {
         // Not through `edit`: a load has no change set to undo, so no list is copied first.
+        self.last_edit = None;
         let stored = self.attrs.store(&route);
         let entry = self.dsts.get_or_insert_with(route.dst, DstEntry::default);
         let list = if route.src.is_default() {
