@@ -428,9 +428,33 @@ impl<A: KernelSemantics> Rib<A> {
         saved: &mut Vec<SavedList<A>>,
         f: impl FnOnce(&mut RouteVec<A>) -> R,
     ) -> R {
+        self.edit_found(dst, true, |_| Some(src), saved, f)
+            .expect("an edit that creates its destination always has a list")
+    }
+
+    /// [`Rib::edit`] of the list of `dst` that `src_of` picks from its entry (`None`: none, and
+    /// nothing is edited). Without `create`, a destination not stored is not edited either:
+    /// `None` comes back, from the same one search.
+    fn edit_found<R>(
+        &mut self,
+        dst: Prefix<A>,
+        create: bool,
+        src_of: impl FnOnce(&DstEntry<A>) -> Option<Prefix<A>>,
+        saved: &mut Vec<SavedList<A>>,
+        f: impl FnOnce(&mut RouteVec<A>) -> R,
+    ) -> Option<R> {
         let (routes, attrs, table) = (&mut self.routes, &mut self.attrs, self.id);
         let (r, index) = self.dsts.update_indexed(dst, |slot| {
+            if slot.is_none() && !create {
+                return None;
+            }
             let entry = slot.get_or_insert_with(DstEntry::default);
+            let Some(src) = src_of(entry) else {
+                if entry.is_empty() {
+                    *slot = None;
+                }
+                return None;
+            };
             let r = entry.edit_list(src, |stored| {
                 let mut list = ListView::new(attrs, table, dst, src, stored).to_vec();
                 let before = list.len();
@@ -455,7 +479,7 @@ impl<A: KernelSemantics> Rib<A> {
             if entry.is_empty() {
                 *slot = None;
             }
-            r
+            Some(r)
         });
         self.last_edit = Some((dst, index));
         r
@@ -493,18 +517,21 @@ impl<A: KernelSemantics> Rib<A> {
     ) -> Result<Vec<Route<A>>, Errno> {
         // fib6_locate: a source prefix is looked for only where a source subtree exists; a
         // destination without one answers with its source-less routes.
-        let Some(entry) = self.dsts.get(&sel.dst) else {
-            return Err(Errno::ESRCH);
+        let src_of = |entry: &DstEntry<A>| {
+            let src = if entry.sources.is_none() {
+                Prefix::any()
+            } else {
+                sel.src
+            };
+            entry
+                .list(&src)
+                .is_some_and(|l| !l.is_empty())
+                .then_some(src)
         };
-        let src = if entry.sources.is_none() {
-            Prefix::any()
-        } else {
-            sel.src
-        };
-        if entry.list(&src).is_none_or(|l| l.is_empty()) {
-            return Err(Errno::ESRCH);
-        }
-        self.edit(sel.dst, src, saved, |list| A::delete(list, sel, nhs))
+        self.edit_found(sel.dst, false, src_of, saved, |list| {
+            A::delete(list, sel, nhs)
+        })
+        .unwrap_or(Err(Errno::ESRCH))
     }
 
     /// Appends `route` to its list as it is, without the family's insert rules: a snapshot's
