@@ -388,7 +388,7 @@ impl<A: FibFamily> Poptrie<A> {
         let room = [
             nodes * spare.nodes_per_8 / 8 + 4096,
             leaves * spare.leaves_per_8 / 8 + 4096,
-            spare.chunks * Self::CHUNK,
+            spare.chunk_cells,
         ];
         let cells = [nodes, leaves, enc.chunks.len()];
         let arena = |i: usize| (cells[i] + room[i], RESERVE * (cells[i] + room[i]));

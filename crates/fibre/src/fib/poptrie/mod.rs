@@ -5,7 +5,8 @@
 //!   The 2^S entries are cut into chunks of 2^(S-R) entries under a root of 2^R
 //!   ([`FibFamily::ROOT_BITS`]); a chunk whose entries are all one leaf is not stored, its root
 //!   entry holds the leaf. Chunking is what makes an update cheap to publish: a new version copies
-//!   the root (2-4 KiB) and the chunks it changes, never the whole 2^S array.
+//!   the chunks it changes (1 KiB each) and writes the root entries it changes into a spare
+//!   root (`RootLog`), never the whole 2^S array.
 //! - An entry is a leaf id, or ([`INDEX`] bit set) the index of a subtree's top node, tagged
 //!   `LEAVES_ONLY` where that node has no child (the vector lookups skip a gather there), or
 //!   (`FLAT`) the first of 64 leaves, one per slot of the next 6 bits: a top node without a
@@ -155,17 +156,19 @@ const LARGE_TABLE: usize = 10_000;
 /// runs full the FIB is rebuilt (a compaction): in the update bench, with an eighth of room,
 /// that happened every few ten thousand changes and stalled one change for 15 ms (IPv6) to
 /// 66 ms (IPv4 router). A large table therefore starts with half again its nodes, an eighth of
-/// its leaves and 512 chunks (1 MiB for IPv4, 2 MiB for IPv6; the share of live chunks is no
-/// guide, the IPv6 view has only a few), and doubles all of it after each compaction, up to 8
-/// times. A small table rebuilds fast and keeps 64 chunks.
+/// its leaves and a MiB of chunks (the share of live chunks is no guide, the IPv6 view has only
+/// a few; a MiB keeps the arena mapped, see `RawArena::reserving`), and doubles all of it after
+/// each compaction, up to 8 times. A small table rebuilds fast and keeps 128 KiB of chunks.
+/// (Chunk room is counted in entries: 512 chunks until the chunks shrank to 256 entries, in
+/// issue 15's sixteenth round.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Spare {
     /// Spare node cells, in eighths of the live ones.
     pub(super) nodes_per_8: usize,
     /// Spare leaf cells, in eighths of the live ones.
     pub(super) leaves_per_8: usize,
-    /// Spare chunks.
-    pub(super) chunks: usize,
+    /// Spare chunk entries.
+    pub(super) chunk_cells: usize,
 }
 
 impl Spare {
@@ -173,7 +176,11 @@ impl Spare {
         Spare {
             nodes_per_8: 4,
             leaves_per_8: 1,
-            chunks: if prefixes >= LARGE_TABLE { 512 } else { 64 },
+            chunk_cells: if prefixes >= LARGE_TABLE {
+                1 << 18
+            } else {
+                1 << 15
+            },
         }
     }
     /// Twice the room, up to eight times the first.
@@ -184,7 +191,7 @@ impl Spare {
         Spare {
             nodes_per_8: 2 * self.nodes_per_8,
             leaves_per_8: 2 * self.leaves_per_8,
-            chunks: 2 * self.chunks,
+            chunk_cells: 2 * self.chunk_cells,
         }
     }
 }
@@ -255,15 +262,15 @@ impl Block {
 }
 
 /// Roots and block lists the writer keeps for reuse (more come back only when readers lag).
-/// (A root is 2-4 KiB, too large for the allocator's per-thread cache: allocating one per
+/// (A root is 4-16 KiB, too large for the allocator's per-thread cache: allocating one per
 /// publication and freeing it later cost a thousand instructions a change.)
 const REUSED_BUFFERS: usize = 4;
 
 /// The root entries patched publications changed, by version: a spare root (a version's,
 /// dropped) is brought up to date by the entries changed since its version, not by a copy of
-/// the whole root. A change writes one or two root entries, where the root is 512 (IPv4) or
+/// the whole root. A change writes one or two root entries, where the root was 512 (IPv4) or
 /// 1,024 (IPv6) of them: the copy was 410 of a router change's 16,200 instructions (IPv6,
-/// callgrind), and 4 KiB of stores.
+/// callgrind), and 4 KiB of stores. Since, the roots grew (see [`FibFamily::ROOT_BITS`]).
 struct RootLog {
     /// (version, root index), versions ascending.
     entries: Vec<(u64, u32)>,
