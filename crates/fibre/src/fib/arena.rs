@@ -279,7 +279,8 @@ impl<T: Copy> RawArena<T> {
     /// Writes `src` to the cells from `dst` (checked).
     ///
     /// # Safety
-    /// As for [`RawArena::copy`]: the writer's side, on cells no published version reaches.
+    /// As for [`RawArena::copy`]: the writer's side, on cells no published version reaches;
+    /// `src` is not in the arena.
     #[inline]
     pub(crate) unsafe fn write_slice(&self, dst: u32, src: &[T]) {
         assert!(

@@ -93,10 +93,11 @@ pub trait FibFamily: Address {
     const DP_BITS: u32;
     /// Of those, bits resolved by the root of the direct-pointing array (the rest by chunks).
     /// A change copies the chunk it writes; the root entries it changes are written into a
-    /// spare root (`poptrie`'s `RootLog`), so a wider root costs a change nothing but the
-    /// memory of the roots readers hold. Until issue 15's sixteenth round each version copied
+    /// spare root (`poptrie`'s `RootLog`), so a wider root costs a change only the memory of
+    /// the roots readers hold, and a whole copy (or a new root) where no spare root is free or
+    /// the log cannot bring one up to date. Until issue 15's sixteenth round each version copied
     /// the whole root, and root and chunk were kept the same size (9 and 10 bits): 10 and 12
-    /// now cut a router change by 116 (IPv4) and 259 (IPv6) instructions (callgrind), with
+    /// now cut a router change by 116 (IPv4) and 258 (IPv6) instructions (callgrind), with
     /// IPv4 lookups level (`fib_profile`, three pairs in turn).
     const ROOT_BITS: u32;
     /// Node levels the scalar bulk path takes stage by stage, every lane's read prefetched,
@@ -107,7 +108,8 @@ pub trait FibFamily: Address {
     /// The AVX-512 and scalar bulk paths finish a group one key at a time, without their
     /// further stages, where at most this many keys in 64 go past the root (0: never; the
     /// scalar path's groups of 16 take a quarter). Measured per family on the AVX-512 path:
-    /// IPv6 keys at random in 2000::/3 (W2) end at the root 94.5% of the time, and such
+    /// IPv6 keys at random in 2000::/3 (W2) end at the root 94.5% of the time (with a root of
+    /// 10 bits; more with today's 12), and such
     /// groups took 1.3-1.5 ns a key in the vector stages against 0.87-0.90 one key at a time;
     /// IPv4 keys rarely end there, and with the check its W1 and W2 bulk lookups measured
     /// 2-4% slower in three of four rounds of pairs (level in the fourth).

@@ -293,7 +293,9 @@ pub struct Rib<A: KernelSemantics> {
     /// The destination the last edit changed, and its entry's index after it (`None`: gone):
     /// the FIBs ask for that index right after a route change, and a second search of a
     /// full table's index was 430 of a router change's 9,500 instructions (IPv4, callgrind).
-    /// Every other change of `dsts` clears it.
+    /// An index stays its destination's while that is stored, so only a destination stored
+    /// or removed elsewhere than through `edit_found` could make it stale: `push_back`, the
+    /// one such place, clears it (packing the index moves no index).
     last_edit: Option<(Prefix<A>, Option<u32>)>,
 }
 

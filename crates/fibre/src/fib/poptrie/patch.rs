@@ -259,6 +259,9 @@ impl<A: FibFamily> Poptrie<A> {
         // router change, callgrind), then each slot's run by the count of run starts up to it
         // (a run of leaves goes on across children): no branch per slot, where a branch on
         // each slot's bits mispredicted with the node's shape.
+        // Run starts are only ever marked at leaf slots (`leaf_runs`), so the count up to a
+        // slot counts its leaves' runs alone.
+        debug_assert_eq!(old.leafvec & old.vector, 0, "run starts at child slots");
         let mut runs = [NO_ROUTE; 65];
         let count = old.leafvec.count_ones() as usize;
         with_leaves!(&ar.leaves, cells => {
