@@ -264,6 +264,13 @@ fn decode_err(what: &str) -> impl Fn(String) -> MirrorError + '_ {
 /// CAP_NET_ADMIN the kernel caps it at `net.core.rmem_max`.
 pub const DEFAULT_RCVBUF: usize = 64 << 20;
 
+/// How long after its dumps a sync waits for a notification that would make it unsure (see
+/// [`Mirror::sync`]): the kernel queues a change's notification just after making the change,
+/// which a dump running on another CPU may already have seen. With no wait, the churn test
+/// with a 4 KiB buffer lost `blackhole 2001:db8:10e:2::/64 table 100` once more in a CI run
+/// (issue 15's sixteenth round). A sync of a quiet kernel takes this much longer.
+const UNSURE_WAIT_MS: libc::c_int = 2;
+
 impl Mirror {
     /// Opens a socket in network namespace `netns` (the caller's for `None`), listens to the
     /// kernel's notifications, then syncs (listening first, so no change falls between).
@@ -475,8 +482,9 @@ impl Mirror {
     /// it makes it skip one it never sent. That route's notification came before the dump
     /// (it was thrown away), and no later one names it: it was lost for good (the seeded churn
     /// test with a small buffer could lose `blackhole 2001:db8:10e:2::/64 table 100` so).
-    /// So a sync whose dumps ran while notifications came in is not trusted: the mirror syncs
-    /// again at the next moment the kernel is quiet ([`FollowReport::rechecks`]).
+    /// So a sync whose dumps ran while notifications came in, or during which one came within
+    /// [`UNSURE_WAIT_MS`] after them, is not trusted: the mirror syncs again at the next moment
+    /// the kernel is quiet ([`FollowReport::rechecks`]).
     pub fn sync(&mut self) -> Result<SyncReport, MirrorError> {
         const TRIES: u32 = 8;
         let mut tries = 0;
@@ -617,7 +625,10 @@ impl Mirror {
             .retain(|r| r.nhid.is_none_or(|n| o6.iter().any(|o| o.id == n.id)));
         report.skipped += before - v4.routes.len() - v6.routes.len();
         // Anything queued now came after the drain above: the kernel changed during the dumps.
-        let unsure = self.events.any_queued()?;
+        // Or queued a moment later: a dump on another CPU can see a change (and skip a route
+        // for it) before the change's notification is queued, so the look waits a little
+        // ([`UNSURE_WAIT_MS`]).
+        let unsure = self.events.any_queued(UNSURE_WAIT_MS)?;
         report.routes = [v4.routes.len(), v6.routes.len()];
         let image = RouterImage::mirrored(links, v4, v6);
         let mut router = Router::from_image(image).map_err(MirrorError::Inconsistent)?;

@@ -148,10 +148,11 @@ impl Events {
         Ok(Some(n > 0))
     }
 
-    /// Whether a notification (or an overrun) is waiting, without reading it (a signal in
-    /// between counts as yes: the caller then looks again later).
-    pub(crate) fn any_queued(&self) -> io::Result<bool> {
-        Ok(self.readable(0)?.unwrap_or(true))
+    /// Whether a notification (or an overrun) is waiting or comes within `ms` milliseconds,
+    /// without reading it (a signal in between counts as yes: the caller then looks again
+    /// later).
+    pub(crate) fn any_queued(&self, ms: libc::c_int) -> io::Result<bool> {
+        Ok(self.readable(ms)?.unwrap_or(true))
     }
 
     /// Waits up to `wait` for notifications and reads what has come.
