@@ -482,9 +482,9 @@ impl Mirror {
     /// it makes it skip one it never sent. That route's notification came before the dump
     /// (it was thrown away), and no later one names it: it was lost for good (the seeded churn
     /// test with a small buffer could lose `blackhole 2001:db8:10e:2::/64 table 100` so).
-    /// So a sync whose dumps ran while notifications came in, or during which one came within
-    /// [`UNSURE_WAIT_MS`] after them, is not trusted: the mirror syncs again at the next moment
-    /// the kernel is quiet ([`FollowReport::rechecks`]).
+    /// So a sync whose dumps ran while notifications came in, or after which one came within
+    /// 2 ms, is not trusted: the mirror syncs again at the next moment the kernel is quiet
+    /// ([`FollowReport::rechecks`]).
     pub fn sync(&mut self) -> Result<SyncReport, MirrorError> {
         const TRIES: u32 = 8;
         let mut tries = 0;
