@@ -30,8 +30,8 @@ impl<A: FibFamily> Poptrie<A> {
                     f(Cell::Answer(e), 0);
                 } else if e & FLAT != 0 {
                     f(Cell::Flat, 0);
-                    for v in 0..64 {
-                        f(Cell::Leaf(ar.leaves.get(node_cell(e) + v)), 1);
+                    for id in ar.leaves.get_block(node_cell(e)) {
+                        f(Cell::Leaf(id), 1);
                     }
                 } else {
                     f(Cell::Subtree, 0);
@@ -113,7 +113,7 @@ impl<A: FibFamily> Poptrie<A> {
         for e in self.subtree_entries() {
             if e & FLAT != 0 {
                 // A flat block is one only where it pays, and is not one leaf throughout.
-                let ids = std::array::from_fn(|v| ar.leaves.get(node_cell(e) + v as u32));
+                let ids = ar.leaves.get_block(node_cell(e));
                 let runs = runs_of(&ids);
                 if e & LEAVES_ONLY != 0 || runs == 1 || !flat_pays(width, runs) {
                     return Err(format!("chunk entry {e:#x}: a flat block of {runs} runs"));

@@ -402,9 +402,7 @@ impl<A: FibFamily> Poptrie<A> {
             for (i, n) in enc.nodes.iter().enumerate() {
                 arenas.nodes.set(i as u32, *n);
             }
-            for (i, l) in enc.leaves.iter().enumerate() {
-                arenas.leaves.set(i as u32, *l);
-            }
+            arenas.leaves.set_all(0, &enc.leaves);
             for (i, c) in enc.chunks.iter().enumerate() {
                 arenas.chunks.set(i as u32, *c);
             }

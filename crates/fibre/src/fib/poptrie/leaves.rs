@@ -148,28 +148,20 @@ impl Leaves {
     pub(super) fn bytes(&self) -> *const u8 {
         with_leaves!(self, a => a.addr(0).cast::<u8>())
     }
-    /// Stores `id` in leaf `i` (checked).
-    ///
-    /// # Safety
-    /// As [`RawArena::set`]: only the writer, on a cell no published version reaches. `id`
-    /// fits ([`Leaves::holds`]); one that does not reads back as [`NO_ROUTE`].
-    pub(super) unsafe fn set(&self, i: u32, id: u32) {
-        // SAFETY: the caller's contract.
-        with_leaves!(self, a => unsafe { a.set(i, Cell::pack(id)) })
-    }
     /// The ids of the 64 leaves from `first` (checked): a flat block's.
     pub(super) fn get_block(&self, first: u32) -> [u32; 64] {
         with_leaves!(self, a => a.get_array::<64>(first).map(Cell::unpack))
     }
-    /// Writes a flat block from leaf `first`: `ids`, then [`Leaves::pad`] copies of the last
-    /// (checked). One write of the block, where a [`Leaves::set`] per cell took 12
+    /// Stores `ids` in the leaves from `first` on (checked): the width chosen once and the
+    /// cells written 64 at a time, where a dispatch and a bounds check per cell took 12
     /// instructions a cell (callgrind, a router change in a flat slot).
     ///
     /// # Safety
-    /// As [`Leaves::set`], for every cell of the block.
-    pub(super) unsafe fn set_block(&self, first: u32, ids: &[u32; 64]) {
+    /// Only the writer, on cells no published version reaches (as [`RawArena::set`]). The
+    /// ids fit ([`Leaves::holds`]); one that does not reads back as [`NO_ROUTE`].
+    pub(super) unsafe fn set_all(&self, first: u32, ids: &[u32]) {
         // SAFETY: the caller's contract.
-        with_leaves!(self, a => unsafe { write_block(a, first, ids) })
+        with_leaves!(self, a => unsafe { write_ids(a, first, ids) })
     }
     pub(super) fn cap(&self) -> usize {
         with_leaves!(self, a => a.cap())
@@ -187,19 +179,21 @@ impl Leaves {
     }
 }
 
-/// [`Leaves::set_block`] at one width.
+/// [`Leaves::set_all`] at one width.
 ///
 /// # Safety
-/// As [`Leaves::set_block`].
-unsafe fn write_block<C: Cell>(a: &RawArena<C>, first: u32, ids: &[u32; 64]) {
-    // The block and at most three pad cells (one-byte leaves).
-    let mut cells = [C::pack(ids[63]); 67];
-    for (c, &id) in cells.iter_mut().zip(ids) {
-        *c = C::pack(id);
+/// As [`Leaves::set_all`].
+unsafe fn write_ids<C: Cell>(a: &RawArena<C>, first: u32, ids: &[u32]) {
+    let mut cells = [C::pack(NO_ROUTE); 64];
+    let mut at = first;
+    for part in ids.chunks(64) {
+        for (c, &id) in cells.iter_mut().zip(part) {
+            *c = C::pack(id);
+        }
+        // SAFETY: the caller's contract.
+        unsafe { a.write_slice(at, &cells[..part.len()]) };
+        at += part.len() as u32;
     }
-    let len = 64 + Leaves::pad_for(std::mem::size_of::<C>()) as usize;
-    // SAFETY: the caller's contract.
-    unsafe { a.write_slice(first, &cells[..len]) }
 }
 
 fn size_of_cell<C: Cell>(_: &RawArena<C>) -> usize {

@@ -72,9 +72,13 @@ impl<A: FibFamily> Poptrie<A> {
     /// the leaf arena is full.
     fn place_flat(&mut self, ids: &[u32; 64]) -> Option<u32> {
         let leaves = &self.arenas.leaves;
-        let first = self.leaves.alloc(64 + leaves.pad())?;
+        let pad = leaves.pad() as usize;
+        let first = self.leaves.alloc((64 + pad) as u32)?;
+        // The block, then its pad cells: copies of its last leaf (at most 3, see `leaves`).
+        let mut cells = [ids[63]; 67];
+        cells[..64].copy_from_slice(ids);
         // SAFETY: `first` was allocated just now: no published version reaches it.
-        unsafe { leaves.set_block(first, ids) };
+        unsafe { leaves.set_all(first, &cells[..64 + pad]) };
         Some(INDEX | FLAT | first)
     }
 
@@ -131,9 +135,7 @@ impl<A: FibFamily> Poptrie<A> {
             };
             unsafe { ar.nodes.set(node_off + i as u32 - skip, n) };
         }
-        for (i, &x) in scratch.leaves.iter().enumerate() {
-            unsafe { ar.leaves.set(leaf_off + i as u32, x) };
-        }
+        unsafe { ar.leaves.set_all(leaf_off, &scratch.leaves) };
         Some((reloc(&scratch.nodes[0]), node_off))
     }
 
@@ -403,9 +405,7 @@ impl<A: FibFamily> Poptrie<A> {
         let base1 = if kids > 0 { self.nodes.alloc(kids)? } else { 0 };
         // SAFETY: `base0` and `base1` were allocated just now: no published version reaches
         // them.
-        for (i, &x) in runs[..n_runs].iter().enumerate() {
-            unsafe { ar.leaves.set(base0 + i as u32, x) };
-        }
+        unsafe { ar.leaves.set_all(base0, &runs[..n_runs]) };
         let mut at = base1;
         let mut set = vector;
         while set != 0 {
