@@ -224,10 +224,11 @@ impl KernelSemantics for Ipv6Addr {
         mode: InsertMode,
         nhs: &mut NhTable<Self>,
     ) -> Result<Vec<Route<Self>>, ChangeError> {
-        let hops = nhs.get(route.hops).to_vec();
-        if hops.len() <= 1 || route.nhid.is_some() {
+        // Copied only for a multipath route (its legs are interned as it is read).
+        if nhs.get(route.hops).len() <= 1 || route.nhid.is_some() {
             return insert_leg(list, route, mode, nhs);
         }
+        let hops = nhs.get(route.hops).to_vec();
         // Multipath: one route per leg; the first leg takes the request's mode, the others join
         // it as siblings (ip6_route_multipath_add). The whole request fails if one leg does.
         let before = list.clone();
