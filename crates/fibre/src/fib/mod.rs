@@ -170,17 +170,37 @@ impl FibFamily for Ipv6Addr {
     const BULK_NODE_STAGES: u32 = 3;
     const FEW_PAST_ROOT: u32 = 8;
     const LEAVES_ONLY_TOPS: bool = false;
-    /// The whole prefix packed (17 bytes): the 108 bits past the slot and a length leave
-    /// nothing to gain.
-    type SlotKey = crate::packed::PackedV6;
+    type SlotKey = SlotKey6;
     #[inline]
-    fn slot_key(p: Prefix<Self>) -> Self::SlotKey {
-        crate::packed::PackedPrefix::pack(p)
+    fn slot_key(p: Prefix<Self>) -> SlotKey6 {
+        let key = ((p.bits() & SlotKey6::PAST_SLOT) << 8) | u128::from(p.len());
+        SlotKey6 {
+            hi: (key >> 64) as u64,
+            lo: key as u64,
+        }
     }
     #[inline]
-    fn from_slot_key(_slot: u32, k: Self::SlotKey) -> Prefix<Self> {
-        k.to_prefix()
+    fn from_slot_key(slot: u32, k: SlotKey6) -> Prefix<Self> {
+        let key = (u128::from(k.hi) << 64) | u128::from(k.lo);
+        let bits = (u128::from(slot) << (128 - Self::DP_BITS)) | ((key >> 8) & SlotKey6::PAST_SLOT);
+        Prefix::new(Ipv6Addr::from_bits(bits), (key as u8).min(128))
     }
+}
+
+/// An IPv6 prefix in its slot: the 108 bits past the slot, then the length, as one number
+/// split in two words (16 bytes, aligned to 8). Ordered as the number, which is [`Prefix`]'s
+/// order within a slot. A crowded slot's B-tree compares it as two `u64`s; the whole prefix
+/// packed (`packed::PackedV6`, 17 bytes loaded and byte-swapped as two words per comparison)
+/// cost the FIB set's searches more (see docs/fib.md, issue 15's seventeenth round).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub struct SlotKey6 {
+    hi: u64,
+    lo: u64,
+}
+
+impl SlotKey6 {
+    /// The address bits past a slot.
+    const PAST_SLOT: u128 = (1 << (128 - <Ipv6Addr as FibFamily>::DP_BITS)) - 1;
 }
 
 /// A published version of a compiled structure.

@@ -214,6 +214,8 @@ proptest! {
         let q = Ipv4Addr::from_slot_key(slot, k);
         prop_assert!(q.len() <= 32);
         let v6 = Prefix::new(Ipv6Addr::from_bits(u128::from(bits) << 96), len + 8);
-        prop_assert_eq!(Ipv6Addr::from_slot_key(0, Ipv6Addr::slot_key(v6)), v6);
+        prop_assert_eq!(Ipv6Addr::from_slot_key(bits >> 12, Ipv6Addr::slot_key(v6)), v6);
+        let any = crate::fib::SlotKey6 { hi: u64::from(k) << 32 | u64::from(bits), lo: u64::from(bits) << 32 | u64::from(k) };
+        prop_assert!(Ipv6Addr::from_slot_key(slot, any).len() <= 128);
     }
 }
