@@ -383,6 +383,10 @@ pub struct Poptrie<A: FibFamily> {
     /// The chunks a batch made (see `Poptrie::chunk_for_write`), kept for the next batch.
     fresh: Vec<usize>,
     scratch: Scratch<A::Bits>,
+    /// The last cover a patch searched for: a region, and the length and stored id of the
+    /// longest prefix covering it and shorter than it (see `Poptrie::cover_of`). Cleared
+    /// when a patch starts: the set may have changed since.
+    cover_memo: Option<(Prefix<A>, Option<(u8, u32)>)>,
     /// Full rebuilds after the first build (short-prefix changes, full arenas).
     pub rebuilds: u64,
     /// Room the next arenas keep beyond what a build fills.
@@ -558,6 +562,7 @@ impl<A: FibFamily> Poptrie<A> {
             spare_lists: Vec::new(),
             fresh: Vec::new(),
             scratch,
+            cover_memo: None,
             room,
             rebuilds: 0,
             spare,

@@ -155,9 +155,7 @@ impl<A: FibFamily> Poptrie<A> {
         let s = Self::S;
         let first = top(p.bits(), s);
         let n = 1usize << (s - p.len() as u32);
-        let default = routes
-            .covering_shorter(&p)
-            .map_or(NO_ROUTE, |(_, &id)| stored(id));
+        let default = self.cover_of(routes, p);
         self.scratch.prefixes.clear();
         self.scratch.prefixes.extend(
             routes
@@ -236,6 +234,24 @@ impl<A: FibFamily> Poptrie<A> {
         Some(())
     }
 
+    /// The stored id of the longest prefix in `routes` that covers `region` and is shorter
+    /// than it ([`NO_ROUTE`] for none). A delete's patch goes up its path while nodes vanish,
+    /// asking this of each level's region, which covers the last: the last answer holds for
+    /// the new region when it is shorter than that region, or when there was none (whatever
+    /// covers the new region and is shorter covers the last one too).
+    fn cover_of(&mut self, routes: &PrefixSet<A>, region: Prefix<A>) -> u32 {
+        if let Some((last, cover)) = self.cover_memo {
+            if region.covers(&last) && cover.is_none_or(|(len, _)| len < region.len()) {
+                return cover.map_or(NO_ROUTE, |(_, id)| id);
+            }
+        }
+        let cover = routes
+            .covering_shorter(&region)
+            .map(|(q, &id)| (q.len(), stored(id)));
+        self.cover_memo = Some((region, cover));
+        cover.map_or(NO_ROUTE, |(_, id)| id)
+    }
+
     /// Re-encodes node `old`, which covers bits `off..off + 6` of the keys under the first `off`
     /// bits of `region`, after a change inside `region` (`off < region.len() <= off + 6`): the slots
     /// `region` covers are encoded afresh from `routes`; the other slots keep their leaves, and
@@ -301,9 +317,7 @@ impl<A: FibFamily> Poptrie<A> {
             .first()
             .is_some_and(|&(key, len, _)| len == region.len() && key == region.bits());
         if !region_stored {
-            let default = routes
-                .covering_shorter(&region)
-                .map_or(NO_ROUTE, |(_, &id)| stored(id));
+            let default = self.cover_of(routes, region);
             leaf[first..first + width].fill(default);
         }
         // Where a value can differ from the slot before (see `leaf_runs`): the old runs' starts
@@ -459,9 +473,7 @@ impl<A: FibFamily> Poptrie<A> {
             1usize << (level - p.len() as u32),
         );
         if routes.get(&p).is_none() {
-            let cover = routes
-                .covering_shorter(&p)
-                .map_or(NO_ROUTE, |(_, &id)| stored(id));
+            let cover = self.cover_of(routes, p);
             ids[first..first + n].fill(cover);
         }
         for (q, &id) in routes.covered(&p) {
@@ -596,6 +608,7 @@ impl<A: FibFamily> Poptrie<A> {
     /// each chunk is copied once. `None`: an arena ran out of room (nothing was published; the
     /// caller rebuilds).
     pub(super) fn patch(&mut self, routes: &PrefixSet<A>, changed: &[Prefix<A>]) -> Option<()> {
+        self.cover_memo = None;
         let mut retired = self.retired_list();
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();
