@@ -359,6 +359,9 @@ struct Pending<A: FibFamily> {
     root: Option<(Arc<[u32]>, u64)>,
 }
 
+/// What covers a region and is shorter than it: that prefix's length and stored id, or none.
+type Cover = Option<(u8, u32)>;
+
 /// The writer's side: the current encoding, its arenas' bookkeeping, and the publication cell.
 pub struct Poptrie<A: FibFamily> {
     cell: Arc<ArcSwap<PoptrieView<A>>>,
@@ -386,7 +389,7 @@ pub struct Poptrie<A: FibFamily> {
     /// The last cover a patch searched for: a region, and the length and stored id of the
     /// longest prefix covering it and shorter than it (see `Poptrie::cover_of`). Cleared
     /// when a patch starts: the set may have changed since.
-    cover_memo: Option<(Prefix<A>, Option<(u8, u32)>)>,
+    cover_memo: Option<(Prefix<A>, Cover)>,
     /// Full rebuilds after the first build (short-prefix changes, full arenas).
     pub rebuilds: u64,
     /// Room the next arenas keep beyond what a build fills.
