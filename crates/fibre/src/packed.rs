@@ -2,8 +2,9 @@
 //! first: a trie's pre-order), and the questions an ordered map of them answers.
 //!
 //! The RIB's [`crate::prefix_map::PrefixMap`] is a `BTreeMap` keyed this way, and so are the
-//! FIB's [`crate::fib::PrefixSet`]'s prefixes at most a direct-pointing slot long (and IPv6's
-//! crowded slots). Every question they ask is an ordered range:
+//! FIB's [`crate::fib::PrefixSet`]'s prefixes at most a direct-pointing slot long (a slot's
+//! longer prefixes are keyed within it: `FibFamily::SlotKey`). Every question they ask is an
+//! ordered range:
 //!
 //! - what `p` covers is the run from `p` to `(p's last address)/width`;
 //! - the longest prefix covering `p` is found from `p`'s predecessors

@@ -124,8 +124,8 @@ pub trait FibFamily: Address {
     /// now, and the tag serves the rest, and wider ids' FIBs, the router's.)
     const LEAVES_ONLY_TOPS: bool;
     /// A prefix longer than [`FibFamily::DP_BITS`] packed as a key in [`Prefix`] order among
-    /// the prefixes of its slot (IPv4 leaves the slot's bits out): what the FIB's set keeps
-    /// per slot.
+    /// the prefixes of its slot (the slot's bits left out): what the FIB's set keeps per
+    /// slot.
     type SlotKey: Ord + Copy + Send + Sync + std::fmt::Debug + 'static;
     /// `p` (longer than the direct-pointing step) as a key within its slot.
     fn slot_key(p: Prefix<Self>) -> Self::SlotKey;

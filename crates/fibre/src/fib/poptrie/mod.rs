@@ -388,7 +388,8 @@ pub struct Poptrie<A: FibFamily> {
     scratch: Scratch<A::Bits>,
     /// The last cover a patch searched for: a region, and the length and stored id of the
     /// longest prefix covering it and shorter than it (see `Poptrie::cover_of`). Cleared
-    /// when a patch starts: the set may have changed since.
+    /// where the patch of a changed prefix starts (`patch_long`, `reencode_span`): the set
+    /// may have changed since.
     cover_memo: Option<(Prefix<A>, Cover)>,
     /// Full rebuilds after the first build (short-prefix changes, full arenas).
     pub rebuilds: u64,

@@ -43,8 +43,9 @@ pub struct PrefixSet<A: FibFamily> {
     /// Prefixes stored, short and long.
     len: usize,
     /// The prefix last inserted or removed, with its id now (`None`: removed): a FIB's update
-    /// asks for it right after [`crate::fib::Fib::set`] stored it, and finds it here without a
-    /// search (144 of an IPv4 router change's instructions, callgrind).
+    /// asks for it right after [`crate::fib::Fib::set`] stored it (the last prefix set before a
+    /// publication: a route change's only one), and finds it here without a search (225
+    /// instructions of an IPv4 router change, 440 of an IPv6 one, callgrind).
     last: Option<(Prefix<A>, Option<u32>)>,
 }
 
@@ -380,7 +381,7 @@ impl<A: FibFamily> PrefixSet<A> {
             for (&k, _) in s.prefixes.range(None) {
                 let p = A::from_slot_key(slot, k);
                 assert!(is_long(&p) && slot_of(&p) == slot, "in its own slot");
-                assert_eq!(A::slot_key(p), k, "keyed as packed");
+                assert_eq!(A::slot_key(p), k, "keyed as its slot keys it");
             }
             let cover = self.short_covering(&slot_prefix(slot, A::DP_BITS as u8));
             assert_eq!((s.cover_len, s.cover_id), cover, "slot {slot}'s cover");

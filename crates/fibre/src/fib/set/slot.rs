@@ -32,7 +32,7 @@ pub(super) struct Many<A: FibFamily> {
     map: BTreeMap<A::SlotKey, u32>,
     /// Bit `l - DP_BITS - 1` is set if a prefix of length `l` was stored since the slot went
     /// to a B-tree (never cleared before it goes back: a length whose last prefix went costs
-    /// a probe that finds nothing). The lengths [`SlotPrefixes::covering`] probes.
+    /// a probe). The lengths [`SlotPrefixes::covering`] probes.
     lengths: u128,
 }
 
@@ -173,7 +173,8 @@ impl<A: FibFamily> SlotPrefixes<A> {
     /// two share. An array goes on from that common prefix (a search each step, one or two on
     /// real tables, as [`crate::packed::covering_before`]). A B-tree is walked back a few steps
     /// (a sibling's cover is often among them), then searched for the predecessor of `p` cut to
-    /// the longest length the slot has held below the bound, which lowers the bound as a
+    /// the longest length the slot has held up to the bound (the cut itself included), which
+    /// lowers the bound as a
     /// walked predecessor does: a slot of IPv6 /48s, whose shared bits shorten a step at a
     /// time, would otherwise take a descent per step. (Probing each held length for `p` cut to
     /// it, without the bound from what the search found, took three times the searches on the

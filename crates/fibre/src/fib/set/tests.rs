@@ -218,4 +218,17 @@ proptest! {
         let any = crate::fib::SlotKey6 { hi: u64::from(k) << 32 | u64::from(bits), lo: u64::from(bits) << 32 | u64::from(k) };
         prop_assert!(Ipv6Addr::from_slot_key(slot, any).len() <= 128);
     }
+
+    /// IPv6 slot keys give the prefix back at every length past the slot, and order as the
+    /// prefixes do within a slot.
+    #[test]
+    fn ipv6_slot_keys_round_trip_and_order(a in any::<u128>(), b in any::<u128>(), la in 21u8..=128, lb in 21u8..=128) {
+        let p = Prefix::new(Ipv6Addr::from_bits(a), la);
+        // `b` in `p`'s slot.
+        let q = Prefix::new(Ipv6Addr::from_bits((a & !(u128::MAX >> 20)) | (b >> 20)), lb);
+        let slot = (a >> 108) as u32;
+        prop_assert_eq!(Ipv6Addr::from_slot_key(slot, Ipv6Addr::slot_key(p)), p);
+        prop_assert_eq!(Ipv6Addr::from_slot_key(slot, Ipv6Addr::slot_key(q)), q);
+        prop_assert_eq!(Ipv6Addr::slot_key(p).cmp(&Ipv6Addr::slot_key(q)), p.cmp(&q));
+    }
 }
