@@ -257,7 +257,9 @@ impl ViewArgs {
 }
 
 /// The full views for the profiling examples, which run from any directory: the shared real
-/// table found from this crate's workspace when it is there, else synthetic views of its sizes.
+/// table found from this crate's workspace when it is there, else synthetic views of its sizes
+/// (said on stderr: a binary built in a checkout without `../shared` beside it profiles those,
+/// and its figures compare with nothing measured on the real view).
 pub fn workspace_views() -> FullViews {
     let table = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
@@ -265,6 +267,10 @@ pub fn workspace_views() -> FullViews {
     if table.exists() {
         load_table(&table).expect("shared table")
     } else {
+        eprintln!(
+            "no shared table at {}: synthetic views of its sizes",
+            table.display()
+        );
         FullViews {
             v4: synthetic_view::<Ipv4Addr>(901_899, 1),
             v6: synthetic_view::<Ipv6Addr>(160_147, 1),
