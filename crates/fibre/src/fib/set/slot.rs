@@ -178,7 +178,9 @@ impl<A: FibFamily> SlotPrefixes<A> {
     /// walked predecessor does: a slot of IPv6 /48s, whose shared bits shorten a step at a
     /// time, would otherwise take a descent per step. (Probing each held length for `p` cut to
     /// it, without the bound from what the search found, took three times the searches on the
-    /// IPv6 view: 10.3 a query against 3.5.)
+    /// IPv6 view: 10.3 a query against 3.5, by a throwaway counter. What a command reproduces:
+    /// an IPv6 router change's 14,784 -> 14,518 instructions, `valgrind --tool=callgrind
+    /// --toggle-collect='router_profile::updates*' router_profile 6 20000` / 4,000 changes.)
     pub(super) fn covering(&self, slot: u32, p: &Prefix<A>) -> Option<(Prefix<A>, &u32)> {
         let k = A::slot_key(*p);
         let m = match self {
