@@ -10,120 +10,153 @@
 //! Loads the full view (the shared real table when present, else synthetic) of family 4 or 6
 //! into a router, then deletes N random routes and puts each back at once, one change set
 //! each, every change timed: the update bench's router figures (`fibre bench --updates N`),
-//! here without its reader thread (`FIBRE_PROFILE_READER=1` starts one, doing bulk lookups on
-//! the other CPU as the bench's does). A delete finds its route cold; the add that follows
-//! finds what the delete brought into the caches.
+//! here without its reader thread (`FIBRE_PROFILE_READER=1` starts the bench's, doing bulk
+//! lookups on the first CPU while the changes run on the last). A delete finds its route
+//! cold; the add that follows finds what the delete brought into the caches.
 //!
-//! `FIBRE_PROFILE_WARM` names what is read before each delete, untimed: `rib` (the route's
-//! destination in table main's RIB: its index search and entry), `set` (its prefix in the FIB's
-//! own set) and `trie` (a FIB lookup of its address: the encoding's path). What a delete then
-//! saves is what those misses cost it.
+//! `FIBRE_PROFILE_WARM` lists (comma-separated) what is read before each delete, untimed:
+//! `index` (the route's destination searched in table main's RIB index), `rib` (that search,
+//! then the destination's entry and its stored routes), `set` (its prefix in the FIB's own set)
+//! and `trie` (a FIB lookup of its address: the encoding's path). What a delete then saves is
+//! what those misses cost it.
 use fibre::route::TABLE_MAIN;
 use fibre::{Prefix, Router};
+use fibre_bench::host::{online_cpus, pin_thread};
 use fibre_bench::scenario::{with_next_hops, workspace_views, BenchRoute, StudyFamily};
-use fibre_bench::updates::{add, del, loaded_router, spec};
+use fibre_bench::stats::quantile;
+use fibre_bench::updates::{add, del, loaded_router, reader, spec};
 use fibre_bench::workload;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::hint::black_box;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Reads what `warm` names of route `r`'s structures (see the module docs).
-fn warm_up<A: StudyFamily>(router: &Router, r: &BenchRoute<A::K>, warm: &str) {
-    let st = router.family::<A>();
-    let p = Prefix::new(A::from_bits(r.addr), r.len);
-    let fib = st
-        .merged_fib()
-        .or_else(|| st.table_fib(TABLE_MAIN))
-        .expect("table main has a FIB")
-        .fib();
-    if warm.contains("index") {
-        black_box(st.table(TABLE_MAIN).expect("table main").entry_index(&p));
+/// What `FIBRE_PROFILE_WARM` names (see the module docs).
+#[derive(Default)]
+struct Warm {
+    index: bool,
+    rib: bool,
+    set: bool,
+    trie: bool,
+}
+
+impl Warm {
+    fn from_env() -> Warm {
+        let mut warm = Warm::default();
+        let list = std::env::var("FIBRE_PROFILE_WARM").unwrap_or_default();
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "index" => warm.index = true,
+                "rib" => warm.rib = true,
+                "set" => warm.set = true,
+                "trie" => warm.trie = true,
+                other => {
+                    eprintln!("FIBRE_PROFILE_WARM: {other:?} is none of index, rib, set, trie");
+                    std::process::exit(2);
+                }
+            }
+        }
+        warm
     }
-    if warm.contains("rib") {
-        let main = st.table(TABLE_MAIN).expect("table main");
-        black_box(main.entry(&p).map(|e| main.routes_of(p, e).iter().count()));
-    }
-    if warm.contains("set") {
-        black_box(fib.get(&p));
-    }
-    if warm.contains("trie") {
-        black_box(fib.lookup(A::from_bits(r.addr)));
+    fn describe(&self) -> String {
+        let names = [
+            (self.index, "index"),
+            (self.rib, "rib"),
+            (self.set, "set"),
+            (self.trie, "trie"),
+        ];
+        let on: Vec<&str> = names.iter().filter(|n| n.0).map(|n| n.1).collect();
+        if on.is_empty() {
+            "nothing".into()
+        } else {
+            on.join(",")
+        }
     }
 }
 
-/// The values at quantiles `qs` of `v` (sorted here), by nearest rank.
-fn quantiles(v: &mut [f64], qs: &[f64]) -> Vec<f64> {
-    v.sort_by(f64::total_cmp);
-    qs.iter()
-        .map(|q| v[((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1])
-        .collect()
+/// Reads what `warm` names of `route`'s state (see the module docs).
+fn warm_up<A: StudyFamily>(router: &Router, route: &BenchRoute<A::K>, warm: &Warm) {
+    let state = router.family::<A>();
+    let dst = Prefix::new(A::from_bits(route.addr), route.len);
+    let main = state.table(TABLE_MAIN).expect("table main");
+    let fib = state
+        .merged_fib()
+        .or_else(|| state.table_fib(TABLE_MAIN))
+        .expect("table main has a FIB")
+        .fib();
+    if warm.index {
+        black_box(main.entry_index(&dst));
+    }
+    if warm.rib {
+        if let Some(entry) = main.entry(&dst) {
+            for stored in main.routes_of(dst, entry).iter() {
+                black_box(stored);
+            }
+        }
+    }
+    if warm.set {
+        black_box(fib.get(&dst));
+    }
+    if warm.trie {
+        black_box(fib.lookup(A::from_bits(route.addr)));
+    }
 }
 
 fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
-    let warm = std::env::var("FIBRE_PROFILE_WARM").unwrap_or_default();
+    let warm = Warm::from_env();
     let with_reader = std::env::var("FIBRE_PROFILE_READER").is_ok_and(|v| v == "1");
     let routes: Vec<BenchRoute<A::K>> = with_next_hops(prefixes);
     let (mut router, dev, _) = loaded_router::<A>(&routes).expect("router loads");
+    // As the update bench: the writer on the last CPU, the reader on the first.
+    let cpus = online_cpus();
+    let _ = pin_thread(cpus - 1);
     let stop = Arc::new(AtomicBool::new(false));
-    let reader = with_reader.then(|| {
-        let st = router.family::<A>();
-        let fib = st.merged_fib_reader().or_else(|| st.fib_reader(TABLE_MAIN));
-        let fib = fib.expect("table main has a FIB");
+    let reader_thread = with_reader.then(|| {
+        let state = router.family::<A>();
+        let fib = state
+            .merged_fib_reader()
+            .or_else(|| state.fib_reader(TABLE_MAIN));
         let keys = workload::inside_prefixes::<A>(&routes, 1 << 16, 7);
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let _ = fibre_bench::host::pin_thread(1);
-            let mut out = [0u32; 64];
-            let mut sum = 0u32;
-            'run: loop {
-                for chunk in keys.chunks_exact(64) {
-                    if stop.load(Ordering::Relaxed) {
-                        break 'run;
-                    }
-                    fib.load().lookup_bulk(chunk, &mut out);
-                    sum = sum.wrapping_add(out[0]);
-                }
-            }
-            black_box(sum);
-        })
+        reader::<A, _>(
+            fib.expect("table main has a FIB"),
+            Arc::new(keys),
+            stop.clone(),
+            (cpus > 1).then_some(0),
+            Arc::new(AtomicU64::new(0)),
+        )
     });
-    let _ = fibre_bench::host::pin_thread(0);
     let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
     let chosen: Vec<&BenchRoute<A::K>> = routes.choose_multiple(&mut rng, n).collect();
     let (mut deletes, mut adds) = (Vec::new(), Vec::new());
-    for r in chosen {
-        let s = spec::<A>(r, dev);
-        let (d, a) = (del(&s), add(s));
-        warm_up::<A>(&router, r, &warm);
+    for route in chosen {
+        let s = spec::<A>(route, dev);
+        let (delete, put_back) = (del(&s), add(s));
+        warm_up::<A>(&router, route, &warm);
         let t = Instant::now();
-        router.change(&d).expect("delete");
+        router.change(&delete).expect("delete");
         deletes.push(t.elapsed().as_nanos() as f64);
         let t = Instant::now();
-        router.change(&a).expect("add");
+        router.change(&put_back).expect("add");
         adds.push(t.elapsed().as_nanos() as f64);
     }
     stop.store(true, Ordering::Relaxed);
-    if let Some(h) = reader {
-        h.join().expect("reader");
-    }
-    let mut all: Vec<f64> = deletes.iter().chain(&adds).copied().collect();
-    let qs = [0.1, 0.5, 0.9];
-    let show = |v: &mut Vec<f64>| {
-        let q = quantiles(v, &qs);
-        format!("{:.0} / {:.0} / {:.0}", q[0], q[1], q[2])
+    let reader_ns = reader_thread.map(|h| h.join().expect("reader"));
+    let all: Vec<f64> = deletes.iter().chain(&adds).copied().collect();
+    let show = |v: &[f64]| {
+        let q = |x| quantile(v, x);
+        format!("{:.0} / {:.0} / {:.0}", q(0.1), q(0.5), q(0.9))
     };
     println!(
-        "{} (warm: {}; reader: {with_reader}), ns, p10 / median / p90: deletes {}; adds {}; \
-         all {}",
+        "{} (read first: {}; reader: {}), ns, p10 / median / p90: deletes {}; adds {}; all {}",
         A::LABEL,
-        if warm.is_empty() { "nothing" } else { &warm },
-        show(&mut deletes),
-        show(&mut adds),
-        show(&mut all),
+        warm.describe(),
+        reader_ns.map_or("none".into(), |ns| format!("{ns:.1} ns a lookup")),
+        show(&deletes),
+        show(&adds),
+        show(&all),
     );
 }
 

@@ -167,7 +167,7 @@ fn fib_rebuilds<A: StudyFamily>(router: &Router) -> (u64, usize) {
 }
 
 /// A reader thread on `cpu` doing bulk lookups of `keys` until `stop`; returns ns per lookup.
-pub(crate) fn reader<A: StudyFamily, V: LpmView<A>>(
+pub fn reader<A: StudyFamily, V: LpmView<A>>(
     reader: Reader<V>,
     keys: Arc<Vec<A::K>>,
     stop: Arc<AtomicBool>,
@@ -182,7 +182,8 @@ pub(crate) fn reader<A: StudyFamily, V: LpmView<A>>(
         let mut out = [0u32; 64];
         let (mut n, mut acc) = (0u64, 0u32);
         let start = Instant::now();
-        'outer: loop {
+        // (Fewer than 64 keys make no batch: the stop is checked between passes too.)
+        'outer: while !stop.load(Ordering::Relaxed) {
             for chunk in keys.chunks_exact(64) {
                 if stop.load(Ordering::Relaxed) {
                     break 'outer;
