@@ -406,10 +406,15 @@ impl<A: RouterFamily> Fibs<A> {
     pub fn follow(
         &mut self,
         st: &FamilyState<A>,
-        touched: impl Iterator<Item = (TableId, Prefix<A>)>,
+        mut touched: impl Iterator<Item = (TableId, Prefix<A>)>,
         counts: &EditCounts,
         links: &dyn LinkState,
     ) {
+        if let [(t, 1)] = counts[..] {
+            if let Some((_, dst)) = touched.next() {
+                return self.follow_one(st, t, dst, links);
+            }
+        }
         // Which FIBs are patched (the others are built anew), then their destinations, in one
         // pass over the edits.
         let merged_edits: usize = [TABLE_LOCAL, TABLE_MAIN]
@@ -473,6 +478,38 @@ impl<A: RouterFamily> Fibs<A> {
                 m.refresh(st, &mine, links);
             } else {
                 **m = TableFib::build(st, vec![TABLE_LOCAL, TABLE_MAIN], links);
+            }
+        }
+    }
+
+    /// [`Fibs::follow`] for one edit, of destination `dst` in table `t` (a route change): the
+    /// same steps, without the lists of one collected, sorted and merged (about 300
+    /// instructions of a route change, callgrind). One edit never builds a FIB anew
+    /// ([`Fibs::wholesale`]).
+    fn follow_one(
+        &mut self,
+        st: &FamilyState<A>,
+        t: TableId,
+        dst: Prefix<A>,
+        links: &dyn LinkState,
+    ) {
+        if Self::own_fib(st, t) {
+            match self.tables.get_mut(&t) {
+                Some(tf) => tf.refresh(st, &[dst], links),
+                None => {
+                    self.tables.insert(t, TableFib::build(st, vec![t], links));
+                }
+            }
+        }
+        self.tables.retain(|t, _| st.tables.contains_key(t));
+        for &t in st.tables.keys() {
+            if Self::own_fib(st, t) && !self.tables.contains_key(&t) {
+                self.tables.insert(t, TableFib::build(st, vec![t], links));
+            }
+        }
+        if t == TABLE_LOCAL || t == TABLE_MAIN {
+            if let Some(m) = self.merged.as_mut() {
+                m.refresh(st, &[dst], links);
             }
         }
     }

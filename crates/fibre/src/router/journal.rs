@@ -21,12 +21,16 @@ pub type EditCounts = SmallVec<[(TableId, usize); 2]>;
 /// the runs then sorted and added up: no allocation for a set of one or two runs, which every
 /// route change is (a `BTreeMap` here cost a route change about 900 instructions).
 pub fn count_by_table<A: Address>(edits: impl Iterator<Item = (TableId, Prefix<A>)>) -> EditCounts {
-    let mut runs: SmallVec<[(TableId, usize); 2]> = SmallVec::new();
+    let mut runs = EditCounts::new();
     for (t, _) in edits {
         match runs.last_mut() {
             Some((r, n)) if *r == t => *n += 1,
             _ => runs.push((t, 1)),
         }
+    }
+    if runs.len() <= 1 {
+        // One table (every route change): the run is the count.
+        return runs;
     }
     runs.sort_unstable_by_key(|&(t, _)| t);
     let mut counts = EditCounts::new();
