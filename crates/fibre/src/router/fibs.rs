@@ -402,7 +402,8 @@ impl<A: RouterFamily> Fibs<A> {
     /// A table whose FIB is built anew (a load: see `Fibs::wholesale`) needs only its count
     /// of edits; the destinations of the others are collected, sorted and patched. Why not a
     /// sorted list of every edit first, as before: a load of the full view made two of 14 and
-    /// 7 MB, in fresh pages, only to count them.
+    /// 7 MB, in fresh pages, only to count them. One edit (a route change, or a rollback of
+    /// one) takes `Fibs::follow_one`.
     pub fn follow(
         &mut self,
         st: &FamilyState<A>,
@@ -411,7 +412,8 @@ impl<A: RouterFamily> Fibs<A> {
         links: &dyn LinkState,
     ) {
         if let [(t, 1)] = counts[..] {
-            if let Some((_, dst)) = touched.next() {
+            if let Some((table, dst)) = touched.next() {
+                debug_assert_eq!(table, t, "counts are of the edits given");
                 return self.follow_one(st, t, dst, links);
             }
         }
@@ -482,10 +484,11 @@ impl<A: RouterFamily> Fibs<A> {
         }
     }
 
-    /// [`Fibs::follow`] for one edit, of destination `dst` in table `t` (a route change): the
-    /// same steps, without the lists of one collected, sorted and merged (about 300
-    /// instructions of a route change, callgrind). One edit never builds a FIB anew
-    /// ([`Fibs::wholesale`]).
+    /// [`Fibs::follow`] for one edit, of destination `dst` in table `t` (a route change, or a
+    /// rollback of one): the same steps, without the lists of one collected, sorted and merged
+    /// (about 300 instructions of a route change, callgrind). One edit never has a FIB rebuilt
+    /// wholesale ([`Fibs::wholesale`]); a table without a FIB of its own yet gets one built, as
+    /// in `follow`.
     fn follow_one(
         &mut self,
         st: &FamilyState<A>,
