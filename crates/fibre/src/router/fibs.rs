@@ -460,13 +460,7 @@ impl<A: RouterFamily> Fibs<A> {
                 self.tables.insert(t, TableFib::build(st, vec![t], links));
             }
         }
-        self.tables.retain(|t, _| st.tables.contains_key(t));
-        // Rules customised in this change set: the tables that had no FIB of their own get one.
-        for &t in st.tables.keys() {
-            if Self::own_fib(st, t) && !self.tables.contains_key(&t) {
-                self.tables.insert(t, TableFib::build(st, vec![t], links));
-            }
-        }
+        self.match_tables(st, links);
         if let Some(m) = self.merged.as_mut().filter(|_| merged_edits > 0) {
             if patch_merged {
                 // Local's and main's destinations, each run sorted: one merge of two runs.
@@ -504,15 +498,21 @@ impl<A: RouterFamily> Fibs<A> {
                 }
             }
         }
+        self.match_tables(st, links);
+        if t == TABLE_LOCAL || t == TABLE_MAIN {
+            if let Some(m) = self.merged.as_mut() {
+                m.refresh(st, &[dst], links);
+            }
+        }
+    }
+
+    /// The FIBs of tables gone go; a table that should have a FIB of its own and has none (rules
+    /// customised in this change set) gets one.
+    fn match_tables(&mut self, st: &FamilyState<A>, links: &dyn LinkState) {
         self.tables.retain(|t, _| st.tables.contains_key(t));
         for &t in st.tables.keys() {
             if Self::own_fib(st, t) && !self.tables.contains_key(&t) {
                 self.tables.insert(t, TableFib::build(st, vec![t], links));
-            }
-        }
-        if t == TABLE_LOCAL || t == TABLE_MAIN {
-            if let Some(m) = self.merged.as_mut() {
-                m.refresh(st, &[dst], links);
             }
         }
     }
