@@ -9,6 +9,10 @@
  * --cpu, else the first CPU this process may run on); the tables live in a heap of transparent
  * huge pages added to it (`table_heap`). Records go to stdout, one JSON object per
  * line; EAL and DPDK logs go to stderr.
+ *
+ * With --updates N it times changes instead of lookups: after the build, N random routes are
+ * deleted and put back one call at a time while a reader thread does bulk lookups on another CPU
+ * (the update benchmark of `fibre bench`, docs/bench.md).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -17,6 +21,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -93,13 +98,18 @@ static struct {
 	unsigned bulk;
 	int cpu;
 	const char *engines; /* --engines: comma-separated names to run; NULL runs all */
+	size_t updates;      /* --updates: routes deleted and put back (0: lookups are timed) */
+	uint64_t seed;       /* --seed: which routes */
+	int reader_cpu;      /* --reader-cpu: the update reader's CPU (-1: no reader) */
+	double update_secs;  /* --update-secs: most seconds of changes per engine */
 	struct route4 *r4;
 	struct route6 *r6;
 	size_t n_routes;
 	int fib_avx512_possible; /* CPU has AVX-512F/DQ: EAL told to allow 512-bit SIMD */
 	int has_half[2]; /* a /1 route covers the lower / upper half of the address space */
 	int has_default; /* a /0 route */
-} opt = { .check_n = 10000, .runs = 5, .bulk = 64, .cpu = -1 };
+} opt = { .check_n = 10000, .runs = 5, .bulk = 64, .cpu = -1, .seed = 1, .reader_cpu = -1,
+	    .update_secs = 60 };
 
 /* Whether --engines lists `name` (every engine runs without --engines). */
 static int wanted(const char *name)
@@ -123,7 +133,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: dpdk --family 4|6 --routes FILE --out DIR [--workload NAME=FILE]...\n"
-		"            [--check-n N] [--runs R] [--bulk B] [--cpu C] [--engines A,B]\n");
+		"            [--check-n N] [--runs R] [--bulk B] [--cpu C] [--engines A,B]\n"
+		"            [--updates N [--seed S] [--reader-cpu C] [--update-secs T]]\n");
 	exit(2);
 }
 
@@ -173,6 +184,14 @@ static void parse_args(int argc, char **argv)
 			opt.cpu = (int)parse_ulong(v, "--cpu", 0, CPU_SETSIZE - 1);
 		} else if (!strcmp(a, "--engines")) {
 			opt.engines = v;
+		} else if (!strcmp(a, "--updates")) {
+			opt.updates = parse_ulong(v, "--updates", 0, 1ul << 30);
+		} else if (!strcmp(a, "--seed")) {
+			opt.seed = parse_ulong(v, "--seed", 0, ULONG_MAX);
+		} else if (!strcmp(a, "--reader-cpu")) {
+			opt.reader_cpu = (int)parse_ulong(v, "--reader-cpu", 0, CPU_SETSIZE - 1);
+		} else if (!strcmp(a, "--update-secs")) {
+			opt.update_secs = (double)parse_ulong(v, "--update-secs", 1, 86400);
 		} else {
 			usage();
 		}
@@ -729,6 +748,8 @@ struct engine {
 	void *(*create)(uint32_t max, uint32_t tbl8);
 	/* Adds route i of opt.r4 / opt.r6: 0 or a negative errno. */
 	int (*add)(void *t, size_t i);
+	/* Deletes route i (depth > 0): 0 or a negative errno. */
+	int (*del)(void *t, size_t i);
 	void (*free)(void *t);
 	/* Picks the lookup function (rte_fib, rte_fib6) and describes it in `buf`; NULL: none to pick. */
 	const char *(*select)(void *t, char *buf, size_t len);
@@ -844,6 +865,133 @@ static void measure(const struct engine *e, void *t, const struct workload *wl, 
 	report_runs(e->name, pass_metric[p], wl->name, ns, opt.runs, note);
 }
 
+/* ---------------------------------------------------------------- the update benchmark */
+
+/* The reader beside the changes: bulk lookups over the first workload, pass after pass, on its
+ * own CPU, until told to stop. DPDK's tables are written in place and their readers take no
+ * lock; the answers read mid-change are not checked, only counted. */
+struct update_reader {
+	const struct engine *e;
+	void *t;
+	const struct workload *wl;
+	void *out;
+	volatile int stop;
+	uint64_t lookups;
+	double secs;
+};
+
+static void *update_reader_main(void *arg)
+{
+	struct update_reader *r = arg;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(opt.reader_cpu, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+		fprintf(stderr, "dpdk: reader not pinned to cpu %d\n", opt.reader_cpu);
+	double t0 = now_s();
+	while (!r->stop) {
+		r->e->pass(r->t, r->wl, PASS_BULK, r->out);
+		r->lookups += r->wl->count;
+	}
+	r->secs = now_s() - t0;
+	return NULL;
+}
+
+/* splitmix64: the routes changed, from --seed. */
+static uint64_t next_random(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double quantile(double *v, size_t n, double q)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	size_t k = (size_t)ceil(q * (double)n);
+	return v[(k < 1 ? 1 : k > n ? n : k) - 1];
+}
+
+/* --updates N: N random routes (never the /0, which rte_lpm and rte_lpm6 hold as two /1s)
+ * deleted, then put back at once, each call timed, as `fibre bench` times its changes; at most
+ * --update-secs seconds. Records update_median, update_p999, update_delete_median,
+ * update_insert_median (ns) and update_reader_lookup (ns per lookup of the reader), then writes
+ * the check file of the first workload: the table must answer as before the changes. */
+static void run_updates(const struct engine *e, void *t, void *out, int64_t *res)
+{
+	const char *E = e->name;
+	size_t n = opt.updates, done = 0, failed = 0, eligible = 0, first_at = 0;
+	int first_err = 0;
+	const char *first_what = "";
+	for (size_t i = 0; i < opt.n_routes; i++)
+		eligible += (opt.family == 4 ? opt.r4[i].depth : opt.r6[i].depth) > 0;
+	if (!n || !eligible) {
+		skip(E, "no route to change");
+		return;
+	}
+	double *del = malloc(n * sizeof(*del)), *ins = malloc(n * sizeof(*ins)),
+	       *all = malloc(2 * n * sizeof(*all));
+	if (!del || !ins || !all)
+		die("out of memory");
+	struct update_reader r = { .e = e, .t = t, .wl = opt.n_wl ? &opt.wl[0] : NULL, .out = out };
+	pthread_t reader;
+	int reading = opt.reader_cpu >= 0 && r.wl && r.wl->count > 0;
+	if (reading && pthread_create(&reader, NULL, update_reader_main, &r) != 0)
+		die("cannot start the reader thread");
+	uint64_t state = opt.seed;
+	double deadline = now_s() + opt.update_secs;
+	while (done < n) {
+		size_t i;
+		do
+			i = (size_t)(next_random(&state) % opt.n_routes);
+		while ((opt.family == 4 ? opt.r4[i].depth : opt.r6[i].depth) == 0);
+		double t0 = now_s();
+		int d = e->del(t, i);
+		double t1 = now_s();
+		int a = e->add(t, i);
+		double t2 = now_s();
+		failed += (d != 0) + (a != 0);
+		if ((d != 0 || a != 0) && !first_err) {
+			first_err = d != 0 ? d : a;
+			first_what = d != 0 ? "a delete" : "an add";
+			first_at = done;
+		}
+		del[done] = (t1 - t0) * 1e9;
+		ins[done] = (t2 - t1) * 1e9;
+		all[2 * done] = del[done];
+		all[2 * done + 1] = ins[done];
+		done++;
+		if (t2 > deadline)
+			break;
+	}
+	if (reading) {
+		r.stop = 1;
+		pthread_join(reader, NULL);
+	}
+	if (failed)
+		fprintf(stderr, "dpdk: %s: %zu of %zu update calls failed, the first %s of change %zu: %s\n",
+			E, failed, 2 * done, first_what, first_at, strerror(-first_err));
+	char cpu[16] = "-", note[320];
+	if (reading)
+		snprintf(cpu, sizeof(cpu), "%d", opt.reader_cpu);
+	snprintf(note, sizeof(note),
+		 "%zu random routes deleted then put back (%s_delete, %s_add), one call each%s; "
+		 "a reader doing bulk lookups on cpu %s; %zu calls failed",
+		 done, e->api, e->api, done < n ? ", stopped at the --update-secs limit" : "", cpu, failed);
+	record(E, "update_median", NULL, median(all, (unsigned)(2 * done)), "ns", (unsigned)(2 * done), 0, note);
+	record(E, "update_p999", NULL, quantile(all, 2 * done, 0.999), "ns", (unsigned)(2 * done), 0, note);
+	record(E, "update_delete_median", NULL, median(del, (unsigned)done), "ns", (unsigned)done, 0, note);
+	record(E, "update_insert_median", NULL, median(ins, (unsigned)done), "ns", (unsigned)done, 0, note);
+	if (reading && r.lookups)
+		record(E, "update_reader_lookup", NULL, r.secs * 1e9 / (double)r.lookups, "ns", 1, 0, note);
+	if (opt.n_wl)
+		write_check(e, t, &opt.wl[0], out, res);
+	free(all);
+	free(ins);
+	free(del);
+}
+
 /* Everything for one engine, if --engines lists it. */
 static void run_engine(const struct engine *e, size_t tbl8)
 {
@@ -865,6 +1013,13 @@ static void run_engine(const struct engine *e, size_t tbl8)
 	int64_t *res = malloc(opt.bulk * sizeof(*res));
 	if (!out || !res)
 		die("out of memory");
+	if (opt.updates) {
+		run_updates(e, t, out, res);
+		free(res);
+		free(out);
+		e->free(t);
+		return;
+	}
 	char note[384];
 	for (size_t w = 0; w < opt.n_wl; w++) {
 		const struct workload *wl = &opt.wl[w];
@@ -906,6 +1061,12 @@ static int lpm_add(void *t, size_t i)
 		return ret;
 	}
 	return rte_lpm_add(t, r->ip, r->depth, r->nh);
+}
+
+static int lpm_del(void *t, size_t i)
+{
+	const struct route4 *r = &opt.r4[i];
+	return rte_lpm_delete(t, r->ip, r->depth);
 }
 
 static void lpm_free(void *t)
@@ -978,7 +1139,7 @@ static const struct engine ENGINE_LPM = {
 	.lookup_note = "rte_lpm_lookup (inline), one address per call",
 	.bulk_note = "rte_lpm_lookup_bulk (inline)",
 	.latency_note = "dependent chain of rte_lpm_lookup: addr[i] ^ (previous next_hop & volatile 0)",
-	.create = lpm_create, .add = lpm_add, .free = lpm_free,
+	.create = lpm_create, .add = lpm_add, .del = lpm_del, .free = lpm_free,
 	.answer_bulk = lpm_answer_bulk, .answer = lpm_answer, .pass = lpm_pass,
 };
 
@@ -1042,6 +1203,12 @@ static int fib_add(void *t, size_t i)
 	return rte_fib_add(t, r->ip, r->depth, r->nh);
 }
 
+static int fib_del(void *t, size_t i)
+{
+	const struct route4 *r = &opt.r4[i];
+	return rte_fib_delete(t, r->ip, r->depth);
+}
+
 static void fib_free(void *t)
 {
 	rte_fib_free(t);
@@ -1103,7 +1270,7 @@ static const struct engine ENGINE_FIB = {
 	.lookup_note = "rte_fib_lookup_bulk with n=1 per address (rte_fib has no single-address API)",
 	.bulk_note = "rte_fib_lookup_bulk",
 	.latency_note = "dependent chain of rte_fib_lookup_bulk(n=1): addr[i] ^ (previous next_hop & volatile 0)",
-	.create = fib_create, .add = fib_add, .free = fib_free, .select = fib_select,
+	.create = fib_create, .add = fib_add, .del = fib_del, .free = fib_free, .select = fib_select,
 	.answer_bulk = fib_answer_bulk, .pass = fib_pass,
 };
 
@@ -1129,6 +1296,12 @@ static int lpm6_add(void *t, size_t i)
 		return ret;
 	}
 	return rte_lpm6_add(t, r->ip, r->depth, r->nh);
+}
+
+static int lpm6_del(void *t, size_t i)
+{
+	const struct route6 *r = &opt.r6[i];
+	return rte_lpm6_delete(t, r->ip, r->depth);
 }
 
 static void lpm6_free(void *t)
@@ -1206,7 +1379,7 @@ static const struct engine ENGINE_LPM6 = {
 	.lookup_note = "rte_lpm6_lookup, one address per call",
 	.bulk_note = "rte_lpm6_lookup_bulk_func",
 	.latency_note = "dependent chain of rte_lpm6_lookup: high 64 bits of addr[i] ^ (previous next_hop & volatile 0)",
-	.create = lpm6_create, .add = lpm6_add, .free = lpm6_free,
+	.create = lpm6_create, .add = lpm6_add, .del = lpm6_del, .free = lpm6_free,
 	.answer_bulk = lpm6_answer_bulk, .answer = lpm6_answer, .pass = lpm6_pass,
 };
 
@@ -1251,6 +1424,12 @@ static int fib6_add(void *t, size_t i)
 {
 	const struct route6 *r = &opt.r6[i];
 	return rte_fib6_add(t, r->ip, r->depth, r->nh);
+}
+
+static int fib6_del(void *t, size_t i)
+{
+	const struct route6 *r = &opt.r6[i];
+	return rte_fib6_delete(t, r->ip, r->depth);
 }
 
 static void fib6_free(void *t)
@@ -1320,7 +1499,7 @@ static const struct engine ENGINE_FIB6 = {
 	.lookup_note = "rte_fib6_lookup_bulk with n=1 per address (rte_fib6 has no single-address API)",
 	.bulk_note = "rte_fib6_lookup_bulk",
 	.latency_note = "dependent chain of rte_fib6_lookup_bulk(n=1): high 64 bits of addr[i] ^ (previous next_hop & volatile 0)",
-	.create = fib6_create, .add = fib6_add, .free = fib6_free, .select = fib6_select,
+	.create = fib6_create, .add = fib6_add, .del = fib6_del, .free = fib6_free, .select = fib6_select,
 	.answer_bulk = fib6_answer_bulk, .pass = fib6_pass,
 };
 
@@ -1371,6 +1550,11 @@ int main(int argc, char **argv)
 		/* The replay of rte_fib6's reservation rule costs a scratch RIB: only when it runs. */
 		size_t rsvd = wanted("dpdk-fib6-trie") ? fib6_reserved_tbl8() : 0;
 		size_t tbl8_fib6 = rsvd + 1 + TBL8_SLACK(rsvd);
+		/* Changes need more than a build: deleting and adding back routes one by one, rte_fib6
+		 * ran out of tbl8 groups (ENOSPC) after 11,240 changes of the full view with the
+		 * build's sizing (the memory figure of an update run is not reported). */
+		if (opt.updates)
+			tbl8_fib6 *= 2;
 		if (tbl8_fib6 > (1u << 23))
 			tbl8_fib6 = 1u << 23;
 		fprintf(stderr,

@@ -240,6 +240,88 @@ fn the_kernel_agrees_with_fibre_through_the_xdp_harness() {
     std::fs::remove_dir_all(&out).unwrap();
 }
 
+/// DPDK's engines, through their harness, time route changes beside fibre's (ratios per
+/// repeat), and answer as the reference after them: every route they deleted is back.
+#[test]
+fn dpdk_times_changes_beside_fibre_and_keeps_its_table() {
+    let required = std::env::var("FIBRE_KERNEL_TESTS").as_deref() == Ok("required");
+    let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/harness");
+    if !harness.join("dpdk").exists() {
+        let why = "target/harness/dpdk not built (make bench-deps harnesses)";
+        assert!(!required, "FIBRE_KERNEL_TESTS=required but: {why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let out = temp("dpdk-updates");
+    let mut cfg = tiny(&out);
+    cfg.harness_dir = Some(harness);
+    let dpdk = [
+        "dpdk-lpm",
+        "dpdk-fib-dir24-8",
+        "dpdk-lpm6",
+        "dpdk-fib6-trie",
+    ];
+    let mut engines = vec!["fibre-fib-poptrie".to_string()];
+    engines.extend(dpdk.iter().map(|e| e.to_string()));
+    cfg.engines = Some(engines);
+    cfg.scenarios = vec![ScenarioKind::FullView];
+    cfg.sizes = vec![3000];
+    cfg.repeat = 2;
+    let run = study::run(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    let notes = &run.results.notes;
+    assert!(
+        !notes
+            .iter()
+            .any(|n| n.contains("skipped") || n.starts_with("ERROR") || n.contains("disagree")),
+        "{notes:?}"
+    );
+    let records = &run.results.records;
+    for (family, engine) in dpdk
+        .iter()
+        .map(|e| (if e.contains('6') { "ipv6" } else { "ipv4" }, *e))
+    {
+        let median = records
+            .iter()
+            .find(|r| {
+                r.engine == engine
+                    && r.family == family
+                    && r.scenario == "updates"
+                    && r.metric == "update_median"
+            })
+            .unwrap_or_else(|| panic!("no update_median of {engine}: {notes:?}"));
+        assert!(median.value > 0.0, "{median:?}");
+        // 300 changes of two calls each, in each of the two repeats, none refused.
+        assert_eq!(median.runs, 2 * 2 * 300, "{median:?}");
+        assert!(
+            median
+                .note
+                .as_deref()
+                .is_some_and(|n| n.contains("; 0 calls failed")),
+            "{median:?}"
+        );
+    }
+    for family in ["ipv4", "ipv6"] {
+        let ratio = run
+            .results
+            .ratios
+            .iter()
+            .find(|r| {
+                r.family == family
+                    && r.scenario == "updates"
+                    && r.engine == "fibre-router"
+                    && r.metric == "update_median"
+                    && r.against == "dpdk"
+            })
+            .unwrap_or_else(|| panic!("no {family} update ratio: {:?}", run.results.ratios));
+        assert_eq!(ratio.per_repeat.len(), 2, "{ratio:?}");
+        assert!(
+            ratio.peers.iter().all(|p| p.starts_with("dpdk-")),
+            "{ratio:?}"
+        );
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
 /// The shared real table reads whole: the family sizes the bench and the notes quote.
 #[test]
 fn the_shared_full_table_loads_with_its_family_sizes() {

@@ -16,6 +16,8 @@ pub struct HarnessSpec {
     pub engines_v6: &'static [&'static str],
     /// How to get it, for the skip note.
     pub needs: &'static str,
+    /// Takes `--updates` (PROTOCOL.md): times route changes beside fibre's update benchmark.
+    pub updates: bool,
 }
 
 /// Every harness, in report order: the one registration point for out-of-process engines.
@@ -26,6 +28,7 @@ pub const HARNESSES: &[HarnessSpec] = &[
         engines_v4: &["linux-kernel"],
         engines_v6: &["linux-kernel"],
         needs: "root, clang, libbpf-dev, bpftool",
+        updates: false,
     },
     HarnessSpec {
         program: "dpdk",
@@ -33,6 +36,7 @@ pub const HARNESSES: &[HarnessSpec] = &[
         engines_v4: &["dpdk-lpm", "dpdk-fib-dir24-8"],
         engines_v6: &["dpdk-lpm6", "dpdk-fib6-trie"],
         needs: "libdpdk-dev",
+        updates: true,
     },
     HarnessSpec {
         program: "bart",
@@ -40,6 +44,7 @@ pub const HARNESSES: &[HarnessSpec] = &[
         engines_v4: &["bart-table", "bart-fast"],
         engines_v6: &["bart-table", "bart-fast"],
         needs: "go",
+        updates: false,
     },
 ];
 
@@ -97,6 +102,19 @@ pub struct HarnessRun<'a> {
     pub check_n: usize,
     /// Only these engines (`--engines`), for harnesses with several.
     pub engines: Option<Vec<&'a str>>,
+    /// Route changes to time instead of lookups (harnesses whose spec has `updates`).
+    pub updates: Option<UpdateJob>,
+}
+
+/// The update benchmark a harness runs (`--updates`, PROTOCOL.md): `count` random routes
+/// deleted and put back, chosen from `seed`, a reader on `reader_cpu` doing bulk lookups of the
+/// first workload, at most `secs` seconds of changes per engine.
+#[derive(Clone, Copy, Debug)]
+pub struct UpdateJob {
+    pub count: usize,
+    pub seed: u64,
+    pub reader_cpu: Option<usize>,
+    pub secs: u64,
 }
 
 /// Runs `program` (inside a fresh namespace when the spec says so); returns its records.
@@ -122,6 +140,19 @@ pub fn run(
     if let Some(list) = &job.engines {
         args.push("--engines".into());
         args.push(list.join(","));
+    }
+    if let Some(u) = job.updates {
+        args.extend([
+            "--updates".into(),
+            u.count.to_string(),
+            "--seed".into(),
+            u.seed.to_string(),
+            "--update-secs".into(),
+            u.secs.to_string(),
+        ]);
+        if let Some(cpu) = u.reader_cpu {
+            args.extend(["--reader-cpu".into(), cpu.to_string()]);
+        }
     }
     for (name, path) in job.workloads {
         args.push("--workload".into());

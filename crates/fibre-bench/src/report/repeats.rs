@@ -65,6 +65,11 @@ const TIMED: &[&str] = &[
     "w2_latency",
     "lookup_time",
     "lookup_time_bulk",
+    // The update benchmark's, against the peers that time changes (DPDK's).
+    "update_median",
+    "update_delete_median",
+    "update_insert_median",
+    "update_p999",
 ];
 
 fn is_fibre(engine: &str) -> bool {

@@ -368,6 +368,7 @@ impl<'a, A: StudyFamily> Point<'a, A> {
                 check_n: cfg.check_n,
                 engines: (engines.len() > 1 && run_these.len() < engines.len())
                     .then_some(run_these),
+                updates: None,
             };
             let recs = match harness::run(spec, program, &job) {
                 Ok(r) => r,

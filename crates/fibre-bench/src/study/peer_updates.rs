@@ -1,0 +1,174 @@
+//! The peers' side of the update benchmark: harnesses that time route changes
+//! (`HarnessSpec::updates`: DPDK's) delete and put back random routes of the same table, with a
+//! reader on the other core, as fibre's engines do in [`crate::updates`]. Their records join
+//! fibre's under the scenario `updates`, so the report's update table has ratios to peers
+//! measured in the same run. Each harness then answers lookups of the reader's keys, which must
+//! be the reference's: every route it deleted is back.
+use super::Ctx;
+use crate::engine::fibre_fib::FibreFib;
+use crate::engine::harness::{self, HarnessRun, UpdateJob};
+use crate::engine::{Engine, MISS, REFERENCE};
+use crate::key::Key;
+use crate::report::Record;
+use crate::scenario::{route_line, BenchRoute, StudyFamily};
+use fibre::fib::Reference;
+
+/// Most seconds of changes per peer engine: rte_lpm searches its rules linearly, and a full
+/// view's changes can take milliseconds each there.
+const PEER_UPDATE_SECS: u64 = 30;
+
+/// Runs every update-capable harness on `routes` (the table fibre's update benchmark loaded),
+/// its reader looking up `keys`.
+pub(super) fn peer_updates<A: StudyFamily>(
+    ctx: &mut Ctx,
+    routes: &[BenchRoute<A::K>],
+    keys: &[A::K],
+    reader_cpu: Option<usize>,
+) -> Result<(), String> {
+    let cfg = ctx.cfg;
+    let size = routes.len();
+    let harnesses: Vec<_> = ctx.harnesses.iter().filter(|(s, _)| s.updates).collect();
+    if harnesses.is_empty() {
+        return Ok(());
+    }
+    let dir = cfg
+        .out
+        .join("work")
+        .join(A::LABEL)
+        .join("updates")
+        .join(size.to_string());
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let routes_file = dir.join("routes.txt");
+    let text: String = routes.iter().map(|r| route_line::<A>(r) + "\n").collect();
+    std::fs::write(&routes_file, text).map_err(|e| format!("{}: {e}", routes_file.display()))?;
+    let keys_file = dir.join("reader.bin");
+    let mut bytes = Vec::with_capacity(keys.len() * (A::WIDTH as usize / 8));
+    for &k in keys {
+        k.put_be(&mut bytes);
+    }
+    std::fs::write(&keys_file, bytes).map_err(|e| format!("{}: {e}", keys_file.display()))?;
+    let workloads = [("reader".to_string(), keys_file)];
+    let mut reference = FibreFib::<A, Reference<A>>::new();
+    reference.build(routes);
+    let expected: Vec<u32> = keys
+        .iter()
+        .take(cfg.check_n)
+        .map(|&a| reference.lookup(a))
+        .collect();
+    for (spec, program) in harnesses {
+        let engines = if A::WIDTH == 32 {
+            spec.engines_v4
+        } else {
+            spec.engines_v6
+        };
+        let mut run_these = Vec::new();
+        for &e in engines {
+            if !cfg
+                .engines
+                .as_ref()
+                .is_none_or(|l| l.iter().any(|x| x == e))
+            {
+                continue;
+            }
+            // A build over budget on the full view would be over it here too.
+            let built = ctx
+                .history
+                .get(&(e.to_string(), A::LABEL, "full-view".to_string()))
+                .and_then(|b| b.last());
+            match built {
+                Some(&(n, secs)) if n >= size && secs > cfg.max_build_secs => {
+                    ctx.results.notes.push(format!(
+                        "{e} left out of {} updates: its build of {n} routes took {secs:.0} s \
+                         (budget {:.0} s)",
+                        A::LABEL,
+                        cfg.max_build_secs
+                    ));
+                }
+                _ => run_these.push(e),
+            }
+        }
+        if run_these.is_empty() {
+            continue;
+        }
+        let job = HarnessRun {
+            family: if A::WIDTH == 32 { 4 } else { 6 },
+            routes: &routes_file,
+            workloads: &workloads,
+            out: &dir,
+            runs: 1,
+            bulk: cfg.bulk,
+            check_n: cfg.check_n,
+            engines: (run_these.len() < engines.len()).then_some(run_these),
+            updates: Some(UpdateJob {
+                count: cfg.updates,
+                seed: cfg.seed,
+                reader_cpu,
+                secs: PEER_UPDATE_SECS,
+            }),
+        };
+        let recs = match harness::run(spec, program, &job) {
+            Ok(r) => r,
+            Err(e) => {
+                ctx.results
+                    .notes
+                    .push(format!("ERROR {} updates {size}: {e}", A::LABEL));
+                continue;
+            }
+        };
+        let mut left_out: Vec<String> = Vec::new();
+        for r in recs {
+            if left_out.contains(&r.engine) {
+                continue;
+            }
+            if let Some(why) = &r.skip {
+                ctx.results.notes.push(format!(
+                    "{} skipped ({} updates): {why}",
+                    r.engine,
+                    A::LABEL
+                ));
+                continue;
+            }
+            // The build and memory records of this run repeat the lookup points' own.
+            if !r.metric.starts_with("update_") {
+                continue;
+            }
+            if r.metric == "update_median" {
+                let got = harness::read_check(&dir, &r.engine, "reader")?;
+                if let Some(i) =
+                    (0..expected.len().max(got.len())).find(|&i| got.get(i) != expected.get(i))
+                {
+                    let show = |v: Option<&u32>| match v {
+                        None => "nothing".to_string(),
+                        Some(&MISS) => "none".to_string(),
+                        Some(v) => v.to_string(),
+                    };
+                    ctx.disagreements.push(format!(
+                        "{} disagrees with {REFERENCE} on {} updates {size} after its changes: \
+                         at reader key #{i} it says next hop {}, {REFERENCE} says {}",
+                        r.engine,
+                        A::LABEL,
+                        show(got.get(i)),
+                        show(expected.get(i))
+                    ));
+                    // update_median is the harness's first update record: none of this
+                    // engine's is kept.
+                    left_out.push(r.engine.clone());
+                    continue;
+                }
+            }
+            ctx.results.records.push(Record {
+                engine: r.engine,
+                family: A::LABEL.to_string(),
+                scenario: "updates".to_string(),
+                size,
+                metric: r.metric,
+                value: r.value,
+                unit: r.unit,
+                runs: r.runs.max(1),
+                spread: r.spread,
+                note: r.note,
+            });
+        }
+    }
+    Ok(())
+}
