@@ -77,12 +77,16 @@ pub(super) fn peer_updates<A: StudyFamily>(
                 .and_then(|b| b.last());
             match built {
                 Some(&(n, secs)) if n >= size && secs > cfg.max_build_secs => {
-                    ctx.results.notes.push(format!(
+                    // Once, not once per repeat.
+                    let note = format!(
                         "{e} left out of {} updates: its build of {n} routes took {secs:.0} s \
                          (budget {:.0} s)",
                         A::LABEL,
                         cfg.max_build_secs
-                    ));
+                    );
+                    if !ctx.results.notes.contains(&note) {
+                        ctx.results.notes.push(note);
+                    }
                 }
                 _ => run_these.push(e),
             }
@@ -121,11 +125,10 @@ pub(super) fn peer_updates<A: StudyFamily>(
                 continue;
             }
             if let Some(why) = &r.skip {
-                ctx.results.notes.push(format!(
-                    "{} skipped ({} updates): {why}",
-                    r.engine,
-                    A::LABEL
-                ));
+                let note = format!("{} skipped ({} updates): {why}", r.engine, A::LABEL);
+                if !ctx.results.notes.contains(&note) {
+                    ctx.results.notes.push(note);
+                }
                 continue;
             }
             // The build and memory records of this run repeat the lookup points' own.

@@ -82,12 +82,16 @@ impl LookupPath {
     ///   level on W1 (4.26-4.54 ns against 4.41-4.71 scalar, ahead in four runs of five) and a
     ///   quarter ahead on W2 (uniform addresses, where lanes end at different levels: 5.11-5.25
     ///   against 6.53-7.03), five runs of `fib_profile 4 1000000 time`, both paths in each.
-    /// - Measured on AMD Zen 4 only. Intel parts with VPOPCNTDQ (Ice Lake on) run gathers under
-    ///   the Downfall (GDS) microcode fix, much slower: there `FIBRE_LOOKUP=scalar` may be the
-    ///   better choice, and the rule may need the vendor.
-    /// - AVX2 is nowhere ahead (IPv6 23.3 ns): its 4-lane gathers and table-driven popcount
-    ///   only tie the scalar path; it is there to be forced and measured on CPUs without
-    ///   AVX-512 (Zen 3).
+    /// - Intel parts with VPOPCNTDQ (Ice Lake on) run gathers under the Downfall (GDS)
+    ///   microcode fix, much slower: there `FIBRE_LOOKUP=scalar` may be the better choice, and
+    ///   the rule may need the vendor. Not measured: no such machine was at hand.
+    /// - AVX2 is nowhere ahead. On Zen 4 its 4-lane gathers and table-driven popcount only tie
+    ///   the scalar path (IPv6 23.3 ns). On AMD Zen 3 (EPYC, family 25 model 1: AVX2 without
+    ///   AVX-512), where the rule gives scalar, AVX2 is behind in every round: W1 IPv4 17-25 ns
+    ///   against 14-17 scalar, IPv6 53-114 against 44-54, IPv6 W2 5.6-10.6 against 3.7-4.7
+    ///   (three rounds of `fib_profile 4|6 1000000 time`, both paths in each, issue 15's
+    ///   nineteenth round; the neighbours held most of the L3, hence the wide ranges). Zen 3's
+    ///   gathers are microcoded. AVX2 is there to be forced and measured.
     ///
     /// Until the ninth round the families had different paths; one rule serves both now.
     pub fn default_rule() -> LookupPath {
