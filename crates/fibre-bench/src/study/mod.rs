@@ -357,6 +357,39 @@ fn duration(secs: f64) -> String {
     }
 }
 
+/// Measures a point `cfg.repeat` times: `measure(ctx, repeat)` adds one repeat's records, which
+/// are folded with how busy the machine was around them (`report::repeats`).
+fn repeated(
+    ctx: &mut Ctx,
+    family: &str,
+    scenario: &str,
+    size: usize,
+    mut measure: impl FnMut(&mut Ctx, usize) -> Result<(), String>,
+) -> Result<(), String> {
+    use crate::host::CpuTimes;
+    use report::repeats::{self, Repeat, PROBE_BYTES, PROBE_STEPS};
+    let mut repeats = Vec::new();
+    for repeat in 0..ctx.cfg.repeat.max(1) {
+        let first = ctx.results.records.len();
+        let probe_ns = crate::host::dependent_load_ns(PROBE_BYTES, PROBE_STEPS);
+        let before = CpuTimes::now(ctx.clock);
+        measure(ctx, repeat)?;
+        let (others_busy, steal) = before.others(&CpuTimes::now(ctx.clock));
+        repeats.push(Repeat {
+            family: family.to_string(),
+            scenario: scenario.to_string(),
+            size,
+            repeat,
+            others_busy,
+            steal,
+            probe_ns,
+            records: ctx.results.records.drain(first..).collect(),
+        });
+    }
+    repeats::fold(ctx.results, repeats);
+    Ok(())
+}
+
 /// Engines whose build of `size` routes is projected over budget, with the reason. The
 /// projection extrapolates from the last two builds of the same scenario (the exponent clamped
 /// to 1..2), or quadratically from a single one.

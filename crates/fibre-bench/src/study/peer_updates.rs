@@ -2,19 +2,19 @@
 //! (`HarnessSpec::updates`: DPDK's) delete and put back random routes of the same table, with a
 //! reader on the other core, as fibre's engines do in [`crate::updates`]. Their records join
 //! fibre's under the scenario `updates`, so the report's update table has ratios to peers
-//! measured in the same run. Each harness then answers lookups of the reader's keys, which must
+//! measured in the same run. Each harness then answers lookups of every reader key, which must
 //! be the reference's: every route it deleted is back.
-use super::Ctx;
+use super::{over_budget, Ctx};
 use crate::engine::fibre_fib::FibreFib;
-use crate::engine::harness::{self, HarnessRun, UpdateJob};
+use crate::engine::harness::{self, HarnessRecord, HarnessRun, UpdateJob};
 use crate::engine::{Engine, MISS, REFERENCE};
 use crate::key::Key;
 use crate::report::Record;
 use crate::scenario::{route_line, BenchRoute, StudyFamily};
 use fibre::fib::Reference;
+use std::path::Path;
 
-/// Most seconds of changes per peer engine: rte_lpm searches its rules linearly, and a full
-/// view's changes can take milliseconds each there.
+/// Most seconds of changes per peer engine, so that a slow engine cannot hold up the run.
 const PEER_UPDATE_SECS: u64 = 30;
 
 /// Runs every update-capable harness on `routes` (the table fibre's update benchmark loaded),
@@ -50,47 +50,14 @@ pub(super) fn peer_updates<A: StudyFamily>(
     let workloads = [("reader".to_string(), keys_file)];
     let mut reference = FibreFib::<A, Reference<A>>::new();
     reference.build(routes);
-    let expected: Vec<u32> = keys
-        .iter()
-        .take(cfg.check_n)
-        .map(|&a| reference.lookup(a))
-        .collect();
+    let expected: Vec<u32> = keys.iter().map(|&a| reference.lookup(a)).collect();
     for (spec, program) in harnesses {
         let engines = if A::WIDTH == 32 {
             spec.engines_v4
         } else {
             spec.engines_v6
         };
-        let mut run_these = Vec::new();
-        for &e in engines {
-            if !cfg
-                .engines
-                .as_ref()
-                .is_none_or(|l| l.iter().any(|x| x == e))
-            {
-                continue;
-            }
-            // A build over budget on the full view would be over it here too.
-            let built = ctx
-                .history
-                .get(&(e.to_string(), A::LABEL, "full-view".to_string()))
-                .and_then(|b| b.last());
-            match built {
-                Some(&(n, secs)) if n >= size && secs > cfg.max_build_secs => {
-                    // Once, not once per repeat.
-                    let note = format!(
-                        "{e} left out of {} updates: its build of {n} routes took {secs:.0} s \
-                         (budget {:.0} s)",
-                        A::LABEL,
-                        cfg.max_build_secs
-                    );
-                    if !ctx.results.notes.contains(&note) {
-                        ctx.results.notes.push(note);
-                    }
-                }
-                _ => run_these.push(e),
-            }
-        }
+        let run_these = within_budget::<A>(ctx, engines, size);
         if run_these.is_empty() {
             continue;
         }
@@ -101,7 +68,7 @@ pub(super) fn peer_updates<A: StudyFamily>(
             out: &dir,
             runs: 1,
             bulk: cfg.bulk,
-            check_n: cfg.check_n,
+            check_n: keys.len(),
             engines: (run_these.len() < engines.len()).then_some(run_these),
             updates: Some(UpdateJob {
                 count: cfg.updates,
@@ -113,51 +80,32 @@ pub(super) fn peer_updates<A: StudyFamily>(
         let recs = match harness::run(spec, program, &job) {
             Ok(r) => r,
             Err(e) => {
-                ctx.results
-                    .notes
-                    .push(format!("ERROR {} updates {size}: {e}", A::LABEL));
+                note_once(ctx, format!("ERROR {} updates {size}: {e}", A::LABEL));
                 continue;
             }
         };
         let mut left_out: Vec<String> = Vec::new();
-        for r in recs {
-            if left_out.contains(&r.engine) {
+        for r in &recs {
+            if left_out.contains(&r.engine) || r.metric != "update_median" {
                 continue;
             }
+            if let Err(why) = sound::<A>(r, &recs, &dir, &expected, size) {
+                ctx.disagreements.push(why);
+                left_out.push(r.engine.clone());
+            }
+        }
+        for r in recs {
             if let Some(why) = &r.skip {
-                let note = format!("{} skipped ({} updates): {why}", r.engine, A::LABEL);
-                if !ctx.results.notes.contains(&note) {
-                    ctx.results.notes.push(note);
-                }
+                note_once(
+                    ctx,
+                    format!("{} skipped ({} updates): {why}", r.engine, A::LABEL),
+                );
                 continue;
             }
             // The build and memory records of this run repeat the lookup points' own.
-            if !r.metric.starts_with("update_") {
+            let timed = r.metric.starts_with("update_") && r.metric != "update_failed_calls";
+            if !timed || left_out.contains(&r.engine) {
                 continue;
-            }
-            if r.metric == "update_median" {
-                let got = harness::read_check(&dir, &r.engine, "reader")?;
-                if let Some(i) =
-                    (0..expected.len().max(got.len())).find(|&i| got.get(i) != expected.get(i))
-                {
-                    let show = |v: Option<&u32>| match v {
-                        None => "nothing".to_string(),
-                        Some(&MISS) => "none".to_string(),
-                        Some(v) => v.to_string(),
-                    };
-                    ctx.disagreements.push(format!(
-                        "{} disagrees with {REFERENCE} on {} updates {size} after its changes: \
-                         at reader key #{i} it says next hop {}, {REFERENCE} says {}",
-                        r.engine,
-                        A::LABEL,
-                        show(got.get(i)),
-                        show(expected.get(i))
-                    ));
-                    // update_median is the harness's first update record: none of this
-                    // engine's is kept.
-                    left_out.push(r.engine.clone());
-                    continue;
-                }
             }
             ctx.results.records.push(Record {
                 engine: r.engine,
@@ -174,4 +122,99 @@ pub(super) fn peer_updates<A: StudyFamily>(
         }
     }
     Ok(())
+}
+
+/// The engines of `engines` the run asked for whose build of `size` routes stays within the
+/// budget: an engine whose full-view build took longer, or is projected to from smaller
+/// points, is left out with a note (rte_lpm's build of the IPv4 view takes minutes).
+fn within_budget<A: StudyFamily>(
+    ctx: &mut Ctx,
+    engines: &[&'static str],
+    size: usize,
+) -> Vec<&'static str> {
+    let cfg = ctx.cfg;
+    let projected = over_budget(
+        &ctx.history,
+        A::LABEL,
+        "full-view",
+        size,
+        cfg.max_build_secs,
+    );
+    let mut run_these = Vec::new();
+    for &e in engines {
+        if !cfg
+            .engines
+            .as_ref()
+            .is_none_or(|l| l.iter().any(|x| x == e))
+        {
+            continue;
+        }
+        let built = ctx
+            .history
+            .get(&(e.to_string(), A::LABEL, "full-view".to_string()))
+            .and_then(|b| b.last());
+        let why = match built {
+            Some(&(n, secs)) if n >= size && secs > cfg.max_build_secs => Some(format!(
+                "{e} left out of {} updates: its build of {n} routes took {secs:.0} s \
+                 (budget {:.0} s)",
+                A::LABEL,
+                cfg.max_build_secs
+            )),
+            _ => projected
+                .iter()
+                .find(|(x, _)| x == e)
+                .map(|(_, why)| why.clone()),
+        };
+        match why {
+            Some(why) => note_once(ctx, why),
+            None => run_these.push(e),
+        }
+    }
+    run_these
+}
+
+/// Whether the engine of `median` (its `update_median` record) can be reported: no update call
+/// refused, and after the changes the reference's answer for every reader key.
+fn sound<A: StudyFamily>(
+    median: &HarnessRecord,
+    recs: &[HarnessRecord],
+    dir: &Path,
+    expected: &[u32],
+    size: usize,
+) -> Result<(), String> {
+    let engine = &median.engine;
+    let failed = recs
+        .iter()
+        .find(|r| &r.engine == engine && r.metric == "update_failed_calls")
+        .map_or(0.0, |r| r.value);
+    if failed > 0.0 {
+        return Err(format!(
+            "{engine} refused {failed} update calls on {} updates {size}: {}",
+            A::LABEL,
+            median.note.as_deref().unwrap_or("")
+        ));
+    }
+    let got = harness::read_check(dir, engine, "reader")?;
+    let show = |v: Option<&u32>| match v {
+        None => "nothing".to_string(),
+        Some(&MISS) => "none".to_string(),
+        Some(v) => v.to_string(),
+    };
+    match (0..expected.len().max(got.len())).find(|&i| got.get(i) != expected.get(i)) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{engine} disagrees with {REFERENCE} on {} updates {size} after its changes: at \
+             reader key #{i} it says next hop {}, {REFERENCE} says {}",
+            A::LABEL,
+            show(got.get(i)),
+            show(expected.get(i))
+        )),
+    }
+}
+
+/// Adds `note` unless the run has it already (each repeat would say it again).
+fn note_once(ctx: &mut Ctx, note: String) {
+    if !ctx.results.notes.contains(&note) {
+        ctx.results.notes.push(note);
+    }
 }

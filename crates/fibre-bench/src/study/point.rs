@@ -1,11 +1,9 @@
 //! One point of the study (a family, a scenario, a size): the reference's workloads, then
 //! every engine built, checked against the reference and timed.
-use super::{over_budget, Ctx, StudyConfig};
+use super::{over_budget, repeated, Ctx, StudyConfig};
 use crate::alloc;
 use crate::engine::harness::{self, HarnessRun};
 use crate::engine::{fibre_fib::FibreFib, in_process, Engine, MISS, REFERENCE};
-use crate::host::CpuTimes;
-use crate::report::repeats::{self, Repeat};
 use crate::report::{Record, Results};
 use crate::scenario::*;
 use crate::stats::Summary;
@@ -34,31 +32,16 @@ pub(super) fn study_point<A: StudyFamily + PickView>(
     // Each repeat builds every engine afresh (a new arena, a new harness process), and the two
     // kinds of engine take turns going first, so that neither always runs on a warmer or a
     // quieter machine.
-    let mut repeats = Vec::new();
-    for repeat in 0..ctx.cfg.repeat.max(1) {
-        let first = ctx.results.records.len();
-        let probe_ns = crate::host::dependent_load_ns(repeats::PROBE_BYTES, repeats::PROBE_STEPS);
-        let before = CpuTimes::now(ctx.clock);
+    repeated(ctx, A::LABEL, scenario, point.size, |ctx, repeat| {
         if repeat % 2 == 0 {
             point.measure_in_process(ctx);
-            point.measure_harnesses(ctx)?;
+            point.measure_harnesses(ctx)
         } else {
             point.measure_harnesses(ctx)?;
             point.measure_in_process(ctx);
+            Ok(())
         }
-        let (others_busy, steal) = before.others(&CpuTimes::now(ctx.clock));
-        repeats.push(Repeat {
-            family: A::LABEL.to_string(),
-            scenario: scenario.to_string(),
-            size: point.size,
-            repeat,
-            others_busy,
-            steal,
-            probe_ns,
-            records: ctx.results.records.drain(first..).collect(),
-        });
-    }
-    repeats::fold(ctx.results, repeats);
+    })?;
     point.remember_builds(ctx);
     Ok(())
 }

@@ -1,9 +1,8 @@
 //! The update benchmark's point: fibre's router and bare FIB (`crate::updates`) and the peers
 //! that time changes (`peer_updates`) on the same full view, with a reader on the other core.
 use super::peer_updates::peer_updates;
-use super::Ctx;
-use crate::host::{online_cpus, CpuTimes};
-use crate::report::repeats::{self, Repeat, PROBE_BYTES, PROBE_STEPS};
+use super::{repeated, Ctx};
+use crate::host::online_cpus;
 use crate::report::Record;
 use crate::scenario::{generate, BenchRoute, PickView, ScenarioKind, StudyFamily};
 use crate::workload;
@@ -29,31 +28,15 @@ pub(super) fn update_point<A: StudyFamily + PickView>(ctx: &mut Ctx) -> Result<(
     let n = online_cpus();
     let writer = ctx.cfg.cpu.unwrap_or(n - 1);
     let reader_cpu = (n > 1).then_some(if writer == 0 { 1 } else { 0 });
-    let mut repeats = Vec::new();
-    for repeat in 0..ctx.cfg.repeat.max(1) {
-        let first = ctx.results.records.len();
-        let probe_ns = crate::host::dependent_load_ns(PROBE_BYTES, PROBE_STEPS);
-        let before = CpuTimes::now(ctx.clock);
+    repeated(ctx, A::LABEL, "updates", routes.len(), |ctx, repeat| {
         if repeat % 2 == 0 {
             fibre_updates::<A>(ctx, &routes, &keys, reader_cpu)?;
-            peer_updates::<A>(ctx, &routes, &keys, reader_cpu)?;
+            peer_updates::<A>(ctx, &routes, &keys, reader_cpu)
         } else {
             peer_updates::<A>(ctx, &routes, &keys, reader_cpu)?;
-            fibre_updates::<A>(ctx, &routes, &keys, reader_cpu)?;
+            fibre_updates::<A>(ctx, &routes, &keys, reader_cpu)
         }
-        let (others_busy, steal) = before.others(&CpuTimes::now(ctx.clock));
-        repeats.push(Repeat {
-            family: A::LABEL.to_string(),
-            scenario: "updates".to_string(),
-            size: routes.len(),
-            repeat,
-            others_busy,
-            steal,
-            probe_ns,
-            records: ctx.results.records.drain(first..).collect(),
-        });
-    }
-    repeats::fold(ctx.results, repeats);
+    })?;
     ctx.progress.finish(None);
     Ok(())
 }

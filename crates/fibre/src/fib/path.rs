@@ -90,8 +90,7 @@ impl LookupPath {
     ///   AVX-512), where the rule gives scalar, AVX2 is behind in every round: W1 IPv4 17-25 ns
     ///   against 14-17 scalar, IPv6 53-114 against 44-54, IPv6 W2 5.6-10.6 against 3.7-4.7
     ///   (three rounds of `fib_profile 4|6 1000000 time`, both paths in each, issue 15's
-    ///   nineteenth round; the neighbours held most of the L3, hence the wide ranges). Zen 3's
-    ///   gathers are microcoded. AVX2 is there to be forced and measured.
+    ///   nineteenth round, on a busy machine). AVX2 is there to be forced and measured.
     ///
     /// Until the ninth round the families had different paths; one rule serves both now.
     pub fn default_rule() -> LookupPath {
