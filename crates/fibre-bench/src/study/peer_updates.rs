@@ -8,7 +8,6 @@ use super::Ctx;
 use crate::engine::fibre_fib::FibreFib;
 use crate::engine::harness::{self, HarnessRecord, HarnessRun, UpdateJob};
 use crate::engine::{Engine, MISS, REFERENCE};
-use crate::key::Key;
 use crate::report::Record;
 use crate::scenario::{route_line, BenchRoute, StudyFamily};
 use fibre::fib::Reference;
@@ -42,11 +41,8 @@ pub(super) fn peer_updates<A: StudyFamily>(
     let text: String = routes.iter().map(|r| route_line::<A>(r) + "\n").collect();
     std::fs::write(&routes_file, text).map_err(|e| format!("{}: {e}", routes_file.display()))?;
     let keys_file = dir.join("reader.bin");
-    let mut bytes = Vec::with_capacity(keys.len() * (A::WIDTH as usize / 8));
-    for &k in keys {
-        k.put_be(&mut bytes);
-    }
-    std::fs::write(&keys_file, bytes).map_err(|e| format!("{}: {e}", keys_file.display()))?;
+    crate::workload::write_addrs(&keys_file, keys)
+        .map_err(|e| format!("{}: {e}", keys_file.display()))?;
     let workloads = [("reader".to_string(), keys_file)];
     let mut reference = FibreFib::<A, Reference<A>>::new();
     reference.build(routes);
