@@ -143,7 +143,7 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
         adds.push(t.elapsed().as_nanos() as f64);
     }
     stop.store(true, Ordering::Relaxed);
-    let reader_ns = reader_thread.map(|h| h.join().expect("reader"));
+    let reader_ns = reader_thread.map(|h| h.join().expect("reader").ns);
     let all: Vec<f64> = deletes.iter().chain(&adds).copied().collect();
     let show = |v: &[f64]| {
         let q = |x| quantile(v, x);

@@ -1,8 +1,11 @@
 //! What the bench asks of the host: pinning threads to cores, counting the cores online, and
 //! what the meta of a run records (the CPU and its features, huge pages, the machine's load).
 
-/// Pins the calling thread to `cpu`.
+/// Pins the calling thread to `cpu`; a cpu past what a `cpu_set_t` holds is refused.
 pub fn pin_thread(cpu: usize) -> std::io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
     // SAFETY: a zeroed cpu_set_t is a valid empty set; the call only reads it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();

@@ -40,6 +40,8 @@ pub struct ReplayRun {
     pub secs: f64,
     /// ns per lookup of the reader meanwhile.
     pub reader_ns: f64,
+    /// Where the reader ran (`updates::ReaderRun::on`).
+    pub reader_on: String,
 }
 
 /// The events of an MRT update file (gzip-compressed or plain); an error names the file.
@@ -147,7 +149,8 @@ pub fn run<A: StudyFamily>(
     })();
     run.secs = start.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
-    run.reader_ns = handle.join().map_err(|_| "reader panicked")?;
+    let read = handle.join().map_err(|_| "reader panicked")?;
+    (run.reader_ns, run.reader_on) = (read.ns, read.on);
     result?;
     run.applied = run.per_update.len();
     Ok((run, router))

@@ -30,6 +30,8 @@ pub struct Timings {
     pub insert: Vec<f64>,
     /// ns per lookup of the reader while the changes ran.
     pub reader_ns: f64,
+    /// Where the reader ran ([`ReaderRun::on`]).
+    pub reader_on: String,
     /// The slowest changes: ns, what changed, and what the FIB did for it (where known).
     pub slowest: Vec<(f64, String)>,
 }
@@ -166,19 +168,32 @@ fn fib_rebuilds<A: StudyFamily>(router: &Router) -> (u64, usize) {
     (n, id)
 }
 
-/// A reader thread on `cpu` doing bulk lookups of `keys` until `stop`; returns ns per lookup.
+/// What a [`reader`] thread measured, and where it ran.
+#[derive(Clone, Debug, Default)]
+pub struct ReaderRun {
+    /// ns per lookup.
+    pub ns: f64,
+    /// `cpu N`, or why it was not pinned there (for the records' notes).
+    pub on: String,
+}
+
+/// A reader thread on `cpu` doing bulk lookups of `keys` until `stop` (`cpu` is `None` where
+/// one cpu is online: the reader then shares it with the writer).
 pub fn reader<A: StudyFamily, V: LpmView<A>>(
     reader: Reader<V>,
     keys: Arc<Vec<A::K>>,
     stop: Arc<AtomicBool>,
     cpu: Option<usize>,
     sink: Arc<AtomicU64>,
-) -> std::thread::JoinHandle<f64> {
+) -> std::thread::JoinHandle<ReaderRun> {
     std::thread::spawn(move || {
-        if let Some(cpu) = cpu {
-            // Unpinned, the reader still runs: the figures are then noisier, not wrong.
-            let _ = crate::host::pin_thread(cpu);
-        }
+        // Unpinned, the reader still runs: the figures are then noisier, not wrong, and the
+        // notes say so.
+        let on = match cpu.map(|c| (c, crate::host::pin_thread(c))) {
+            Some((c, Ok(()))) => format!("cpu {c}"),
+            Some((c, Err(e))) => format!("any cpu (not pinned to cpu {c}: {e})"),
+            None => "any cpu (one cpu online)".to_string(),
+        };
         let mut out = [0u32; 64];
         let (mut n, mut acc) = (0u64, 0u32);
         let start = Instant::now();
@@ -194,7 +209,10 @@ pub fn reader<A: StudyFamily, V: LpmView<A>>(
             }
         }
         sink.fetch_add(acc as u64, Ordering::Relaxed);
-        start.elapsed().as_nanos() as f64 / n.max(1) as f64
+        ReaderRun {
+            ns: start.elapsed().as_nanos() as f64 / n.max(1) as f64,
+            on,
+        }
     })
 }
 
@@ -315,7 +333,8 @@ pub fn run<A: StudyFamily>(
     let floor = fixed_work_times(median, run.router.delete.len() + run.router.insert.len());
     run.router_p999_floor = crate::stats::quantile(&floor, 0.999);
     stop.store(true, Ordering::Relaxed);
-    run.router.reader_ns = handle.join().map_err(|_| "reader panicked")?;
+    let read = handle.join().map_err(|_| "reader panicked")?;
+    (run.router.reader_ns, run.router.reader_on) = (read.ns, read.on);
     drop(router);
 
     // The bare FIB.
@@ -357,6 +376,37 @@ pub fn run<A: StudyFamily>(
         });
     }
     stop.store(true, Ordering::Relaxed);
-    run.fib.reader_ns = handle.join().map_err(|_| "reader panicked")?;
+    let read = handle.join().map_err(|_| "reader panicked")?;
+    (run.fib.reader_ns, run.fib.reader_on) = (read.ns, read.on);
     Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    /// The reader says where it ran: the notes must not claim a cpu it was refused.
+    #[test]
+    fn a_reader_says_where_it_ran() {
+        let fib: Fib<Ipv4Addr, Poptrie<Ipv4Addr>> =
+            Fib::from_routes([(Prefix::new(Ipv4Addr::new(10, 0, 0, 0), 8), 1)]).unwrap();
+        let run = |cpu| {
+            let stop = Arc::new(AtomicBool::new(true));
+            let keys = Arc::new(vec![0x0A00_0001u32; 64]);
+            let sink = Arc::new(AtomicU64::new(0));
+            reader::<Ipv4Addr, _>(fib.reader(), keys, stop, cpu, sink)
+                .join()
+                .unwrap()
+                .on
+        };
+        assert_eq!(run(Some(0)), "cpu 0");
+        let refused = run(Some(1023));
+        assert!(
+            refused.starts_with("any cpu (not pinned to cpu 1023: "),
+            "{refused}"
+        );
+        assert!(run(Some(usize::MAX)).contains("not pinned to cpu"));
+        assert_eq!(run(None), "any cpu (one cpu online)");
+    }
 }

@@ -521,11 +521,8 @@ fn replay_point<A: StudyFamily + PickView>(
     }
     let note = format!(
         "{file}, {passes} pass(es): {} announcements, {} withdrawals applied one change at a \
-         time, {} withdrawals of prefixes not held skipped; a reader doing bulk lookups on cpu {}",
-        run.announcements,
-        run.withdrawals,
-        run.unknown_withdrawals,
-        reader_cpu.map_or("-".to_string(), |c| c.to_string())
+         time, {} withdrawals of prefixes not held skipped; a reader doing bulk lookups on {}",
+        run.announcements, run.withdrawals, run.unknown_withdrawals, run.reader_on
     );
     let max = run.per_update.iter().copied().fold(0.0, f64::max);
     for (metric, value) in [

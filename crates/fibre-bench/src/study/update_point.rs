@@ -53,12 +53,11 @@ fn fibre_updates<A: StudyFamily>(
     let fib_name = crate::engine::fibre_fib::engine_name(
         <fibre::fib::Poptrie<A> as fibre::fib::LpmAlgorithm<A>>::NAME,
     );
-    let note = |what: &str| {
+    let note = |what: &str, reader_on: &str| {
         Some(format!(
             "{what}; {} random routes deleted then put back, one change and one publication \
-             each, a reader doing bulk lookups on cpu {}",
+             each, a reader doing bulk lookups on {reader_on}",
             ctx.cfg.updates,
-            reader_cpu.map_or("-".to_string(), |c| c.to_string())
         ))
     };
     let mut rows = Vec::new();
@@ -78,7 +77,7 @@ fn fibre_updates<A: StudyFamily>(
             ("update_insert_median", crate::stats::median(&t.insert)),
             ("update_reader_lookup", t.reader_ns),
         ] {
-            let mut n = note(what);
+            let mut n = note(what, &t.reader_on);
             if metric == "update_p999" && !t.slowest.is_empty() {
                 n = n.map(|n| format!("{n}; slowest: {}", t.slowest_note()));
             }
