@@ -143,7 +143,7 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
         adds.push(t.elapsed().as_nanos() as f64);
     }
     stop.store(true, Ordering::Relaxed);
-    let reader_ns = reader_thread.map(|h| h.join().expect("reader").ns);
+    let reader = reader_thread.map(|h| h.join().expect("reader"));
     let all: Vec<f64> = deletes.iter().chain(&adds).copied().collect();
     let show = |v: &[f64]| {
         let q = |x| quantile(v, x);
@@ -153,7 +153,10 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
         "{} (read first: {}; reader: {}), ns, p10 / median / p90: deletes {}; adds {}; all {}",
         A::LABEL,
         warm.describe(),
-        reader_ns.map_or("none".into(), |ns| format!("{ns:.1} ns a lookup")),
+        reader.map_or("none".into(), |r| format!(
+            "{:.1} ns a lookup on {}",
+            r.ns, r.on
+        )),
         show(&deletes),
         show(&adds),
         show(&all),

@@ -1,109 +1,148 @@
-//! How fast a lookup could be with one dependent read after an L2-sized direct table: the bound
-//! of the record holders issue 15 names (DXR's D16R reads its direct table then at least one
-//! line of a range chunk; SAIL's level 16 then its level 24 chunk), against the Poptrie FIB, on
-//! the IPv4 full view's W1 addresses, in one process, round after round:
+//! How fast an IPv4 lookup could be with a single read after a direct table small enough for
+//! the L2. That bounds the record holders issue 15 names: DXR's D16R reads its direct table,
+//! then at least one line of a chunk of ranges; SAIL reads its level 16, then a chunk of its
+//! level 24. The probe times such a table against the Poptrie FIB on the full view's W1
+//! addresses, in one process, round after round, the order alternating:
 //!
 //! ```sh
 //! cargo build --release -p fibre-bench --example dir_probe
 //! target/release/examples/dir_probe 16   # or 18: the direct table as wide as Poptrie's slots
 //! ```
 //!
-//! The probe's table is DIR-D-(24-D): a direct table of 2^D four-byte entries, each either a
-//! leaf or the index of a block of 2^(24-D) one-byte leaves, one per /24 (the bench's ids are
-//! below 16). A /D holding a prefix longer than /24 is left to the Poptrie FIB (the probe
-//! prints how many keys fall there). It is built once and never changed: updates, snapshots
-//! for readers and wider ids are what it leaves out, and why it is not a registered algorithm
-//! (docs/fib.md, issue 15's twentieth round).
+//! The table is DIR-D-(24-D): a direct table of 2^D four-byte entries, each a leaf or the
+//! index of a block of 2^(24-D) one-byte leaves, one per /24 (the bench's ids are below 16). A
+//! /D holding a prefix longer than /24 is left to the Poptrie FIB; the probe prints how many
+//! there are and how many keys fall there. It is built once and never changed: updates,
+//! snapshots for readers and wider ids are what it leaves out, and why it is not a registered
+//! algorithm (docs/fib.md, issue 15's twentieth round).
 use fibre::fib::{Fib, PoptrieView, NO_ROUTE};
 use fibre::Prefix;
+use fibre_bench::host::huge_page_bytes;
 use fibre_bench::scenario::{with_next_hops, workspace_views, BenchRoute};
 use fibre_bench::workload;
 use std::hint::black_box;
 use std::net::Ipv4Addr;
+use std::time::Instant;
 
-/// A direct entry: a leaf (the id in the low byte, 0xFF for none), a block's index, or the
-/// Poptrie FIB's.
+// A direct entry is one of three things.
+/// The entry is a leaf: its id in the low byte ([`NO_LEAF`] for none).
 const LEAF: u32 = 1 << 31;
+/// The /D is left to the Poptrie FIB (the value is NO_ROUTE's, by chance: entries are not ids).
 const TO_POPTRIE: u32 = LEAF - 1;
+// Anything else is a block's index.
+/// A one-byte leaf that names no route.
 const NO_LEAF: u8 = 0xFF;
 
-/// Zeroed memory advised `MADV_HUGEPAGE` before its first touch, as the FIB's arenas are, so
-/// that both structures pay the same TLB misses.
-struct HugeBuf<T: Copy> {
-    ptr: *mut T,
+/// The cell types a [`HugeBuf`] holds: integers, whose all-zero bytes are a value.
+trait Zeroable: Copy {}
+impl Zeroable for u8 {}
+impl Zeroable for u32 {}
+
+/// Zeroed cells on their own mapping, aligned to 2 MiB and advised `MADV_HUGEPAGE` before
+/// their first touch, as the FIB's arenas of a megabyte or more are.
+struct HugeBuf<T: Zeroable> {
+    /// The mapping, as made: what `drop` unmaps.
+    base: *mut libc::c_void,
+    mapped: usize,
+    cells: *mut T,
     len: usize,
 }
 
-impl<T: Copy> HugeBuf<T> {
-    /// `len` zero cells; `T` must be a type for which all-zero bytes are a value (integers).
+impl<T: Zeroable> HugeBuf<T> {
+    const HUGE_PAGE: usize = 2 << 20;
+
     fn zeroed(len: usize) -> Self {
-        let bytes = (len * std::mem::size_of::<T>()).max(1);
-        // SAFETY: a fresh private anonymous mapping, checked; the advice only changes how it
-        // is backed.
-        let ptr = unsafe {
-            let p = libc::mmap(
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .expect("the cells' size fits a usize");
+        let mapped = bytes
+            .checked_add(Self::HUGE_PAGE)
+            .expect("the mapping's size fits a usize");
+        // SAFETY: a fresh private anonymous mapping of `mapped` bytes, checked. The cells start
+        // at its first 2 MiB boundary, and `bytes` from there lie inside it (it has 2 MiB more).
+        // The advice only changes how those pages are backed.
+        unsafe {
+            let base = libc::mmap(
                 std::ptr::null_mut(),
-                bytes,
+                mapped,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
                 0,
             );
-            assert!(p != libc::MAP_FAILED, "mmap of {bytes} bytes");
-            libc::madvise(p, bytes, libc::MADV_HUGEPAGE);
-            p as *mut T
-        };
-        HugeBuf { ptr, len }
+            assert!(base != libc::MAP_FAILED, "mmap of {mapped} bytes");
+            let cells = base
+                .cast::<u8>()
+                .add(base.align_offset(Self::HUGE_PAGE))
+                .cast::<T>();
+            if bytes > 0 {
+                libc::madvise(cells.cast(), bytes, libc::MADV_HUGEPAGE);
+            }
+            HugeBuf {
+                base,
+                mapped,
+                cells,
+                len,
+            }
+        }
+    }
+
+    /// Where the cells are, for `huge_page_bytes`.
+    fn region(&self) -> (usize, usize) {
+        (self.cells as usize, self.len * std::mem::size_of::<T>())
     }
 }
 
-impl<T: Copy> std::ops::Deref for HugeBuf<T> {
+impl<T: Zeroable> std::ops::Deref for HugeBuf<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
-        // SAFETY: `len` cells mapped by `zeroed`, zero bytes being a value of the integer
-        // types used here, and owned by `self` until drop.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+        // SAFETY: `len` cells inside the mapping, aligned for `T`, zeroed or written since
+        // (all-zero bytes being a `Zeroable`'s value), owned by `self` until drop.
+        unsafe { std::slice::from_raw_parts(self.cells, self.len) }
     }
 }
 
-impl<T: Copy> std::ops::DerefMut for HugeBuf<T> {
+impl<T: Zeroable> std::ops::DerefMut for HugeBuf<T> {
     fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as `deref`, borrowed mutably through `self`.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+        unsafe { std::slice::from_raw_parts_mut(self.cells, self.len) }
     }
 }
 
-impl<T: Copy> Drop for HugeBuf<T> {
+impl<T: Zeroable> Drop for HugeBuf<T> {
     fn drop(&mut self) {
-        // SAFETY: the mapping made by `zeroed`, unmapped once.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len * size_of::<T>()) };
+        // SAFETY: the whole mapping made by `zeroed`, unmapped once; no cell is borrowed past
+        // `self`.
+        unsafe { libc::munmap(self.base, self.mapped) };
     }
 }
 
 struct DirTable {
-    bits: u32,
+    direct_bits: u32,
     direct: HugeBuf<u32>,
     blocks: HugeBuf<u8>,
+    /// The /D left to the Poptrie FIB.
+    left_to_poptrie: usize,
 }
 
 impl DirTable {
-    fn build(routes: &[BenchRoute<u32>], bits: u32) -> DirTable {
-        let block_bits = 24 - bits;
+    fn build(routes: &[BenchRoute<u32>], direct_bits: u32) -> DirTable {
+        let block_bits = 24 - direct_bits;
         // Every /24's id, painted shortest first.
         let mut by_len: Vec<&BenchRoute<u32>> = routes.iter().collect();
         by_len.sort_by_key(|r| r.len);
         let mut per24 = vec![NO_LEAF; 1 << 24];
-        let mut past24 = vec![false; 1 << bits];
+        let mut past24 = vec![false; 1 << direct_bits];
         for r in by_len {
             if r.len > 24 {
-                past24[(r.addr >> (32 - bits)) as usize] = true;
+                past24[(r.addr >> (32 - direct_bits)) as usize] = true;
                 continue;
             }
             let first = (r.addr >> 8) as usize;
             per24[first..first + (1 << (24 - r.len))].fill(r.nh);
         }
         let span = |c: usize| &per24[c << block_bits..(c + 1) << block_bits];
-        let mut direct = HugeBuf::<u32>::zeroed(1 << bits);
+        let mut direct = HugeBuf::<u32>::zeroed(1 << direct_bits);
         let mut count = 0u32;
         for (c, e) in direct.iter_mut().enumerate() {
             let s = span(c);
@@ -118,20 +157,38 @@ impl DirTable {
         }
         let mut blocks = HugeBuf::<u8>::zeroed((count as usize) << block_bits);
         for (c, &e) in direct.iter().enumerate() {
-            if e & LEAF == 0 && e != TO_POPTRIE {
+            if Self::is_block(e) {
                 let at = (e as usize) << block_bits;
                 blocks[at..at + (1 << block_bits)].copy_from_slice(span(c));
             }
         }
         DirTable {
-            bits,
+            direct_bits,
             direct,
             blocks,
+            left_to_poptrie: past24.iter().filter(|&&p| p).count(),
         }
     }
 
     #[inline(always)]
-    fn leaf(id: u8) -> u32 {
+    fn is_block(e: u32) -> bool {
+        e & LEAF == 0 && e != TO_POPTRIE
+    }
+
+    #[inline(always)]
+    fn entry(&self, k: u32) -> u32 {
+        self.direct[(k >> (32 - self.direct_bits)) as usize]
+    }
+
+    /// Where key `k`'s leaf is in the blocks, for its block entry `e`.
+    #[inline(always)]
+    fn leaf_at(&self, e: u32, k: u32) -> usize {
+        let block_bits = 24 - self.direct_bits;
+        ((e as usize) << block_bits) | ((k >> 8) as usize & ((1 << block_bits) - 1))
+    }
+
+    #[inline(always)]
+    fn answer(id: u8) -> u32 {
         if id == NO_LEAF {
             NO_ROUTE
         } else {
@@ -141,30 +198,24 @@ impl DirTable {
 
     #[inline(always)]
     fn lookup(&self, k: u32, poptrie: &PoptrieView<Ipv4Addr>) -> u32 {
-        let e = self.direct[(k >> (32 - self.bits)) as usize];
+        let e = self.entry(k);
         if e == TO_POPTRIE {
             poptrie.lookup(k)
         } else if e & LEAF != 0 {
-            Self::leaf(e as u8)
+            Self::answer(e as u8)
         } else {
-            let block_bits = 24 - self.bits;
-            let at = ((e as usize) << block_bits) | ((k >> 8) as usize & ((1 << block_bits) - 1));
-            Self::leaf(self.blocks[at])
+            Self::answer(self.blocks[self.leaf_at(e, k)])
         }
     }
 
     /// Groups of 16: every key's direct entry, its leaf's line prefetched, then the leaves.
     fn lookup_bulk(&self, keys: &[u32], out: &mut [u32], poptrie: &PoptrieView<Ipv4Addr>) {
+        assert_eq!(keys.len(), out.len(), "one answer slot per key");
         for (ks, os) in keys.chunks(16).zip(out.chunks_mut(16)) {
             for &k in ks {
-                let e = self.direct[(k >> (32 - self.bits)) as usize];
-                if e & LEAF == 0 {
-                    let block_bits = 24 - self.bits;
-                    let at = ((e as usize) << block_bits)
-                        | ((k >> 8) as usize & ((1 << block_bits) - 1));
-                    if let Some(b) = self.blocks.get(at) {
-                        prefetch(b);
-                    }
+                let e = self.entry(k);
+                if Self::is_block(e) {
+                    prefetch(&self.blocks[self.leaf_at(e, k)]);
                 }
             }
             for (o, &k) in os.iter_mut().zip(ks) {
@@ -182,13 +233,40 @@ fn prefetch(b: &u8) {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         _mm_prefetch(b as *const u8 as *const i8, _MM_HINT_T0)
     };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = b;
+}
+
+/// ns a lookup of `keys`: each depending on the last answer (through an opaque zero, as in
+/// `fib_profile`), single, and in bulk.
+fn times(
+    keys: &[u32],
+    out: &mut [u32],
+    lookup: impl Fn(u32) -> u32,
+    mut bulk: impl FnMut(&[u32], &mut [u32]),
+) -> [f64; 3] {
+    let per_key = |t: Instant| t.elapsed().as_nanos() as f64 / keys.len() as f64;
+    let zero: u32 = black_box(0);
+    let t = Instant::now();
+    black_box(keys.iter().fold(0, |prev, &k| lookup(k ^ (prev & zero))));
+    let dependent = per_key(t);
+    let t = Instant::now();
+    black_box(keys.iter().fold(0u32, |a, &k| a.wrapping_add(lookup(k))));
+    let single = per_key(t);
+    let t = Instant::now();
+    bulk(keys, out);
+    black_box(&out);
+    [dependent, single, per_key(t)]
 }
 
 fn main() {
-    let bits: u32 = std::env::args()
+    let direct_bits: u32 = std::env::args()
         .nth(1)
-        .map_or(16, |s| s.parse().expect("direct bits: 16 or 18"));
-    assert!((8..=24).contains(&bits), "direct bits between 8 and 24");
+        .map_or(16, |s| s.parse().expect("direct bits: a number, 16 or 18"));
+    assert!(
+        (8..=24).contains(&direct_bits),
+        "direct bits between 8 and 24"
+    );
     let views = workspace_views();
     let routes: Vec<BenchRoute<u32>> = with_next_hops(&views.v4.prefixes);
     let fib: Fib<Ipv4Addr> = Fib::from_routes(routes.iter().map(|r| {
@@ -199,61 +277,76 @@ fn main() {
     }))
     .expect("next-hop indexes are small");
     let poptrie = fib.view();
-    let dir = DirTable::build(&routes, bits);
+    let dir = DirTable::build(&routes, direct_bits);
     let keys = workload::inside_prefixes::<Ipv4Addr>(&routes, 1_000_000, 7);
     let wrong = keys
         .iter()
         .filter(|&&k| dir.lookup(k, poptrie) != poptrie.lookup(k))
         .count();
     assert_eq!(wrong, 0, "the probe's table answers as the FIB");
-    let passed_on = keys
-        .iter()
-        .filter(|&&k| dir.direct[(k >> (32 - bits)) as usize] == TO_POPTRIE)
-        .count();
+    let (mut expected, mut out) = (vec![0u32; keys.len()], vec![0u32; keys.len()]);
+    poptrie.lookup_bulk(&keys, &mut expected);
+    dir.lookup_bulk(&keys, &mut out, poptrie);
+    assert!(
+        out == expected,
+        "the probe's bulk lookups answer as the FIB's"
+    );
+    let keys_left = keys.iter().filter(|&&k| dir.entry(k) == TO_POPTRIE).count();
+    let huge = |regions: &[(usize, usize)]| {
+        huge_page_bytes(regions).map_or("unknown".into(), |(h, t)| format!("{h} of {t}"))
+    };
     println!(
-        "DIR-{bits}-{}: {} bytes (direct {}, blocks {}), Poptrie {} bytes; {passed_on} of {} \
-         keys left to Poptrie",
-        24 - bits,
+        "DIR-{direct_bits}-{}: {} bytes (direct {}, blocks {}; on huge pages: {}), and {} /{} \
+         left to Poptrie ({keys_left} of {} keys); Poptrie: {} bytes (on huge pages: {})",
+        24 - direct_bits,
         dir.direct.len() * 4 + dir.blocks.len(),
         dir.direct.len() * 4,
         dir.blocks.len(),
+        huge(&[dir.direct.region(), dir.blocks.region()]),
+        dir.left_to_poptrie,
+        direct_bits,
+        keys.len(),
         fib.stats().bytes,
-        keys.len()
+        huge(&fib.regions()),
     );
-    let ns = |f: &mut dyn FnMut() -> u32| {
-        let s = std::time::Instant::now();
-        black_box(f());
-        s.elapsed().as_nanos() as f64 / keys.len() as f64
-    };
-    // Each key depends on the previous answer through an opaque zero, as in `fib_profile`.
-    let zero: u32 = black_box(0);
-    let mut out = vec![0u32; keys.len()];
-    println!("ns a lookup, Poptrie / DIR: dependent, single, bulk");
-    for round in 0..5 {
-        let chain = |f: &dyn Fn(u32) -> u32| {
-            ns(&mut || keys.iter().fold(0, |prev, &k| f(k ^ (prev & zero))))
+    println!("ns a lookup, Poptrie / DIR: dependent, single, bulk (the first of each round first)");
+    for round in 0..6 {
+        let mut time_poptrie = || {
+            times(
+                &keys,
+                &mut out,
+                |k| poptrie.lookup(k),
+                |ks, os| poptrie.lookup_bulk(ks, os),
+            )
         };
-        let pd = chain(&|k| poptrie.lookup(k));
-        let dd = chain(&|k| dir.lookup(k, poptrie));
-        let sum = |f: &dyn Fn(u32) -> u32| {
-            ns(&mut || keys.iter().fold(0u32, |a, &k| a.wrapping_add(f(k))))
+        let mut time_dir = || {
+            times(
+                &keys,
+                &mut expected,
+                |k| dir.lookup(k, poptrie),
+                |ks, os| dir.lookup_bulk(ks, os, poptrie),
+            )
         };
-        let ps = sum(&|k| poptrie.lookup(k));
-        let ds = sum(&|k| dir.lookup(k, poptrie));
-        let pb = ns(&mut || {
-            poptrie.lookup_bulk(&keys, &mut out);
-            out[keys.len() / 2]
-        });
-        let db = ns(&mut || {
-            dir.lookup_bulk(&keys, &mut out, poptrie);
-            out[keys.len() / 2]
-        });
+        let (p, d) = if round % 2 == 0 {
+            let p = time_poptrie();
+            (p, time_dir())
+        } else {
+            let d = time_dir();
+            (time_poptrie(), d)
+        };
         println!(
-            "round {round}: {pd:.1} / {dd:.1}, {ps:.1} / {ds:.1}, {pb:.1} / {db:.1} \
+            "round {round} ({} first): {:.1} / {:.1}, {:.1} / {:.1}, {:.1} / {:.1} \
              (ratios {:.2}, {:.2}, {:.2})",
-            dd / pd,
-            ds / ps,
-            db / pb
+            if round % 2 == 0 { "Poptrie" } else { "DIR" },
+            p[0],
+            d[0],
+            p[1],
+            d[1],
+            p[2],
+            d[2],
+            d[0] / p[0],
+            d[1] / p[1],
+            d[2] / p[2]
         );
     }
 }

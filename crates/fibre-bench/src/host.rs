@@ -4,7 +4,10 @@
 /// Pins the calling thread to `cpu`; a cpu past what a `cpu_set_t` holds is refused.
 pub fn pin_thread(cpu: usize) -> std::io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        return Err(std::io::Error::other(format!(
+            "cpu {cpu} is past the {} a cpu set holds",
+            libc::CPU_SETSIZE
+        )));
     }
     // SAFETY: a zeroed cpu_set_t is a valid empty set; the call only reads it.
     unsafe {

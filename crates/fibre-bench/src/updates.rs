@@ -191,8 +191,8 @@ pub fn reader<A: StudyFamily, V: LpmView<A>>(
         // notes say so.
         let on = match cpu.map(|c| (c, crate::host::pin_thread(c))) {
             Some((c, Ok(()))) => format!("cpu {c}"),
-            Some((c, Err(e))) => format!("any cpu (not pinned to cpu {c}: {e})"),
-            None => "any cpu (one cpu online)".to_string(),
+            Some((c, Err(e))) => format!("cpu {c} (not pinned: {e})"),
+            None => "the writer's cpu (one cpu online)".to_string(),
         };
         let mut out = [0u32; 64];
         let (mut n, mut acc) = (0u64, 0u32);
@@ -400,13 +400,27 @@ mod tests {
                 .unwrap()
                 .on
         };
-        assert_eq!(run(Some(0)), "cpu 0");
+        // A cpu this process may run on (a cpuset or taskset may leave out cpu 0).
+        let allowed = first_allowed_cpu();
+        assert_eq!(run(Some(allowed)), format!("cpu {allowed}"));
         let refused = run(Some(1023));
-        assert!(
-            refused.starts_with("any cpu (not pinned to cpu 1023: "),
-            "{refused}"
-        );
-        assert!(run(Some(usize::MAX)).contains("not pinned to cpu"));
-        assert_eq!(run(None), "any cpu (one cpu online)");
+        assert!(refused.starts_with("cpu 1023 (not pinned: "), "{refused}");
+        let past = run(Some(usize::MAX));
+        assert!(past.contains("(not pinned: "), "{past}");
+        assert_eq!(run(None), "the writer's cpu (one cpu online)");
+    }
+
+    fn first_allowed_cpu() -> usize {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set, filled by the call with its size.
+        let set = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            assert_eq!(libc::sched_getaffinity(0, size, &mut set), 0);
+            set
+        };
+        // SAFETY: `c` is below the set's size; the call only reads the set.
+        (0..libc::CPU_SETSIZE as usize)
+            .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .expect("the process may run on some cpu")
     }
 }

@@ -454,6 +454,11 @@ fn pin(cpu: Option<usize>, pids: &[u32]) -> Result<(), String> {
             let Ok(tid) = task.file_name().to_string_lossy().parse::<i32>() else {
                 continue;
             };
+            if cpu >= libc::CPU_SETSIZE as usize {
+                return Err(format!(
+                    "pinning {tid} to CPU {cpu}: past the cpu set's size"
+                ));
+            }
             // SAFETY: a cpu_set_t zeroed, one bit set, passed with its size.
             let ok = unsafe {
                 let mut set: libc::cpu_set_t = std::mem::zeroed();
