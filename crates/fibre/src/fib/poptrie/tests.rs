@@ -32,15 +32,36 @@ fn leaf_cells_are_as_narrow_as_the_ids() {
 }
 
 /// 2001:db8::/32 and a set of 300 /48s spread under it: a change of the /32 re-encodes
-/// what is below it (363 nodes).
+/// what is below it.
 fn covering_32() -> (
     u128,
     Prefix<std::net::Ipv6Addr>,
     PrefixSet<std::net::Ipv6Addr>,
 ) {
+    covering_32_of(300, 211, 48)
+}
+
+/// 2001:db8::/32 and `n` prefixes `len` long under it, `step` apart (`n * step` below
+/// 2^(len - 32)).
+fn covering_32_of(
+    n: u128,
+    step: u128,
+    len: u8,
+) -> (
+    u128,
+    Prefix<std::net::Ipv6Addr>,
+    PrefixSet<std::net::Ipv6Addr>,
+) {
+    assert!(
+        n * step <= 1 << (len - 32),
+        "the prefixes stay under the /32"
+    );
     let base = u128::from(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0));
-    let set = (0..300u128)
-        .map(|i| (Prefix::new(Ipv6Addr::from(base | (i * 211) << 80), 48), 1))
+    let set = (0..n)
+        .map(|i| {
+            let at = Ipv6Addr::from(base | (i * step) << (128 - len));
+            (Prefix::new(at, len), 1)
+        })
         .collect();
     (base, Prefix::new(Ipv6Addr::from(base), 32), set)
 }
@@ -103,16 +124,23 @@ fn a_covering_change_keeps_what_longer_prefixes_answer() {
     // Under the /40, in no /48: 2001:db8:101::1.
     let inside = hextet3(0x101) | 1;
     let before = path(&fib, inside);
-    // Bits 20-26, 26-32, 32-38, 38-44 (the /40's node), 44-50 (under the /40's slot).
-    assert_eq!(before.len(), 5);
+    // Nodes of 6 bits from the slot's end on: the /40's node, and the one under it, which
+    // holds the /48s (with 20 bits of direct pointing: 20-26, 26-32, 32-38, 38-44 the /40's,
+    // 44-50 under it).
+    let s = <Ipv6Addr as crate::fib::FibFamily>::DP_BITS as usize;
+    let (forty, under) = ((40 - s - 1) / 6, (48 - s - 1) / 6);
+    assert_eq!(before.len(), under + 1);
     let cover = at(base, 32);
     for id in [2, 3] {
         set.insert(cover, id);
         fib.update(&set, &[cover]).unwrap();
         let after = path(&fib, inside);
-        assert_eq!(after[4], before[4], "the node under the /40's slot is kept");
+        assert_eq!(
+            after[under], before[under],
+            "the node under the /40's slot is kept"
+        );
         assert_ne!(
-            after[3].base0, before[3].base0,
+            after[forty].base0, before[forty].base0,
             "the /40's node is encoded again"
         );
         assert_eq!(fib.view().lookup(inside), 7);
@@ -125,7 +153,19 @@ fn a_covering_change_keeps_what_longer_prefixes_answer() {
     assert!(fib.words() == fresh.words(), "patched == fresh");
 }
 
-/// The set of [`covering_32`] with its /48s each changed on their own, which scatters the
+/// Prefixes under the /32 of [`covering_32`] deep enough below the slot for
+/// [`scattered_then_covered`] to retire more blocks than a few updates' budgets: /48s as far
+/// past the slot as IPv6's 20 bits of direct pointing left them (36 bits since 24).
+fn many_under_32() -> (
+    u128,
+    Prefix<std::net::Ipv6Addr>,
+    PrefixSet<std::net::Ipv6Addr>,
+) {
+    let len = 48 + <Ipv6Addr as crate::fib::FibFamily>::DP_BITS as u8 - 20;
+    covering_32_of(300, 211, len)
+}
+
+/// A set of [`covering_32_of`] with its /48s each changed on their own, which scatters the
 /// /32's subtree over many blocks, then the /32 added: the list of blocks its change retired.
 fn scattered_then_covered(fib: &mut Poptrie<Ipv6Addr>, set: &mut PrefixSet<Ipv6Addr>) -> usize {
     let (_, cover, _) = covering_32();
@@ -158,7 +198,7 @@ fn roomy(fib: &Poptrie<Ipv6Addr>) -> bool {
 /// come back over the next updates, not all in the first.
 #[test]
 fn retired_blocks_come_back_a_budget_at_a_time() {
-    let (base, _, mut set) = covering_32();
+    let (base, _, mut set) = many_under_32();
     // 80,000 /48s elsewhere with ids of four bytes: arenas of a megabyte or more (the
     // leaves' too), mapped with four times their size reserved.
     for i in 0..80_000u128 {
@@ -205,7 +245,7 @@ fn the_reclaim_budget_grows_with_the_backlog() {
 /// an update takes back every block it can before it allocates.
 #[test]
 fn a_short_arena_takes_every_block_back() {
-    let (base, _, mut set) = covering_32();
+    let (base, _, mut set) = many_under_32();
     let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
     let retired = scattered_then_covered(&mut fib, &mut set);
     assert!(retired > 3 * RECLAIM_BUDGET, "{retired} blocks");
