@@ -159,21 +159,14 @@ impl FibFamily for Ipv4Addr {
 }
 
 impl FibFamily for Ipv6Addr {
-    /// 2^24 slots, a wider step than IPv4's: routes cluster in 2000::/3 (the root's chunks for
-    /// the rest are single leaves), and a /48 ends in the fourth node level. With 20 bits (until
-    /// issue 15's twentieth round) it ended in the fifth, and the full view's answers lay 3.97
-    /// node levels deep on average against 2.84 now: on Zen 3, W1 dependent lookups took 0.81
-    /// of the time and bulk ones 0.80-0.93 (see docs/fib.md).
-    const DP_BITS: u32 = 24;
-    /// A root of 256 KiB and chunks of 1 KiB, the chunk a change copies. With 24 bits of
-    /// direct pointing and a root of 12 bits, a change copied a chunk of 16 KiB: 28,528
-    /// instructions a router change against 11,931 now (callgrind, `router_profile 6 20000`).
-    /// (With 20 bits, a root of 4 KiB and chunks of 4 KiB made W2 bulk lookups 0.95-0.98 ns
-    /// against 0.74-0.76 with 16 KiB and 1 KiB: keys at random in 2000::/3 end at a root
-    /// entry more often, where the chunk is one leaf.)
-    const ROOT_BITS: u32 = 16;
-    /// Three, measured with 20 bits of direct pointing, when W1 keys walked four node levels
-    /// on average (not measured again with 24).
+    /// 2^20 slots, a wider step than IPv4's: routes cluster in 2000::/3 (the root's chunks for
+    /// the rest are single leaves), /32s end in the first node level and /48s in the fifth.
+    const DP_BITS: u32 = 20;
+    /// A root of 16 KiB and chunks of 1 KiB. With 4 KiB of each (10 bits) the W2 bulk lookups
+    /// took 0.95-0.98 ns against 0.74-0.76 now: keys at random in 2000::/3 end at a root entry
+    /// more often, where the chunk is one leaf.
+    const ROOT_BITS: u32 = 12;
+    /// Three: W1 keys walk four node levels on average (/48s end in the fifth).
     const BULK_NODE_STAGES: u32 = 3;
     const FEW_PAST_ROOT: u32 = 8;
     const LEAVES_ONLY_TOPS: bool = false;

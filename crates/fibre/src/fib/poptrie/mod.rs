@@ -1,7 +1,7 @@
 //! Poptrie (Asai & Ohara, SIGCOMM 2015), written from the paper, generic over the key width.
 //!
 //! Encoding, top down:
-//! - **Direct pointing** on the top `S` bits ([`FibFamily::DP_BITS`]: 18 for IPv4, 24 for IPv6).
+//! - **Direct pointing** on the top `S` bits ([`FibFamily::DP_BITS`]: 18 for IPv4, 20 for IPv6).
 //!   The 2^S entries are cut into chunks of 2^(S-R) entries under a root of 2^R
 //!   ([`FibFamily::ROOT_BITS`]); a chunk whose entries are all one leaf is not stored, its root
 //!   entry holds the leaf. Chunking is what makes an update cheap to publish: a new version copies

@@ -154,8 +154,9 @@ fn a_covering_change_keeps_what_longer_prefixes_answer() {
 }
 
 /// Prefixes under the /32 of [`covering_32`] deep enough below the slot for
-/// [`scattered_then_covered`] to retire more blocks than a few updates' budgets: /48s as far
-/// past the slot as IPv6's 20 bits of direct pointing left them (36 bits since 24).
+/// [`scattered_then_covered`] to retire more blocks than a few updates' budgets: /48s with
+/// IPv6's 20 bits of direct pointing, longer with more bits (28 past the slot either way).
+/// (With 24 bits, /48s retired 86 blocks, too few; see docs/fib.md, twentieth round.)
 fn many_under_32() -> (
     u128,
     Prefix<std::net::Ipv6Addr>,
@@ -165,8 +166,9 @@ fn many_under_32() -> (
     covering_32_of(300, 211, len)
 }
 
-/// A set of [`covering_32_of`] with its /48s each changed on their own, which scatters the
-/// /32's subtree over many blocks, then the /32 added: the list of blocks its change retired.
+/// A set of [`covering_32_of`] with the prefixes under its /32 each changed on their own, which
+/// scatters the /32's subtree over many blocks, then the /32 added: the list of blocks its
+/// change retired.
 fn scattered_then_covered(fib: &mut Poptrie<Ipv6Addr>, set: &mut PrefixSet<Ipv6Addr>) -> usize {
     let (_, cover, _) = covering_32();
     let under: Vec<_> = set.covered(&cover).map(|(p, _)| p).collect();
