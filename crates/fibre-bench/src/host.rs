@@ -3,6 +3,12 @@
 
 /// Pins the calling thread to `cpu`; a cpu past what a `cpu_set_t` holds is refused.
 pub fn pin_thread(cpu: usize) -> std::io::Result<()> {
+    pin_task(0, cpu)
+}
+
+/// Pins thread `tid` (0: the calling one) to `cpu`; a cpu past what a `cpu_set_t` holds is
+/// refused.
+pub fn pin_task(tid: libc::pid_t, cpu: usize) -> std::io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
         return Err(std::io::Error::other(format!(
             "cpu {cpu} is past the {} a cpu set holds",
@@ -13,7 +19,7 @@ pub fn pin_thread(cpu: usize) -> std::io::Result<()> {
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 {
+        if libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 {
             Ok(())
         } else {
             Err(std::io::Error::last_os_error())

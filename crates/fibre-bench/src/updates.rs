@@ -401,16 +401,22 @@ mod tests {
                 .on
         };
         // A cpu this process may run on (a cpuset or taskset may leave out cpu 0).
-        let allowed = first_allowed_cpu();
+        let allowed = first_cpu(true);
         assert_eq!(run(Some(allowed)), format!("cpu {allowed}"));
-        let refused = run(Some(1023));
-        assert!(refused.starts_with("cpu 1023 (not pinned: "), "{refused}");
+        let other = first_cpu(false);
+        let refused = run(Some(other));
+        assert!(
+            refused.starts_with(&format!("cpu {other} (not pinned: ")),
+            "{refused}"
+        );
         let past = run(Some(usize::MAX));
         assert!(past.contains("(not pinned: "), "{past}");
         assert_eq!(run(None), "the writer's cpu (one cpu online)");
     }
 
-    fn first_allowed_cpu() -> usize {
+    /// The first cpu this process may (`allowed`) or may not run on: the set's last cpus are
+    /// past any machine this runs on.
+    fn first_cpu(allowed: bool) -> usize {
         // SAFETY: a zeroed cpu_set_t is a valid empty set, filled by the call with its size.
         let set = unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -420,7 +426,7 @@ mod tests {
         };
         // SAFETY: `c` is below the set's size; the call only reads the set.
         (0..libc::CPU_SETSIZE as usize)
-            .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-            .expect("the process may run on some cpu")
+            .find(|&c| unsafe { libc::CPU_ISSET(c, &set) } == allowed)
+            .expect("some cpu is in the set and some is not")
     }
 }

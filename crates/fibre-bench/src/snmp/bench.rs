@@ -454,23 +454,8 @@ fn pin(cpu: Option<usize>, pids: &[u32]) -> Result<(), String> {
             let Ok(tid) = task.file_name().to_string_lossy().parse::<i32>() else {
                 continue;
             };
-            if cpu >= libc::CPU_SETSIZE as usize {
-                return Err(format!(
-                    "pinning {tid} to CPU {cpu}: past the cpu set's size"
-                ));
-            }
-            // SAFETY: a cpu_set_t zeroed, one bit set, passed with its size.
-            let ok = unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
-                libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-            };
-            if !ok {
-                return Err(format!(
-                    "pinning {tid} to CPU {cpu}: {}",
-                    std::io::Error::last_os_error()
-                ));
-            }
+            crate::host::pin_task(tid, cpu)
+                .map_err(|e| format!("pinning {tid} to CPU {cpu}: {e}"))?;
         }
     }
     Ok(())
