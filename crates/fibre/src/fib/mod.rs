@@ -91,15 +91,19 @@ pub(crate) fn check_changed<A: FibFamily>(
 pub trait FibFamily: Address {
     /// Bits resolved by direct pointing (Poptrie's first step).
     const DP_BITS: u32;
-    /// Of those, bits resolved by the root of the direct-pointing array (the rest by chunks).
-    /// A change copies the chunk it writes; the root entries it changes are written into a
-    /// spare root (`poptrie`'s `RootLog`), so a wider root costs a change only the memory of
-    /// the roots readers hold, and a whole copy (or a new root) where no spare root is free or
-    /// the log cannot bring one up to date. Until issue 15's sixteenth round each version copied
-    /// the whole root, and root and chunk were kept the same size (9 and 10 bits): 10 and 12
-    /// now cut a router change by 116 (IPv4) and 258 (IPv6) instructions (callgrind), with
-    /// IPv4 lookups level (`fib_profile`, three pairs in turn).
-    const ROOT_BITS: u32;
+    /// Of those, the fewest bits resolved by the root of the direct-pointing array (the rest
+    /// by chunks); each build sizes its root between this and [`FibFamily::MAX_ROOT_BITS`]
+    /// from the table it encodes (`poptrie`'s `root_bits`). A change copies the chunk it
+    /// writes; the root entries it changes are written into a spare root (`poptrie`'s
+    /// `RootLog`), so a wider root costs a change only the memory of the roots readers hold,
+    /// and a whole copy (or a new root) where no spare root is free or the log cannot bring one
+    /// up to date. Until issue 15's sixteenth round each version copied the whole root, and
+    /// root and chunk were kept the same size (9 and 10 bits): 10 and 12 then cut a router
+    /// change by 116 (IPv4) and 258 (IPv6) instructions (callgrind), with IPv4 lookups level
+    /// (`fib_profile`, three pairs in turn).
+    const MIN_ROOT_BITS: u32;
+    /// The most root bits a build gives its root.
+    const MAX_ROOT_BITS: u32;
     /// Node levels the scalar bulk path takes stage by stage, every lane's read prefetched,
     /// before the lanes still walking go on one at a time (measured per family; see
     /// `poptrie::lookup`). The key's bits past direct pointing and these levels are never all
@@ -138,8 +142,9 @@ impl FibFamily for Ipv4Addr {
     /// 2^18 slots: /24s, most of the table, end in the first node level (18 + 6).
     const DP_BITS: u32 = 18;
     /// A root of 4 KiB and chunks of 1 KiB, the chunk a change copies (see
-    /// [`FibFamily::ROOT_BITS`]).
-    const ROOT_BITS: u32 = 10;
+    /// [`FibFamily::MIN_ROOT_BITS`]), whatever the table.
+    const MIN_ROOT_BITS: u32 = 10;
+    const MAX_ROOT_BITS: u32 = 10;
     /// One: most keys end in the first node level (a /24); a second stage was no faster.
     const BULK_NODE_STAGES: u32 = 1;
     const FEW_PAST_ROOT: u32 = 0;
@@ -159,14 +164,23 @@ impl FibFamily for Ipv4Addr {
 }
 
 impl FibFamily for Ipv6Addr {
-    /// 2^20 slots, a wider step than IPv4's: routes cluster in 2000::/3 (the root's chunks for
-    /// the rest are single leaves), /32s end in the first node level and /48s in the fifth.
-    const DP_BITS: u32 = 20;
-    /// A root of 16 KiB and chunks of 1 KiB. With 4 KiB of each (10 bits) the W2 bulk lookups
-    /// took 0.95-0.98 ns against 0.74-0.76 now: keys at random in 2000::/3 end at a root entry
-    /// more often, where the chunk is one leaf.
-    const ROOT_BITS: u32 = 12;
-    /// Three: W1 keys walk four node levels on average (/48s end in the fifth).
+    /// 2^24 slots, a wider step than IPv4's: routes cluster in 2000::/3 (the root's chunks for
+    /// the rest are single leaves), and a /48 ends in the fourth node level. With 20 bits (until
+    /// issue 15's twenty-first round) it ended in the fifth, and the full view's answers lay
+    /// 3.97 node levels deep on average against 2.84 now (see docs/fib.md).
+    const DP_BITS: u32 = 24;
+    /// A root of 16 KiB to 256 KiB: chunks of 16 KiB to 1 KiB. The full view's root takes 16
+    /// bits, so a change copies a chunk of 1 KiB: with 12 bits it copied 16 KiB, and a router
+    /// change took 28,528 instructions against 11,931 (callgrind, `router_profile 6 20000`).
+    /// A small table's takes 12: every IPv6 table has a FIB, and a root of 16 bits would cost
+    /// each 512 KiB (it is held twice). (With 20 bits of direct pointing, a root of 4 KiB and
+    /// chunks of 4 KiB made W2 bulk lookups 0.95-0.98 ns against 0.74-0.76 with 16 KiB and
+    /// 1 KiB: keys at random in 2000::/3 end at a root entry more often, where the chunk is one
+    /// leaf.)
+    const MIN_ROOT_BITS: u32 = 12;
+    const MAX_ROOT_BITS: u32 = 16;
+    /// Three, measured with 20 bits of direct pointing, when W1 keys walked four node levels
+    /// on average (not measured again with 24).
     const BULK_NODE_STAGES: u32 = 3;
     const FEW_PAST_ROOT: u32 = 8;
     const LEAVES_ONLY_TOPS: bool = false;

@@ -18,16 +18,17 @@ impl<A: FibFamily> Poptrie<A> {
                 node(ar, n.base1 + k, depth + 1, f);
             }
         }
+        let chunk = self.chunk_len();
         for &r in &self.root {
             if r & INDEX == 0 {
-                f(Cell::Answer(r), 0);
+                f(Cell::Answer(r, chunk), 0);
                 continue;
             }
             f(Cell::Chunk, 0);
-            for i in 0..Self::CHUNK as u32 {
+            for i in 0..chunk as u32 {
                 let e = ar.chunks.get((r & !INDEX) + i);
                 if e & INDEX == 0 {
-                    f(Cell::Answer(e), 0);
+                    f(Cell::Answer(e, 1), 0);
                 } else if e & FLAT != 0 {
                     f(Cell::Flat, 0);
                     for id in ar.leaves.get_block(node_cell(e)) {
@@ -55,7 +56,7 @@ impl<A: FibFamily> Poptrie<A> {
                     answers += 1;
                     depths += d;
                 }
-                Cell::Answer(_) => answers += 1,
+                Cell::Answer(..) => answers += 1,
                 Cell::Chunk | Cell::Subtree | Cell::Flat => {}
             }
         });
@@ -72,10 +73,30 @@ impl<A: FibFamily> Poptrie<A> {
         }
     }
 
-    /// [`LpmAlgorithm::image`].
+    /// [`LpmAlgorithm::image`]. Answers of the root and the chunks come as runs over the
+    /// slots, an id and a count, and chunks are not marked: the image is the same whatever
+    /// the root's size (a fresh build may size it otherwise than the one updates patched).
     pub(super) fn words(&self) -> Vec<u64> {
         let mut out = Vec::new();
-        self.walk(|cell, _| out.push(cell.word()));
+        let mut run: Option<(u32, usize)> = None;
+        self.walk(|cell, _| match (cell, &mut run) {
+            (Cell::Chunk, _) => {}
+            (Cell::Answer(id, n), Some((last, slots))) if id == *last => *slots += n,
+            (Cell::Answer(id, n), _) => {
+                if let Some((last, slots)) = run.replace((id, n)) {
+                    out.extend([u64::from(last), slots as u64]);
+                }
+            }
+            _ => {
+                if let Some((last, slots)) = run.take() {
+                    out.extend([u64::from(last), slots as u64]);
+                }
+                out.push(cell.word());
+            }
+        });
+        if let Some((last, slots)) = run {
+            out.extend([u64::from(last), slots as u64]);
+        }
         out
     }
 
@@ -86,7 +107,7 @@ impl<A: FibFamily> Poptrie<A> {
         // whole chunk per root entry that points to one).
         self.reclaim();
         let reached = self.stats();
-        let chunks = self.root.iter().filter(|&&r| r & INDEX != 0).count() * Self::CHUNK;
+        let chunks = self.root.iter().filter(|&&r| r & INDEX != 0).count() * self.chunk_len();
         // Each node with leaves has its pad cells too (see `leaves`), apart from every other
         // node's.
         let pad = self.arenas.leaves.pad();
@@ -105,10 +126,19 @@ impl<A: FibFamily> Poptrie<A> {
                 (chunks, nodes, leaves)
             ));
         }
+        // A chunk stored holds more than one answer (else its root entry holds the answer, as
+        // a fresh build makes it; the image does not show where chunks are).
+        let ar = &*self.arenas;
+        let chunk = self.chunk_len() as u32;
+        for &r in self.root.iter().filter(|&&r| r & INDEX != 0) {
+            let first = ar.chunks.get(r & !INDEX);
+            if first & INDEX == 0 && (1..chunk).all(|i| ar.chunks.get((r & !INDEX) + i) == first) {
+                return Err(format!("root entry {r:#x}: a chunk of one answer, {first}"));
+            }
+        }
         // Each chunk entry's `LEAVES_ONLY` tag says whether its top node has a child (the
         // vector lookups trust it), and a top node without one is flat exactly where
         // `flat_pays` (as a fresh build of the same leaf width makes it).
-        let ar = &*self.arenas;
         let width = ar.leaves.width();
         for e in self.subtree_entries() {
             if e & FLAT != 0 {
@@ -139,10 +169,11 @@ impl<A: FibFamily> Poptrie<A> {
     /// set).
     fn subtree_entries(&self) -> impl Iterator<Item = u32> + '_ {
         let ar = &*self.arenas;
+        let chunk = self.chunk_len() as u32;
         self.root
             .iter()
             .filter(|&&r| r & INDEX != 0)
-            .flat_map(|&r| (0..Self::CHUNK as u32).map(move |i| (r & !INDEX) + i))
+            .flat_map(move |&r| (0..chunk).map(move |i| (r & !INDEX) + i))
             .map(|c| ar.chunks.get(c))
             .filter(|&e| e & INDEX != 0)
     }
@@ -173,8 +204,9 @@ impl<A: FibFamily> Poptrie<A> {
 /// What [`Poptrie::walk`] reports, in key order.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Cell {
-    /// A root or chunk entry that answers itself (an id or no route).
-    Answer(u32),
+    /// A root or chunk entry that answers itself (an id or no route), and the slots it
+    /// covers.
+    Answer(u32, usize),
     /// A root entry pointing to a chunk (its entries follow).
     Chunk,
     /// A chunk entry pointing to a subtree (its nodes follow).
@@ -192,7 +224,7 @@ impl Cell {
     /// structures give equal images wherever their blocks lie.
     fn word(self) -> u64 {
         match self {
-            Cell::Answer(id) | Cell::Leaf(id) => id as u64,
+            Cell::Answer(id, _) | Cell::Leaf(id) => id as u64,
             Cell::Chunk => u64::MAX,
             Cell::Subtree => u64::MAX - 1,
             Cell::Flat => u64::MAX - 2,

@@ -259,6 +259,40 @@ impl<K: Bits> Scratch<K> {
 }
 
 /// The parts of a fresh encoding.
+/// The root bits for a table of `all` (in trie order, as [`Poptrie::encode_all`] lists them),
+/// from [`FibFamily::MIN_ROOT_BITS`] to [`FibFamily::MAX_ROOT_BITS`].
+///
+/// The root is held twice (the writer's and the current version's) and each chunk once; a
+/// chunk is stored where a prefix longer than the root's step lies. The size that takes the
+/// least memory is chosen first, then raised while the root's two copies stay within 4 bytes a
+/// prefix: a change copies the chunk it writes, and a larger root has smaller chunks. The
+/// IPv6 full view's prefixes lie under 59 root entries of 16 bits (10 of 12): its least memory
+/// is at 13 bits (168 KiB against 571 at 16), and it gets 16, chunks of 1 KiB. A small table
+/// gets 12 (a root of 16 KiB): at 16 every IPv6 table, local and policy tables among them,
+/// would take 512 KiB.
+pub(super) fn root_bits<A: FibFamily>(all: &[(A::Bits, u8, u32)]) -> u32 {
+    let (min, max, s) = (A::MIN_ROOT_BITS, A::MAX_ROOT_BITS, A::DP_BITS);
+    if min == max {
+        return min;
+    }
+    let cost = |r: u32| {
+        // Chunks stored: root entries under a prefix longer than `r` (grouped: trie order).
+        let mut last = None;
+        let chunks = all
+            .iter()
+            .filter(|p| u32::from(p.1) > r)
+            .filter(|p| last.replace(top(p.0, r)) != Some(top(p.0, r)))
+            .count();
+        (2usize << r) + (chunks << (s - r))
+    };
+    let least = (min..=max)
+        .rev()
+        .min_by_key(|&r| cost(r))
+        .expect("a range of at least one");
+    let within = (usize::BITS - (all.len() / 2).leading_zeros()).saturating_sub(1);
+    least.max(within.min(max))
+}
+
 pub(super) struct Encoded {
     root: Vec<u32>,
     nodes: Vec<Node>,
@@ -277,14 +311,23 @@ impl<A: FibFamily> Poptrie<A> {
 
     /// Encodes every route from scratch. Work is in proportion to the root, the chunks that
     /// hold a prefix longer than the root step, and the prefixes: a small table costs little.
-    /// `floor`: an id the leaf cells must hold besides the routes' ([`NO_ROUTE`]: none), for a
-    /// build in a wider generation's form ([`LpmAlgorithm::rebuilt_like`]).
+    /// `floor`: an id the leaf cells must hold besides the routes' ([`NO_ROUTE`]: none), and
+    /// `root_bits` the root's size (`None`: [`root_bits`] chooses), for a build in another
+    /// generation's form ([`LpmAlgorithm::rebuilt_like`]).
     pub(super) fn encode_all(
         routes: &PrefixSet<A>,
         scratch: &mut Scratch<A::Bits>,
         floor: u32,
+        root_bits: Option<u32>,
     ) -> Encoded {
-        let (r, s) = (Self::R, Self::S);
+        let s = Self::S;
+        // Trie order: a prefix before those it covers, so painting in order leaves each cell
+        // with its longest match; the prefixes longer than the root step come grouped by chunk.
+        let all: Vec<(A::Bits, u8, u32)> = routes
+            .iter()
+            .map(|(p, &id)| (p.bits(), p.len(), stored(id)))
+            .collect();
+        let r = root_bits.unwrap_or_else(|| self::root_bits::<A>(&all));
         let mut out = Encoded {
             root: vec![NO_ROUTE; 1 << r],
             nodes: Vec::new(),
@@ -292,12 +335,6 @@ impl<A: FibFamily> Poptrie<A> {
             chunks: Vec::new(),
             max_id: NO_ROUTE,
         };
-        // Trie order: a prefix before those it covers, so painting in order leaves each cell
-        // with its longest match; the prefixes longer than the root step come grouped by chunk.
-        let all: Vec<(A::Bits, u8, u32)> = routes
-            .iter()
-            .map(|(p, &id)| (p.bits(), p.len(), stored(id)))
-            .collect();
         out.max_id = all
             .iter()
             .map(|p| p.2)
@@ -312,7 +349,7 @@ impl<A: FibFamily> Poptrie<A> {
             let first = top(key, r);
             out.root[first..first + (1 << (r - len as u32))].fill(id);
         }
-        let mut chunk = vec![NO_ROUTE; Self::CHUNK];
+        let mut chunk = vec![NO_ROUTE; 1 << (s - r)];
         let mut rest = &all[..];
         while let Some(start) = rest.iter().position(|p| p.1 as u32 > r) {
             let ri = top(rest[start].0, r);
@@ -438,7 +475,7 @@ impl<A: FibFamily> Poptrie<A> {
     /// Re-encodes everything into fresh arenas and publishes it. `arena_full`: an arena ran
     /// out of room, and a large table's spare room then doubles ([`Spare::grown`]).
     pub(super) fn rebuild(&mut self, routes: &PrefixSet<A>, arena_full: bool) {
-        let enc = Self::encode_all(routes, &mut self.scratch, NO_ROUTE);
+        let enc = Self::encode_all(routes, &mut self.scratch, NO_ROUTE, None);
         self.generation += 1;
         self.rebuilds += 1;
         if arena_full && routes.len() >= LARGE_TABLE {

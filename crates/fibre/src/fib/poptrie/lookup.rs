@@ -44,7 +44,29 @@ pub(super) fn prefetch<T>(p: *const T) {
 
 impl<A: FibFamily> PoptrieView<A> {
     const S: u32 = A::DP_BITS;
-    const R: u32 = A::ROOT_BITS;
+
+    /// Bits of a slot its chunk resolves: direct pointing's less the root's. A constant where
+    /// the family's roots are all one size (IPv4).
+    #[inline(always)]
+    pub(super) fn chunk_bits(&self) -> u32 {
+        if A::MIN_ROOT_BITS == A::MAX_ROOT_BITS {
+            A::DP_BITS - A::MIN_ROOT_BITS
+        } else {
+            self.chunk_bits
+        }
+    }
+
+    /// The root entry of direct-pointing slot `slot`.
+    #[inline(always)]
+    pub(super) fn root_entry(&self, slot: u32) -> u32 {
+        self.root[(slot >> self.chunk_bits()) as usize]
+    }
+
+    /// Where `slot` lies in its chunk.
+    #[inline(always)]
+    fn in_chunk(&self, slot: u32) -> u32 {
+        slot & ((1 << self.chunk_bits()) - 1)
+    }
 
     /// The top 6 bits of `rest` (a key shifted left past the bits already resolved).
     #[inline(always)]
@@ -63,7 +85,7 @@ impl<A: FibFamily> PoptrieView<A> {
     /// [`PoptrieView::lookup`] with the leaf cells at their width.
     #[inline(always)]
     fn lookup_in<C: Cell>(&self, leaves: &RawArena<C>, key: A::Bits) -> u32 {
-        let r = self.root[top(key, Self::R)];
+        let r = self.root_entry(top(key, Self::S) as u32);
         if r & INDEX == 0 {
             return r;
         }
@@ -87,7 +109,7 @@ impl<A: FibFamily> PoptrieView<A> {
         // arenas that the writer filled before publishing it (see `Poptrie`).
         let e = unsafe {
             ar.chunks
-                .get_unchecked((r & !INDEX) + bits(key, Self::R, Self::S))
+                .get_unchecked((r & !INDEX) + self.in_chunk(top(key, Self::S) as u32))
         };
         if e & INDEX == 0 {
             return e;
@@ -220,8 +242,9 @@ impl<A: FibFamily> PoptrieView<A> {
         let mut entry = [0u32; LANES];
         for i in 0..LANES {
             let k = keys[i];
-            let r = self.root[top(k, Self::R)];
-            let c = (r & !INDEX).wrapping_add(bits(k, Self::R, Self::S));
+            let slot = top(k, Self::S) as u32;
+            let r = self.root_entry(slot);
+            let c = (r & !INDEX).wrapping_add(self.in_chunk(slot));
             // Prefetching a lane that has its answer reads nothing (a hint never faults).
             prefetch(ar.chunks.addr(c));
             entry[i & M] = select_unpredictable(r & INDEX != 0, c | INDEX, r);
@@ -241,7 +264,8 @@ impl<A: FibFamily> PoptrieView<A> {
                     past &= past - 1;
                     let k = keys[i];
                     // SAFETY: the key's root entry in this published version.
-                    entry[i] = unsafe { self.past_root(leaves, self.root[top(k, Self::R)], k) };
+                    let r = self.root_entry(top(k, Self::S) as u32);
+                    entry[i] = unsafe { self.past_root(leaves, r, k) };
                 }
                 *out = entry;
                 return;

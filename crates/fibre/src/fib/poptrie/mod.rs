@@ -1,12 +1,13 @@
 //! Poptrie (Asai & Ohara, SIGCOMM 2015), written from the paper, generic over the key width.
 //!
 //! Encoding, top down:
-//! - **Direct pointing** on the top `S` bits ([`FibFamily::DP_BITS`]: 18 for IPv4, 20 for IPv6).
-//!   The 2^S entries are cut into chunks of 2^(S-R) entries under a root of 2^R
-//!   ([`FibFamily::ROOT_BITS`]); a chunk whose entries are all one leaf is not stored, its root
-//!   entry holds the leaf. Chunking is what makes an update cheap to publish: a new version copies
-//!   the chunks it changes (1 KiB each) and writes the root entries it changes into a spare
-//!   root (`RootLog`), never the whole 2^S array.
+//! - **Direct pointing** on the top `S` bits ([`FibFamily::DP_BITS`]: 18 for IPv4, 24 for IPv6).
+//!   The 2^S entries are cut into chunks of 2^(S-R) entries under a root of 2^R, R chosen at
+//!   each build within the family's bounds (`root_bits`); a chunk whose entries are all one
+//!   leaf is not stored, its root entry holds the leaf. Chunking is what makes an update cheap
+//!   to publish: a new version copies the chunks it changes (1 KiB each in a full view) and
+//!   writes the root entries it changes into a spare root (`RootLog`), never the whole 2^S
+//!   array.
 //! - An entry is a leaf id, or ([`INDEX`] bit set) the index of a subtree's top node, tagged
 //!   `LEAVES_ONLY` where that node has no child (the vector lookups skip a gather there), or
 //!   (`FLAT`) the first of 64 leaves, one per slot of the next 6 bits: a top node without a
@@ -262,15 +263,18 @@ impl Block {
 }
 
 /// Roots and block lists the writer keeps for reuse (more come back only when readers lag).
-/// (A root is 4-16 KiB, too large for the allocator's per-thread cache: allocating one per
+/// (A root is 4-256 KiB, too large for the allocator's per-thread cache: allocating one per
 /// publication and freeing it later cost a thousand instructions a change.)
 const REUSED_BUFFERS: usize = 4;
+
+/// The most root entries [`RootLog`] keeps (16 KiB), whatever the root's size.
+const ROOT_LOG_MOST: usize = 1024;
 
 /// The root entries patched publications changed, by version: a spare root (a version's,
 /// dropped) is brought up to date by the entries changed since its version, not by a copy of
 /// the whole root. A change writes one or two root entries, where the root was 512 (IPv4) or
 /// 1,024 (IPv6) of them: the copy was 410 of a router change's 16,200 instructions (IPv6,
-/// callgrind), and 4 KiB of stores. Since, the roots grew (see [`FibFamily::ROOT_BITS`]).
+/// callgrind), and 4 KiB of stores. Since, the roots grew (see [`FibFamily::MIN_ROOT_BITS`]).
 struct RootLog {
     /// (version, root index), versions ascending.
     entries: Vec<(u64, u32)>,
@@ -331,9 +335,24 @@ fn reclaim_budget(waiting: usize, short_of_room: bool) -> usize {
 /// One published version: what readers load and look up in. It never changes.
 pub struct PoptrieView<A: FibFamily> {
     root: Arc<[u32]>,
+    /// `S - R`: the bits of a slot its chunk resolves (the root is 2^R entries long).
+    chunk_bits: u32,
     arenas: Arc<Arenas>,
     version: u64,
     _family: PhantomData<A>,
+}
+
+impl<A: FibFamily> PoptrieView<A> {
+    fn new(root: Arc<[u32]>, arenas: Arc<Arenas>, version: u64) -> Self {
+        debug_assert!(root.len().is_power_of_two());
+        PoptrieView {
+            chunk_bits: A::DP_BITS - root.len().trailing_zeros(),
+            root,
+            arenas,
+            version,
+            _family: PhantomData,
+        }
+    }
 }
 
 /// Blocks a publication retired, waiting for the version before it (and so every older one)
@@ -354,9 +373,6 @@ struct Pending<A: FibFamily> {
     blocks: Vec<Block>,
     /// How many of `blocks` are back.
     back: usize,
-    /// The version's root and version, to publish a later version in once the version is gone
-    /// (taken then, though its blocks may wait).
-    root: Option<(Arc<[u32]>, u64)>,
 }
 
 /// What covers a region and is shorter than it: that prefix's length and stored id, or none.
@@ -379,6 +395,9 @@ pub struct Poptrie<A: FibFamily> {
     waiting: usize,
     /// Roots of dropped versions, with their versions, to publish the next ones in.
     spare_roots: Vec<(Arc<[u32]>, u64)>,
+    /// Roots of the versions before the current one that may still be held, with their
+    /// versions (see [`Poptrie::take_back_roots`]).
+    roots_out: Vec<(Arc<[u32]>, u64)>,
     /// What brings a spare root up to date.
     root_log: RootLog,
     /// Emptied block lists, to retire the next changes' blocks in.
@@ -402,22 +421,27 @@ pub struct Poptrie<A: FibFamily> {
 
 impl<A: FibFamily> Poptrie<A> {
     const S: u32 = A::DP_BITS;
-    const R: u32 = A::ROOT_BITS;
-    const CHUNK: usize = 1 << (A::DP_BITS - A::ROOT_BITS);
+
+    /// Entries in a chunk of the current root.
+    fn chunk_len(&self) -> usize {
+        (1 << Self::S) / self.root.len()
+    }
 
     /// Publishes the current encoding. `patched`: the root entries changed since the last
     /// publication are those of `fresh` (else the root is new).
     fn publish(&mut self, retired: Vec<Block>, patched: bool) {
         let version = self.current.version + 1;
-        let root_len = 1usize << Self::R;
+        let root_len = self.root.len();
         let changed = patched.then_some(self.fresh.as_slice());
-        self.root_log.record(version, changed, root_len / 4);
-        // A spare root nothing else holds (a version dropped on another thread may not have
-        // let go of its root yet). Every root is `1 << ROOT_BITS` entries long.
+        self.root_log
+            .record(version, changed, ROOT_LOG_MOST.min(root_len / 4));
+        self.take_back_roots();
+        // A spare root nothing else holds, as long as the current one (a build may have
+        // sized the root anew).
         let spare = self
             .spare_roots
             .iter_mut()
-            .position(|(r, _)| Arc::get_mut(r).is_some());
+            .position(|(r, _)| r.len() == root_len && Arc::get_mut(r).is_some());
         let root = match spare.map(|i| self.spare_roots.swap_remove(i)) {
             Some((mut root, v)) => {
                 let r = Arc::get_mut(&mut root).expect("no other holder: checked just now");
@@ -435,12 +459,7 @@ impl<A: FibFamily> Poptrie<A> {
             }
             None => Arc::from(self.root.as_slice()),
         };
-        let view = Arc::new(PoptrieView {
-            root,
-            arenas: self.arenas.clone(),
-            version,
-            _family: PhantomData,
-        });
+        let view = Arc::new(PoptrieView::new(root, self.arenas.clone(), version));
         let old = std::mem::replace(&mut self.current, view.clone());
         self.waiting += retired.len();
         self.pending.push_back(Pending {
@@ -448,9 +467,36 @@ impl<A: FibFamily> Poptrie<A> {
             generation: self.generation,
             blocks: retired,
             back: 0,
-            root: Some((old.root.clone(), old.version)),
         });
+        self.roots_out.push((old.root.clone(), old.version));
         self.cell.store(view);
+    }
+
+    /// Takes the roots of the versions gone (as many as [`REUSED_BUFFERS`] to reuse, the rest
+    /// freed), out of order: a root belongs to its version only, where a retired block may be
+    /// reached by any older version, so a reader holding an old version holds back its own
+    /// root and no other. (Until issue 15's twenty-first round roots came back with the blocks,
+    /// in order: a stalled reader held back a root a change, 16 KiB for IPv6.) The list holds
+    /// the versions still held and the last one: a few entries.
+    fn take_back_roots(&mut self) {
+        let root_len = self.root.len();
+        let Poptrie {
+            roots_out,
+            spare_roots,
+            ..
+        } = self;
+        roots_out.retain_mut(|(root, v)| {
+            // Unique: its version is gone, and the release of its last holder (a reader
+            // dropping the version) comes before this (`Arc::get_mut`'s acquire).
+            if Arc::get_mut(root).is_none() {
+                return true;
+            }
+            if root.len() == root_len && spare_roots.len() < REUSED_BUFFERS {
+                spare_roots.push((root.clone(), *v));
+            }
+            false
+        });
+        spare_roots.retain(|(r, _)| r.len() == root_len);
     }
 
     /// Takes back every block no reader can reach any more, and buffers to reuse.
@@ -482,7 +528,6 @@ impl<A: FibFamily> Poptrie<A> {
             nodes,
             leaves,
             chunks,
-            spare_roots,
             spare_lists,
             generation,
             ..
@@ -493,11 +538,6 @@ impl<A: FibFamily> Poptrie<A> {
             }
             // The last reader's release (its drop of the version) before the blocks' reuse.
             fence(Ordering::Acquire);
-            if let Some(root) = front.root.take() {
-                if spare_roots.len() < REUSED_BUFFERS {
-                    spare_roots.push(root);
-                }
-            }
             // Blocks of older arenas are not ours any more: those arenas are gone or going.
             if front.generation == *generation {
                 let end = front.blocks.len().min(front.back.saturating_add(budget));
@@ -534,19 +574,22 @@ impl<A: FibFamily> Poptrie<A> {
 
 impl<A: FibFamily> Poptrie<A> {
     /// [`LpmAlgorithm::build`] with leaf cells that hold `floor` too ([`NO_ROUTE`]: only the
-    /// routes' ids).
-    fn build_holding(routes: &PrefixSet<A>, floor: u32) -> Result<Self, IdOutOfRange> {
+    /// routes' ids), and a root of `root_bits` (`None`: as [`build::root_bits`] chooses).
+    fn build_holding(
+        routes: &PrefixSet<A>,
+        floor: u32,
+        root_bits: Option<u32>,
+    ) -> Result<Self, IdOutOfRange> {
         check_ids(routes.iter().map(|(p, &id)| (p, id)))?;
         let mut scratch = Scratch::default();
-        let enc = Self::encode_all(routes, &mut scratch, floor);
+        let enc = Self::encode_all(routes, &mut scratch, floor, root_bits);
         let spare = Spare::first(routes.len());
         let (arenas, [nodes, leaves, chunks], root, room) = Self::install(enc, spare);
-        let view = Arc::new(PoptrieView {
-            root: Arc::from(root.as_slice()),
-            arenas: arenas.clone(),
-            version: 0,
-            _family: PhantomData,
-        });
+        let view = Arc::new(PoptrieView::new(
+            Arc::from(root.as_slice()),
+            arenas.clone(),
+            0,
+        ));
         Ok(Poptrie {
             cell: Arc::new(ArcSwap::new(view.clone())),
             current: view,
@@ -559,6 +602,7 @@ impl<A: FibFamily> Poptrie<A> {
             pending: VecDeque::new(),
             waiting: 0,
             spare_roots: Vec::new(),
+            roots_out: Vec::new(),
             root_log: RootLog {
                 entries: Vec::new(),
                 from: 1,
@@ -579,12 +623,14 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
     type View = PoptrieView<A>;
 
     fn build(routes: &PrefixSet<A>) -> Result<Self, IdOutOfRange> {
-        Self::build_holding(routes, NO_ROUTE)
+        Self::build_holding(routes, NO_ROUTE, None)
     }
 
-    /// Leaf cells as wide as this generation's, which may be wider than the routes' ids need.
+    /// Leaf cells as wide as this generation's, which may be wider than the routes' ids need,
+    /// and a root as large (chosen for the table this generation was built from).
     fn rebuilt_like(&self, routes: &PrefixSet<A>) -> Result<Self, IdOutOfRange> {
-        Self::build_holding(routes, self.arenas.leaves.max_held())
+        let root_bits = self.root.len().trailing_zeros();
+        Self::build_holding(routes, self.arenas.leaves.max_held(), Some(root_bits))
     }
 
     fn update(&mut self, routes: &PrefixSet<A>, changed: &[Prefix<A>]) -> Result<(), IdOutOfRange> {

@@ -20,7 +20,7 @@ impl<A: FibFamily> Poptrie<A> {
             fresh.last().is_none_or(|&l| l < ri),
             "chunks are written in ascending order"
         );
-        let len = Self::CHUNK as u32;
+        let len = self.chunk_len() as u32;
         let off = self.chunks.alloc(len)?;
         let ar = &self.arenas.chunks;
         // SAFETY: `off` is a block allocated just now: no published version reaches it.
@@ -38,13 +38,12 @@ impl<A: FibFamily> Poptrie<A> {
 
     /// The direct-pointing entry of `slot` (as edited so far in this batch).
     pub(super) fn entry(&self, slot: usize) -> u32 {
-        let r = self.root[slot / Self::CHUNK];
+        let chunk = self.chunk_len();
+        let r = self.root[slot / chunk];
         if r & INDEX == 0 {
             return r;
         }
-        self.arenas
-            .chunks
-            .get((r & !INDEX) + (slot % Self::CHUNK) as u32)
+        self.arenas.chunks.get((r & !INDEX) + (slot % chunk) as u32)
     }
 
     /// The chunk entry for top node `node`, placed at `cell` in this batch: the node's
@@ -90,13 +89,10 @@ impl<A: FibFamily> Poptrie<A> {
         fresh: &mut Vec<usize>,
         retired: &mut Vec<Block>,
     ) -> Option<()> {
-        let chunk = self.chunk_for_write(slot / Self::CHUNK, fresh, retired)?;
+        let len = self.chunk_len();
+        let chunk = self.chunk_for_write(slot / len, fresh, retired)?;
         // SAFETY: the chunk was made in this batch (`chunk_for_write`): unpublished.
-        unsafe {
-            self.arenas
-                .chunks
-                .set(chunk + (slot % Self::CHUNK) as u32, entry)
-        };
+        unsafe { self.arenas.chunks.set(chunk + (slot % len) as u32, entry) };
         Some(())
     }
 
@@ -629,13 +625,14 @@ impl<A: FibFamily> Poptrie<A> {
             }
         }
         // A chunk that became one leaf goes back into its root entry; it was never published.
+        let len = self.chunk_len() as u32;
         for &ri in &fresh {
             let off = self.root[ri] & !INDEX;
             let ar = &self.arenas.chunks;
             let first = ar.get(off);
-            if first & INDEX == 0 && (1..Self::CHUNK as u32).all(|i| ar.get(off + i) == first) {
+            if first & INDEX == 0 && (1..len).all(|i| ar.get(off + i) == first) {
                 self.root[ri] = first;
-                self.chunks.free(off, Self::CHUNK as u32);
+                self.chunks.free(off, len);
             }
         }
         self.fresh = fresh;

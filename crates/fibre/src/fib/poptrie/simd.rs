@@ -55,7 +55,7 @@ impl<A: FibFamily> PoptrieView<A> {
             leaves: ar.leaves.bytes(),
             leaf_shift: ar.leaves.width().trailing_zeros(),
             leaf_bits: (u64::MAX >> (64 - 8 * ar.leaves.width())) as i64,
-            r: A::ROOT_BITS,
+            r: A::DP_BITS - self.chunk_bits(),
             s: A::DP_BITS,
             leaves_only_tops: A::LEAVES_ONLY_TOPS,
         }
@@ -135,7 +135,7 @@ impl<A: FibFamily> PoptrieView<A> {
     fn roots(&self, keys: &[A::Bits; GROUP]) -> [u32; GROUP] {
         let mut roots = [0u32; GROUP];
         for (r, &k) in roots.iter_mut().zip(keys) {
-            *r = self.root[top(k, A::ROOT_BITS)];
+            *r = self.root_entry(top(k, A::DP_BITS) as u32);
         }
         roots
     }
@@ -148,7 +148,7 @@ impl<A: FibFamily> PoptrieView<A> {
         let (hi, lo) = Self::split(keys);
         let mut roots = [0u32; GROUP];
         for (r, &h) in roots.iter_mut().zip(&hi) {
-            *r = self.root[(h >> (64 - A::ROOT_BITS)) as usize];
+            *r = self.root_entry((h >> (64 - A::DP_BITS)) as u32);
         }
         let mut answers = [0u32; GROUP];
         // SAFETY: as above.

@@ -100,7 +100,7 @@ fn a_covering_change_keeps_what_longer_prefixes_answer() {
     type Fib6 = Poptrie<Ipv6Addr>;
     // The nodes a lookup of `key` passes, from the slot's top node down.
     fn path(fib: &Fib6, key: u128) -> Vec<Node> {
-        let (r, s) = (Fib6::R, Fib6::S);
+        let (r, s) = (fib.root.len().trailing_zeros(), Fib6::S);
         let chunk = fib.root[top(key, r)] & !INDEX;
         let entry = fib.arenas.chunks.get(chunk + bits(key, r, s));
         let mut node = fib.arenas.nodes.get(node_cell(entry));
@@ -602,4 +602,143 @@ fn the_root_log_brings_older_roots_up_to_date() {
         deltas > 1000 && refusals > 1000,
         "{deltas} deltas, {refusals} refusals"
     );
+}
+
+/// The root a build sizes (`root_bits`): the least memory, raised while its two copies stay
+/// within 4 bytes a prefix. Against the sizes worked out by hand for each table.
+#[test]
+fn a_root_is_sized_by_its_table() {
+    use super::build::root_bits;
+    let v6 = |a: u128, len: u8| (a, len, 1u32);
+    // Empty, or only prefixes the root resolves: no chunk, the smallest root.
+    assert_eq!(root_bits::<Ipv6Addr>(&[]), 12);
+    assert_eq!(root_bits::<Ipv6Addr>(&[v6(0, 0), v6(0x2000 << 112, 3)]), 12);
+    // Prefixes under one /16: one chunk at any size; 2 * 2^12 + 2^12 entries is the least.
+    let one_region: Vec<_> = (0..1000u128)
+        .map(|i| v6(0x2001_0db8 << 96 | i << 80, 48))
+        .collect();
+    assert_eq!(root_bits::<Ipv6Addr>(&one_region), 12);
+    // 5,000 /48s spread over the space: a chunk each at 12 bits (16 KiB each) or 16 (1 KiB).
+    let spread: Vec<_> = (0..5000u128)
+        .map(|i| v6(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) << 64, 48))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(root_bits::<Ipv6Addr>(&spread), 16);
+    // 2^17 prefixes under one /16: the least memory at 12, raised to 16 (2 * 2^16 entries
+    // of 4 bytes are 4 bytes a prefix); one prefix fewer, to 15.
+    let many: Vec<_> = (0..1u128 << 17)
+        .map(|i| v6(0x2001_0db8 << 96 | i << 64, 64))
+        .collect();
+    assert_eq!(root_bits::<Ipv6Addr>(&many), 16);
+    assert_eq!(root_bits::<Ipv6Addr>(&many[1..]), 15);
+    // IPv4's roots are all one size.
+    let v4: Vec<_> = (0..5000u32)
+        .map(|i| (i.wrapping_mul(0x9e37_79b9), 32, 1))
+        .collect();
+    assert_eq!(root_bits::<Ipv4Addr>(&v4), 10);
+}
+
+/// Every root size a build may choose answers as the longest match on every lookup path, after
+/// a build and after updates, and the updates give what a fresh build of that size gives.
+#[test]
+fn every_root_size_answers_the_longest_match() {
+    use crate::fib::{FibFamily, LookupPath};
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(21);
+    // Prefixes in two regions and (`regions` 3) scattered, of lengths around the chunk and slot edges.
+    let random_prefix = |rng: &mut rand::rngs::SmallRng, regions: u32| {
+        let base: u128 = match rng.gen_range(0..regions) {
+            0 => 0x2001_0db8 << 96,
+            1 => 0x2a00_0000 << 96,
+            _ => rng.gen(),
+        };
+        let len = [8, 12, 13, 16, 23, 24, 25, 30, 32, 48, 64, 128][rng.gen_range(0..12)];
+        Prefix::new(Ipv6Addr::from(base ^ (rng.gen::<u128>() >> 20)), len)
+    };
+    for bits in Ipv6Addr::MIN_ROOT_BITS..=Ipv6Addr::MAX_ROOT_BITS {
+        let mut set: PrefixSet<Ipv6Addr> =
+            (0..300).map(|i| (random_prefix(&mut rng, 3), i)).collect();
+        let mut fib = Poptrie::build_holding(&set, NO_ROUTE, Some(bits)).unwrap();
+        for round in 0..4 {
+            if round > 0 {
+                // In the two regions (a batch writing more chunks than the arena's spare room
+                // is a full build), none so short that the update is one: a full build sizes
+                // the root anew.
+                let changed: Vec<_> = (0..40)
+                    .map(|_| random_prefix(&mut rng, 2))
+                    .filter(|p| p.len() >= 12)
+                    .collect();
+                for (i, p) in changed.iter().enumerate() {
+                    if set.get(p).is_some() {
+                        set.remove(p);
+                    } else {
+                        set.insert(*p, 1000 + i as u32);
+                    }
+                }
+                fib.update(&set, &changed).unwrap();
+            }
+            assert_eq!(fib.rebuilds, 0, "patched, not built again");
+            assert_eq!(fib.root.len(), 1 << bits, "updates keep the root's size");
+            let keys: Vec<u128> = set
+                .iter()
+                .flat_map(|(p, _)| [p.bits(), p.bits() | u128::MAX >> p.len().min(127)])
+                .chain((0..64).map(|_| rng.gen()))
+                .collect();
+            let want: Vec<u32> = keys
+                .iter()
+                .map(|&k| {
+                    let a = Ipv6Addr::from(k);
+                    set.iter()
+                        .filter(|(p, _)| p.contains(a))
+                        .max_by_key(|(p, _)| p.len())
+                        .map_or(NO_ROUTE, |(_, &id)| id)
+                })
+                .collect();
+            let view = fib.view();
+            let one: Vec<u32> = keys.iter().map(|&k| view.lookup(k)).collect();
+            assert_eq!(
+                one, want,
+                "root of {bits} bits, round {round}, one at a time"
+            );
+            for path in LookupPath::available() {
+                let mut out = vec![0u32; keys.len()];
+                view.lookup_bulk_on(path, &keys, &mut out);
+                assert_eq!(out, want, "root of {bits} bits, round {round}, {path}");
+            }
+            assert!(fib.image() == fib.rebuilt_like(&set).unwrap().image());
+            fib.audit().unwrap();
+        }
+    }
+}
+
+/// A reader holding an old version holds back that version's root and no other: the roots of
+/// the versions after it come back as they are dropped, out of order (the retired blocks still
+/// wait for it, in order).
+#[test]
+fn a_held_version_holds_back_its_own_root_only() {
+    let (_, cover, mut set) = covering_32();
+    let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
+    let held = fib.reader().snapshot();
+    let p = |i: u128| Prefix::new(Ipv6Addr::from(0x2001_0db8_0123 << 80 | i << 64), 64);
+    for i in 0..200u128 {
+        set.insert(p(i), 5);
+        fib.update(&set, &[p(i)]).unwrap();
+        // The held version's root, and the one just replaced.
+        assert!(
+            fib.roots_out.len() <= 2,
+            "{} roots out",
+            fib.roots_out.len()
+        );
+    }
+    assert!(
+        fib.pending.len() > 100,
+        "the blocks wait for the held version"
+    );
+    assert!(fib.spare_roots.len() <= super::REUSED_BUFFERS);
+    drop(held);
+    set.insert(cover, 9);
+    fib.update(&set, &[cover]).unwrap();
+    assert!(fib.roots_out.len() <= 1);
+    fib.check_accounts().unwrap();
 }

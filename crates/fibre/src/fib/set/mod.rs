@@ -19,11 +19,13 @@ use super::FibFamily;
 use crate::addr::Bits;
 use crate::packed::{self, PackedPrefix};
 use crate::prefix::Prefix;
+use occupied::Occupied;
 use slot::SlotPrefixes;
 use smallvec::SmallVec;
 use std::collections::{btree_map, BTreeMap, HashMap};
 use std::iter::Peekable;
 
+mod occupied;
 mod slot;
 #[cfg(test)]
 mod tests;
@@ -35,11 +37,11 @@ pub struct PrefixSet<A: FibFamily> {
     short: BTreeMap<A::Packed, u32>,
     /// The slots holding longer prefixes, by slot number.
     slots: HashMap<u32, Slot<A>, foldhash::fast::RandomState>,
-    /// Bit `s` is set when slot `s` has an entry in `slots`: the slots under a short prefix,
-    /// or all of them in order, without a probe per slot number or a sort (32 KiB for IPv4,
-    /// 128 KiB for IPv6, made with the first slot: a set without long prefixes, as most
-    /// tables but the main one, has none).
-    occupied: Vec<u64>,
+    /// Slot `s` is marked when it has an entry in `slots`: the slots under a short prefix,
+    /// or all of them in order, without a probe per slot number or a sort (32 KiB for IPv4;
+    /// for IPv6 a page of 4 KiB for each region of 2^15 slots that holds any; nothing for a
+    /// set without long prefixes, as most tables but the main one are).
+    occupied: Occupied,
     /// Prefixes stored, short and long.
     len: usize,
     /// The prefix last inserted or removed, with its id now (`None`: removed): a FIB's update
@@ -76,7 +78,7 @@ impl<A: FibFamily> Default for PrefixSet<A> {
         PrefixSet {
             short: BTreeMap::new(),
             slots: HashMap::default(),
-            occupied: Vec::new(),
+            occupied: Occupied::default(),
             len: 0,
             last: None,
         }
@@ -243,7 +245,7 @@ impl<A: FibFamily> PrefixSet<A> {
             let old = s.prefixes.remove(&A::slot_key(*p))?;
             if s.prefixes.len() == 0 {
                 self.slots.remove(&slot);
-                self.occupied[slot as usize / 64] &= !(1 << (slot % 64));
+                self.occupied.clear(slot);
             }
             old
         } else {
@@ -265,10 +267,7 @@ impl<A: FibFamily> PrefixSet<A> {
     /// Gives slot `slot` (not yet kept) its entry.
     fn put_slot(&mut self, slot: u32, s: Slot<A>) {
         self.slots.insert(slot, s);
-        if self.occupied.is_empty() {
-            self.occupied = vec![0; 1 << (A::DP_BITS - 6)];
-        }
-        self.occupied[slot as usize / 64] |= 1 << (slot % 64);
+        self.occupied.set(slot, 1 << A::DP_BITS);
     }
     /// Calls `f` on the entry of every slot under `p` (at most the slot long) that holds longer
     /// prefixes.
@@ -289,19 +288,8 @@ impl<A: FibFamily> PrefixSet<A> {
     /// The occupied slots from `first` up to `end` (excluded), ascending.
     fn occupied_in(&self, first: usize, end: usize) -> SmallVec<[u32; 1]> {
         let mut out = SmallVec::new();
-        if self.slots.is_empty() {
-            return out;
-        }
-        let mut at = first;
-        while at < end {
-            // The bits of this word from `at` on, and no further than `end`.
-            let n = (64 - at % 64).min(end - at);
-            let mut bits = (self.occupied[at / 64] >> (at % 64)) & (u64::MAX >> (64 - n));
-            while bits != 0 {
-                out.push((at + bits.trailing_zeros() as usize) as u32);
-                bits &= bits - 1;
-            }
-            at += n;
+        if !self.slots.is_empty() {
+            self.occupied.marked_in(first, end, &mut out);
         }
         out
     }
