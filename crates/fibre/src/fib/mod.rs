@@ -112,8 +112,8 @@ pub trait FibFamily: Address {
     /// The AVX-512 and scalar bulk paths finish a group one key at a time, without their
     /// further stages, where at most this many keys in 64 go past the root (0: never; the
     /// scalar path's groups of 16 take a quarter). Measured per family on the AVX-512 path:
-    /// IPv6 keys at random in 2000::/3 (W2) end at the root 94.5% of the time (with a root of
-    /// 10 bits; more with today's 12), and such
+    /// IPv6 keys at random in 2000::/3 (W2) end at the root 94.5% of the time (with 20 bits of
+    /// direct pointing and a root of 10 bits; not measured again since), and such
     /// groups took 1.3-1.5 ns a key in the vector stages against 0.87-0.90 one key at a time;
     /// IPv4 keys rarely end there, and with the check its W1 and W2 bulk lookups measured
     /// 2-4% slower in three of four rounds of pairs (level in the fourth).
@@ -201,7 +201,7 @@ impl FibFamily for Ipv6Addr {
     }
 }
 
-/// An IPv6 prefix in its slot: the 108 bits past the slot, then the length, as one number
+/// An IPv6 prefix in its slot: the 104 bits past the slot (128 less `DP_BITS`), then the length, as one number
 /// split in two words (16 bytes, aligned to 8). Ordered as the number, which is [`Prefix`]'s
 /// order within a slot. A crowded slot's B-tree compares it as two `u64`s; the whole prefix
 /// packed (`packed::PackedV6`, 17 bytes loaded and byte-swapped as two words per comparison)

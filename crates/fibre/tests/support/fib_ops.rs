@@ -126,6 +126,8 @@ pub fn run<A: fibre::fib::FibFamily>(data: &[u8]) {
     fib.publish();
     let fresh = Fib::<A>::from_routes(accepted.routes()).expect("accepted ids");
     assert_eq!(fib.image(), fresh.image(), "patched equals built");
+    // What the image does not show (where chunks are stored) the audit checks.
+    fib.audit().expect("the accounts balance");
 }
 
 /// Both families from one input.

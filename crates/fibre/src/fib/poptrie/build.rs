@@ -258,18 +258,19 @@ impl<K: Bits> Scratch<K> {
     }
 }
 
-/// The parts of a fresh encoding.
 /// The root bits for a table of `all` (in trie order, as [`Poptrie::encode_all`] lists them),
 /// from [`FibFamily::MIN_ROOT_BITS`] to [`FibFamily::MAX_ROOT_BITS`].
 ///
-/// The root is held twice (the writer's and the current version's) and each chunk once; a
-/// chunk is stored where a prefix longer than the root's step lies. The size that takes the
+/// The root is held twice (the writer's and the current version's; a spare to publish the
+/// next version in is kept besides, within `SPARE_ROOT_BYTES`) and each chunk once; a chunk is
+/// stored where a prefix longer than the root's step lies. The size that takes the
 /// least memory is chosen first, then raised while the root's two copies stay within 4 bytes a
 /// prefix: a change copies the chunk it writes, and a larger root has smaller chunks. The
 /// IPv6 full view's prefixes lie under 59 root entries of 16 bits (10 of 12): its least memory
 /// is at 13 bits (168 KiB against 571 at 16), and it gets 16, chunks of 1 KiB. A small table
 /// gets 12 (a root of 16 KiB): at 16 every IPv6 table, local and policy tables among them,
-/// would take 512 KiB.
+/// would take 512 KiB. Updates keep the size until a table has four times the prefixes it
+/// was raised for (`Poptrie::update` then builds afresh).
 pub(super) fn root_bits<A: FibFamily>(all: &[(A::Bits, u8, u32)]) -> u32 {
     let (min, max, s) = (A::MIN_ROOT_BITS, A::MAX_ROOT_BITS, A::DP_BITS);
     if min == max {
@@ -293,6 +294,7 @@ pub(super) fn root_bits<A: FibFamily>(all: &[(A::Bits, u8, u32)]) -> u32 {
     least.max(within.min(max))
 }
 
+/// The parts of a fresh encoding.
 pub(super) struct Encoded {
     root: Vec<u32>,
     nodes: Vec<Node>,
@@ -328,6 +330,10 @@ impl<A: FibFamily> Poptrie<A> {
             .map(|(p, &id)| (p.bits(), p.len(), stored(id)))
             .collect();
         let r = root_bits.unwrap_or_else(|| self::root_bits::<A>(&all));
+        assert!(
+            (A::MIN_ROOT_BITS..=A::MAX_ROOT_BITS).contains(&r),
+            "a root of {r} bits"
+        );
         let mut out = Encoded {
             root: vec![NO_ROUTE; 1 << r],
             nodes: Vec::new(),

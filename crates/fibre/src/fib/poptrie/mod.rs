@@ -264,8 +264,14 @@ impl Block {
 
 /// Roots and block lists the writer keeps for reuse (more come back only when readers lag).
 /// (A root is 4-256 KiB, too large for the allocator's per-thread cache: allocating one per
-/// publication and freeing it later cost a thousand instructions a change.)
+/// publication and freeing it later cost a thousand instructions a change.) Roots are kept
+/// within [`SPARE_ROOT_BYTES`] too.
 const REUSED_BUFFERS: usize = 4;
+
+/// The bytes of spare roots kept, but always one: a publication takes one and gives back the
+/// root of the version before, so one serves while readers keep up. Four roots of 256 KiB
+/// would add 6.5 bytes a prefix to the IPv6 full view.
+const SPARE_ROOT_BYTES: usize = 64 << 10;
 
 /// The most root entries [`RootLog`] keeps (16 KiB), whatever the root's size.
 const ROOT_LOG_MOST: usize = 1024;
@@ -344,9 +350,16 @@ pub struct PoptrieView<A: FibFamily> {
 
 impl<A: FibFamily> PoptrieView<A> {
     fn new(root: Arc<[u32]>, arenas: Arc<Arenas>, version: u64) -> Self {
-        debug_assert!(root.len().is_power_of_two());
+        // Lookups read the chunk's width from this (a constant where the family's roots are
+        // all one size), and the chunks were sized by the same root.
+        let bits = root.len().trailing_zeros();
+        assert!(
+            root.len().is_power_of_two() && (A::MIN_ROOT_BITS..=A::MAX_ROOT_BITS).contains(&bits),
+            "a root of {} entries",
+            root.len()
+        );
         PoptrieView {
-            chunk_bits: A::DP_BITS - root.len().trailing_zeros(),
+            chunk_bits: A::DP_BITS - bits,
             root,
             arenas,
             version,
@@ -424,7 +437,7 @@ impl<A: FibFamily> Poptrie<A> {
 
     /// Entries in a chunk of the current root.
     fn chunk_len(&self) -> usize {
-        (1 << Self::S) / self.root.len()
+        1 << (Self::S - self.root.len().trailing_zeros())
     }
 
     /// Publishes the current encoding. `patched`: the root entries changed since the last
@@ -472,14 +485,15 @@ impl<A: FibFamily> Poptrie<A> {
         self.cell.store(view);
     }
 
-    /// Takes the roots of the versions gone (as many as [`REUSED_BUFFERS`] to reuse, the rest
-    /// freed), out of order: a root belongs to its version only, where a retired block may be
+    /// Takes the roots of the versions gone (a few to reuse, see [`SPARE_ROOT_BYTES`], the
+    /// rest freed), out of order: a root belongs to its version only, where a retired block may be
     /// reached by any older version, so a reader holding an old version holds back its own
     /// root and no other. (Until issue 15's twenty-first round roots came back with the blocks,
     /// in order: a stalled reader held back a root a change, 16 KiB for IPv6.) The list holds
     /// the versions still held and the last one: a few entries.
     fn take_back_roots(&mut self) {
         let root_len = self.root.len();
+        let keep = (SPARE_ROOT_BYTES / (4 * root_len)).clamp(1, REUSED_BUFFERS);
         let Poptrie {
             roots_out,
             spare_roots,
@@ -491,7 +505,7 @@ impl<A: FibFamily> Poptrie<A> {
             if Arc::get_mut(root).is_none() {
                 return true;
             }
-            if root.len() == root_len && spare_roots.len() < REUSED_BUFFERS {
+            if root.len() == root_len && spare_roots.len() < keep {
                 spare_roots.push((root.clone(), *v));
             }
             false
@@ -652,6 +666,13 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             full_build |= s.saturating_sub(p.len() as u32) > FULL_REBUILD_SLOTS.trailing_zeros()
                 || id.is_some_and(|id| !leaves.holds(stored(id)));
         }
+        // And so is a table grown past its root: four times the prefixes its root's size was
+        // raised for (`root_bits`: the two copies within 4 bytes a prefix), so a full build
+        // sizes it larger. A table loaded by updates, as the router's are past its first
+        // batch, would otherwise keep the root of its first build (at most four such builds,
+        // 12 bits to 16; a table that shrinks keeps its root until a full build).
+        let root_bits = self.root.len().trailing_zeros();
+        full_build |= root_bits < A::MAX_ROOT_BITS && routes.len() >= 4 << root_bits;
         if full_build {
             // Into fresh arenas: what waits in the old ones is dropped with them.
             self.rebuild(routes, false);

@@ -618,7 +618,8 @@ fn a_root_is_sized_by_its_table() {
         .map(|i| v6(0x2001_0db8 << 96 | i << 80, 48))
         .collect();
     assert_eq!(root_bits::<Ipv6Addr>(&one_region), 12);
-    // 5,000 /48s spread over the space: a chunk each at 12 bits (16 KiB each) or 16 (1 KiB).
+    // 5,000 /48s spread over the space: 3,835 chunks of 16 KiB at 12 bits, about 5,000 of
+    // 1 KiB at 16.
     let spread: Vec<_> = (0..5000u128)
         .map(|i| v6(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) << 64, 48))
         .collect::<std::collections::BTreeSet<_>>()
@@ -707,19 +708,62 @@ fn every_root_size_answers_the_longest_match() {
                 assert_eq!(out, want, "root of {bits} bits, round {round}, {path}");
             }
             assert!(fib.image() == fib.rebuilt_like(&set).unwrap().image());
+            // A fresh build sizes its root for this set, 12 or 16 bits here: the image is the
+            // same at any size.
+            assert!(fib.image() == Poptrie::build(&set).unwrap().image());
             fib.audit().unwrap();
         }
     }
 }
 
+/// A table loaded by updates gets a larger root once it has four times the prefixes its
+/// root was raised for: the update that reaches them is a full build, and the others patch.
+#[test]
+fn a_root_grows_with_its_table() {
+    // /64s under one /32: one chunk at any size, so the size goes by the count only
+    // (`root_bits` raises it to 13 at 2^14 prefixes).
+    let p = |i: u128| Prefix::new(Ipv6Addr::from(0x2001_0db8 << 96 | i << 64), 64);
+    let mut set: PrefixSet<Ipv6Addr> = (0..16_000).map(|i| (p(i), 1)).collect();
+    let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
+    assert_eq!(fib.root.len(), 1 << 12);
+    for i in 16_000..16_600 {
+        set.insert(p(i), 2);
+        fib.update(&set, &[p(i)]).unwrap();
+        let grown = set.len() >= 4 << 12;
+        assert_eq!(fib.rebuilds, u64::from(grown), "{} prefixes", set.len());
+        assert_eq!(fib.root.len(), 1 << (12 + u32::from(grown)));
+    }
+    assert_eq!(fib.view().lookup(0x2001_0db8 << 96 | 16_500 << 64 | 1), 2);
+    fib.check_accounts().unwrap();
+}
+
 /// A reader holding an old version holds back that version's root and no other: the roots of
 /// the versions after it come back as they are dropped, out of order (the retired blocks still
-/// wait for it, in order).
+/// wait for it, in order). The held version answers as it did throughout, on every lookup
+/// path, across the later versions' reuse of roots and a full build that sizes the root
+/// anew.
 #[test]
 fn a_held_version_holds_back_its_own_root_only() {
-    let (_, cover, mut set) = covering_32();
+    use crate::fib::LookupPath;
+    let (base, cover, mut set) = covering_32();
     let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
+    assert_eq!(fib.root.len(), 1 << 12);
     let held = fib.reader().snapshot();
+    // Keys under the /32 (in the /48s and between them) and elsewhere, with what they answer.
+    let keys: Vec<u128> = (0..64u128)
+        .map(|i| base | (i * 977) << 76 | i)
+        .chain([0, u128::MAX, 0x2a00 << 112])
+        .collect();
+    let answers: Vec<u32> = keys.iter().map(|&k| fib.view().lookup(k)).collect();
+    let answers_the_same = |held: &super::PoptrieView<Ipv6Addr>| {
+        let one: Vec<u32> = keys.iter().map(|&k| held.lookup(k)).collect();
+        assert_eq!(one, answers, "the held version, one at a time");
+        for path in LookupPath::available() {
+            let mut out = vec![0u32; keys.len()];
+            held.lookup_bulk_on(path, &keys, &mut out);
+            assert_eq!(out, answers, "the held version, {path}");
+        }
+    };
     let p = |i: u128| Prefix::new(Ipv6Addr::from(0x2001_0db8_0123 << 80 | i << 64), 64);
     for i in 0..200u128 {
         set.insert(p(i), 5);
@@ -735,10 +779,32 @@ fn a_held_version_holds_back_its_own_root_only() {
         fib.pending.len() > 100,
         "the blocks wait for the held version"
     );
-    assert!(fib.spare_roots.len() <= super::REUSED_BUFFERS);
+    answers_the_same(&held);
+    // 5,000 /48s scattered over the space and a /8, in one update: a full build, which gives
+    // the root 16 bits (1 KiB chunks, see `a_root_is_sized_by_its_table`).
+    let mut changed: Vec<_> = (0..5000u128)
+        .map(|i| {
+            Prefix::new(
+                Ipv6Addr::from(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) << 64),
+                48,
+            )
+        })
+        .chain([Prefix::new(Ipv6Addr::from(0x4000 << 112), 8)])
+        .collect();
+    changed.sort_unstable();
+    changed.dedup();
+    for &q in &changed {
+        set.insert(q, 6);
+    }
+    fib.update(&set, &changed).unwrap();
+    assert_eq!(fib.root.len(), 1 << 16);
+    answers_the_same(&held);
+    assert_eq!(fib.view().lookup(0x40 << 120 | 1), 6);
     drop(held);
     set.insert(cover, 9);
     fib.update(&set, &[cover]).unwrap();
     assert!(fib.roots_out.len() <= 1);
+    // 2001:db8:1::, under the /32 and none of the /48s.
+    assert_eq!(fib.view().lookup(base | 1 << 80), 9);
     fib.check_accounts().unwrap();
 }
