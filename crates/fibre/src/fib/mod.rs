@@ -201,8 +201,8 @@ impl FibFamily for Ipv6Addr {
     }
 }
 
-/// An IPv6 prefix in its slot: the 104 bits past the slot (128 less `DP_BITS`), then the length, as one number
-/// split in two words (16 bytes, aligned to 8). Ordered as the number, which is [`Prefix`]'s
+/// An IPv6 prefix in its slot: the 104 bits past the slot (128 less `DP_BITS`), then the
+/// length, as one number split in two words (16 bytes, aligned to 8). Ordered as the number, which is [`Prefix`]'s
 /// order within a slot. A crowded slot's B-tree compares it as two `u64`s; the whole prefix
 /// packed (`packed::PackedV6`, 17 bytes loaded and byte-swapped as two words per comparison)
 /// cost the FIB set's searches more (see docs/fib.md, issue 15's seventeenth round).

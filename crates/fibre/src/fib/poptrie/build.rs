@@ -269,8 +269,8 @@ impl<K: Bits> Scratch<K> {
 /// IPv6 full view's prefixes lie under 59 root entries of 16 bits (10 of 12): its least memory
 /// is at 13 bits (168 KiB against 571 at 16), and it gets 16, chunks of 1 KiB. A small table
 /// gets 12 (a root of 16 KiB): at 16 every IPv6 table, local and policy tables among them,
-/// would take 512 KiB. Updates keep the size until a table has four times the prefixes it
-/// was raised for (`Poptrie::update` then builds afresh).
+/// would take 512 KiB. Updates keep the size until a table has the prefixes that raise it a
+/// bit further (`4 << r`: `Poptrie::update` then builds afresh).
 pub(super) fn root_bits<A: FibFamily>(all: &[(A::Bits, u8, u32)]) -> u32 {
     let (min, max, s) = (A::MIN_ROOT_BITS, A::MAX_ROOT_BITS, A::DP_BITS);
     if min == max {

@@ -251,8 +251,8 @@ impl<A: FibFamily> PoptrieView<A> {
         }
         // Few keys past the root (IPv6 W2: 2000::/3 at random ended there 94.5% of the time
         // with 20 bits of direct pointing and a root of 10): they finish one at a time, the
-        // other stages skipped (`FibFamily::FEW_PAST_ROOT`, a count per 64 keys; IPv6 W2 bulk 2.65-2.83 ->
-        // 1.61-1.67 ns on this path, three pairs).
+        // other stages skipped (`FibFamily::FEW_PAST_ROOT`, a count per 64 keys; IPv6 W2 bulk
+        // 2.65-2.83 -> 1.61-1.67 ns on this path, three pairs).
         if A::FEW_PAST_ROOT > 0 {
             let mut past = 0u32;
             for (i, e) in entry.iter().enumerate() {

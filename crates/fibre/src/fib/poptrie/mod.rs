@@ -666,9 +666,9 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
             full_build |= s.saturating_sub(p.len() as u32) > FULL_REBUILD_SLOTS.trailing_zeros()
                 || id.is_some_and(|id| !leaves.holds(stored(id)));
         }
-        // And so is a table grown past its root: four times the prefixes its root's size was
-        // raised for (`root_bits`: the two copies within 4 bytes a prefix), so a full build
-        // sizes it larger. A table loaded by updates, as the router's are past its first
+        // And so is a table grown past its root: `4 << r` prefixes for a root of `r` bits, the
+        // count `root_bits` raises a root to `r + 1` bits at (its two copies within 4 bytes a
+        // prefix), so the full build sizes it larger. A table loaded by updates, as the router's are past its first
         // batch, would otherwise keep the root of its first build (at most four such builds,
         // 12 bits to 16; a table that shrinks keeps its root until a full build).
         let root_bits = self.root.len().trailing_zeros();
