@@ -264,14 +264,13 @@ impl Block {
 
 /// Roots and block lists the writer keeps for reuse (more come back only when readers lag).
 /// (A root is 4-256 KiB, too large for the allocator's per-thread cache: allocating one per
-/// publication and freeing it later cost a thousand instructions a change.) Roots are kept
-/// within [`SPARE_ROOT_BYTES`] too.
+/// publication and freeing it later cost a thousand instructions a change.) Four roots of the
+/// IPv6 full view's 256 KiB are 6.5 bytes a prefix. With one kept, a publication behind a
+/// reader often found none free and made a root (256 KiB allocated and copied): the bare
+/// FIB's IPv6 change median took 4.0-6.3 µs against 2.4-4.4 with four, and 2.1-2.7 with 20
+/// bits of direct pointing (`fibre bench --family 6 --engines fibre-fib-poptrie --updates
+/// 20000`, three runs of each in turn).
 const REUSED_BUFFERS: usize = 4;
-
-/// The bytes of spare roots kept, but always one: a publication takes one and gives back the
-/// root of the version before, so one serves while readers keep up. Four roots of 256 KiB
-/// would add 6.5 bytes a prefix to the IPv6 full view.
-const SPARE_ROOT_BYTES: usize = 64 << 10;
 
 /// The most root entries [`RootLog`] keeps (16 KiB), whatever the root's size.
 const ROOT_LOG_MOST: usize = 1024;
@@ -485,15 +484,14 @@ impl<A: FibFamily> Poptrie<A> {
         self.cell.store(view);
     }
 
-    /// Takes the roots of the versions gone (a few to reuse, see [`SPARE_ROOT_BYTES`], the
-    /// rest freed), out of order: a root belongs to its version only, where a retired block may be
+    /// Takes the roots of the versions gone (as many as [`REUSED_BUFFERS`] to reuse, the rest
+    /// freed), out of order: a root belongs to its version only, where a retired block may be
     /// reached by any older version, so a reader holding an old version holds back its own
     /// root and no other. (Until issue 15's twenty-first round roots came back with the blocks,
     /// in order: a stalled reader held back a root a change, 16 KiB for IPv6.) The list holds
     /// the versions still held and the last one: a few entries.
     fn take_back_roots(&mut self) {
         let root_len = self.root.len();
-        let keep = (SPARE_ROOT_BYTES / (4 * root_len)).clamp(1, REUSED_BUFFERS);
         let Poptrie {
             roots_out,
             spare_roots,
@@ -505,7 +503,7 @@ impl<A: FibFamily> Poptrie<A> {
             if Arc::get_mut(root).is_none() {
                 return true;
             }
-            if root.len() == root_len && spare_roots.len() < keep {
+            if root.len() == root_len && spare_roots.len() < REUSED_BUFFERS {
                 spare_roots.push((root.clone(), *v));
             }
             false
