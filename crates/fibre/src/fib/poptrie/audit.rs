@@ -24,7 +24,6 @@ impl<A: FibFamily> Poptrie<A> {
                 f(Cell::Answer(r, chunk), 0);
                 continue;
             }
-            f(Cell::Chunk, 0);
             for i in 0..chunk as u32 {
                 let e = ar.chunks.get((r & !INDEX) + i);
                 if e & INDEX == 0 {
@@ -57,7 +56,7 @@ impl<A: FibFamily> Poptrie<A> {
                     depths += d;
                 }
                 Cell::Answer(..) => answers += 1,
-                Cell::Chunk | Cell::Subtree | Cell::Flat => {}
+                Cell::Subtree | Cell::Flat => {}
             }
         });
         FibStats {
@@ -73,6 +72,15 @@ impl<A: FibFamily> Poptrie<A> {
         }
     }
 
+    /// The answer every entry of the chunk at `off` gives, if they are one answer (no subtree):
+    /// such a chunk belongs in its root entry.
+    pub(super) fn one_answer(&self, off: u32) -> Option<u32> {
+        let ar = &self.arenas.chunks;
+        let first = ar.get(off);
+        let len = self.chunk_len() as u32;
+        (first & INDEX == 0 && (1..len).all(|i| ar.get(off + i) == first)).then_some(first)
+    }
+
     /// [`LpmAlgorithm::image`]. Answers of the root and the chunks come as runs over the
     /// slots, an id and a count, and chunks are not marked: the image is the same whatever
     /// the root's size (a fresh build may size it otherwise than the one updates patched).
@@ -80,7 +88,6 @@ impl<A: FibFamily> Poptrie<A> {
         let mut out = Vec::new();
         let mut run: Option<(u32, usize)> = None;
         self.walk(|cell, _| match (cell, &mut run) {
-            (Cell::Chunk, _) => {}
             (Cell::Answer(id, n), Some((last, slots))) if id == *last => *slots += n,
             (Cell::Answer(id, n), _) => {
                 if let Some((last, slots)) = run.replace((id, n)) {
@@ -128,14 +135,14 @@ impl<A: FibFamily> Poptrie<A> {
         }
         // A chunk stored holds more than one answer (else its root entry holds the answer, as
         // a fresh build makes it; the image does not show where chunks are).
-        let ar = &*self.arenas;
-        let chunk = self.chunk_len() as u32;
         for &r in self.root.iter().filter(|&&r| r & INDEX != 0) {
-            let first = ar.chunks.get(r & !INDEX);
-            if first & INDEX == 0 && (1..chunk).all(|i| ar.chunks.get((r & !INDEX) + i) == first) {
-                return Err(format!("root entry {r:#x}: a chunk of one answer, {first}"));
+            if let Some(answer) = self.one_answer(r & !INDEX) {
+                return Err(format!(
+                    "root entry {r:#x}: a chunk of one answer, {answer}"
+                ));
             }
         }
+        let ar = &*self.arenas;
         // Each chunk entry's `LEAVES_ONLY` tag says whether its top node has a child (the
         // vector lookups trust it), and a top node without one is flat exactly where
         // `flat_pays` (as a fresh build of the same leaf width makes it).
@@ -207,8 +214,6 @@ pub(super) enum Cell {
     /// A root or chunk entry that answers itself (an id or no route), and the slots it
     /// covers.
     Answer(u32, usize),
-    /// A root entry pointing to a chunk (its entries follow).
-    Chunk,
     /// A chunk entry pointing to a subtree (its nodes follow).
     Subtree,
     /// A chunk entry pointing to a flat block (its 64 leaves follow).
@@ -225,7 +230,6 @@ impl Cell {
     fn word(self) -> u64 {
         match self {
             Cell::Answer(id, _) | Cell::Leaf(id) => id as u64,
-            Cell::Chunk => u64::MAX,
             Cell::Subtree => u64::MAX - 1,
             Cell::Flat => u64::MAX - 2,
             Cell::Node(w) => w,

@@ -261,8 +261,8 @@ impl<K: Bits> Scratch<K> {
 /// The root bits for a table of `all` (in trie order, as [`Poptrie::encode_all`] lists them),
 /// from [`FibFamily::MIN_ROOT_BITS`] to [`FibFamily::MAX_ROOT_BITS`].
 ///
-/// The root is held twice (the writer's and the current version's; a spare to publish the
-/// next version in is kept besides, within `SPARE_ROOT_BYTES`) and each chunk once; a chunk is
+/// The root is held twice (the writer's and the current version's; up to `REUSED_BUFFERS`
+/// spares to publish the next versions in are kept besides) and each chunk once; a chunk is
 /// stored where a prefix longer than the root's step lies. The size that takes the
 /// least memory is chosen first, then raised while the root's two copies stay within 4 bytes a
 /// prefix: a change copies the chunk it writes, and a larger root has smaller chunks. The

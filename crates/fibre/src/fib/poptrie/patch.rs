@@ -625,14 +625,11 @@ impl<A: FibFamily> Poptrie<A> {
             }
         }
         // A chunk that became one leaf goes back into its root entry; it was never published.
-        let len = self.chunk_len() as u32;
         for &ri in &fresh {
             let off = self.root[ri] & !INDEX;
-            let ar = &self.arenas.chunks;
-            let first = ar.get(off);
-            if first & INDEX == 0 && (1..len).all(|i| ar.get(off + i) == first) {
-                self.root[ri] = first;
-                self.chunks.free(off, len);
+            if let Some(answer) = self.one_answer(off) {
+                self.root[ri] = answer;
+                self.chunks.free(off, self.chunk_len() as u32);
             }
         }
         self.fresh = fresh;
