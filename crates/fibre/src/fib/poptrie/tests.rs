@@ -737,6 +737,56 @@ fn a_root_grows_with_its_table() {
     fib.check_accounts().unwrap();
 }
 
+/// A table loaded by updates scattered over the space ends with the root a fresh build of it
+/// takes (the size of least memory), not the 12 bits of its first, empty build: 2,000 /48s,
+/// one to a root entry of 12 bits, would hold 2,000 chunks of 16 KiB. No rule of `update`
+/// watches for this: its chunks fill the chunk arena's spare room (128 KiB in a small table,
+/// eight such chunks), and the full build that follows sizes the root anew.
+#[test]
+fn a_scattered_table_regrows_its_root() {
+    let key = |i: u128| i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835) >> 48 << 80;
+    let p = |i: u128| Prefix::new(Ipv6Addr::from(key(i)), 48);
+    let mut set: PrefixSet<Ipv6Addr> = PrefixSet::default();
+    let mut fib = Poptrie::<Ipv6Addr>::build(&set).unwrap();
+    assert_eq!(fib.root.len(), 1 << 12);
+    let cells = |f: &Poptrie<Ipv6Addr>| {
+        let chunks = f.root.iter().filter(|&&r| r & super::INDEX != 0).count();
+        2 * f.root.len() + chunks * f.chunk_len()
+    };
+    let mut most = 0;
+    for i in 0..2_000u128 {
+        set.insert(p(i), (i % 7) as u32 + 1);
+        fib.update(&set, &[p(i)]).unwrap();
+        most = most.max(cells(&fib));
+    }
+    fib.check_accounts().unwrap();
+    let fresh = Poptrie::<Ipv6Addr>::build(&set).unwrap();
+    assert!(
+        fresh.root.len() > 1 << 12,
+        "the fresh build's root is larger"
+    );
+    assert!(
+        fib.root.len() >= fresh.root.len() / 2,
+        "root of {} entries after updates, {} built afresh",
+        fib.root.len(),
+        fresh.root.len()
+    );
+    assert!(
+        most <= 2 * cells(&fresh),
+        "root and chunks took up to {most} cells, {} built afresh",
+        cells(&fresh)
+    );
+    // A build each time the spare room runs out (14 here): not one an update.
+    assert!(fib.rebuilds < 32, "{} rebuilds", fib.rebuilds);
+    for i in (0..2_000u128).step_by(7) {
+        assert_eq!(fib.view().lookup(key(i) | 1), (i % 7) as u32 + 1);
+        // Beside it: the /48 that differs in its last bit, held or not (nothing is shorter).
+        let beside = Prefix::new(Ipv6Addr::from(key(i) ^ 1 << 80), 48);
+        let want = set.get(&beside).copied().unwrap_or(NO_ROUTE);
+        assert_eq!(fib.view().lookup(key(i) ^ 1 << 80 | 1), want, "{beside:?}");
+    }
+}
+
 /// A reader holding an old version holds back that version's root and no other: the roots of
 /// the versions after it come back as they are dropped, out of order (the retired blocks still
 /// wait for it, in order). The held version answers as it did throughout, on every lookup
