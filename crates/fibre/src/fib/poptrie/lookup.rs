@@ -56,10 +56,25 @@ impl<A: FibFamily> PoptrieView<A> {
         }
     }
 
-    /// The root entry of direct-pointing slot `slot`.
+    /// The root entry of direct-pointing slot `slot` (its bits past direct pointing's are
+    /// ignored).
     #[inline(always)]
     pub(super) fn root_entry(&self, slot: u32) -> u32 {
-        self.root[(slot >> self.chunk_bits()) as usize]
+        // SAFETY: an entry of the root (see `root_entry_addr`), which this view holds.
+        unsafe { self.root_entry_addr(slot).read() }
+    }
+
+    /// Where the root entry of slot `slot` lies (its bits past direct pointing's are ignored):
+    /// always inside the root.
+    #[inline(always)]
+    fn root_entry_addr(&self, slot: u32) -> *const u32 {
+        // Every caller's slot is a key's top `S` bits: the mask costs nothing there, and a
+        // bounds check cost two instructions of an IPv4 bulk lookup's 68 (callgrind).
+        let i = ((slot & ((1 << Self::S) - 1)) >> self.chunk_bits()) as usize;
+        debug_assert!(i < self.root.len());
+        // `i` < 2^(S - chunk_bits), the root's length: `new` asserts the root is 2^R entries
+        // for R within the family's bounds, and `chunk_bits` is S - R.
+        self.root.as_ptr().wrapping_add(i)
     }
 
     /// Where `slot` lies in its chunk.
@@ -237,69 +252,77 @@ impl<A: FibFamily> PoptrieView<A> {
         // The shifts below stay inside the key.
         const { assert!(A::DP_BITS + 6 * A::BULK_NODE_STAGES < A::WIDTH as u32) };
         let ar = &*self.arenas;
-        // A lane's answer, or ([`INDEX`] set) the cell it reads next; after the node stages,
-        // a lane in `leaf` holds its leaf's cell.
-        let mut entry = [0u32; LANES];
+        // Where each lane's chunk stage reads: its chunk entry, or, where the root entry holds
+        // the answer, that root entry again (the chunk stage then reads an answer, without a
+        // choice between two places to read: 5 of the 68 instructions of an IPv4 W1 lookup);
+        // with `FEW_PAST_ROOT`, a copy of it in `roots`.
+        let mut at = [core::ptr::null::<u32>(); LANES];
+        // The lanes past the root and each lane's root entry (for `FEW_PAST_ROOT`).
+        let mut past = 0u32;
+        let mut roots = [0u32; LANES];
         for i in 0..LANES {
             let k = keys[i];
             let slot = top(k, Self::S) as u32;
             let r = self.root_entry(slot);
-            let c = (r & !INDEX).wrapping_add(self.in_chunk(slot));
+            let c = ar
+                .chunks
+                .addr((r & !INDEX).wrapping_add(self.in_chunk(slot)));
             // Prefetching a lane that has its answer reads nothing (a hint never faults).
-            prefetch(ar.chunks.addr(c));
-            entry[i & M] = select_unpredictable(r & INDEX != 0, c | INDEX, r);
+            prefetch(c);
+            if A::FEW_PAST_ROOT > 0 {
+                // The choice of where to read waits for the few-keys test (IPv6 W2 bulk
+                // 2.1 -> 2.6 ns when made here).
+                past |= (r >> 31) << i;
+                roots[i & M] = r;
+                at[i & M] = c;
+            } else {
+                at[i & M] = select_unpredictable(r & INDEX != 0, c, self.root_entry_addr(slot));
+            }
         }
         // Few keys past the root (IPv6 W2: 2000::/3 at random ended there 94.5% of the time
         // with 20 bits of direct pointing and a root of 10): they finish one at a time, the
         // other stages skipped (`FibFamily::FEW_PAST_ROOT`, a count per 64 keys; IPv6 W2 bulk
         // 2.65-2.83 -> 1.61-1.67 ns on this path, three pairs).
         if A::FEW_PAST_ROOT > 0 {
-            let mut past = 0u32;
-            for (i, e) in entry.iter().enumerate() {
-                past |= (e >> 31) << i;
-            }
             if past.count_ones() <= A::FEW_PAST_ROOT * LANES as u32 / 64 {
                 while past != 0 {
                     let i = past.trailing_zeros() as usize & M;
                     past &= past - 1;
-                    let k = keys[i];
                     // SAFETY: the key's root entry in this published version.
-                    let r = self.root_entry(top(k, Self::S) as u32);
-                    entry[i] = unsafe { self.past_root(leaves, r, k) };
+                    roots[i] = unsafe { self.past_root(leaves, roots[i], keys[i]) };
                 }
-                *out = entry;
+                *out = roots;
                 return;
             }
+            for i in 0..LANES {
+                let r = &roots[i & M];
+                at[i & M] = select_unpredictable(*r & INDEX != 0, at[i & M], r as *const u32);
+            }
         }
+        // A lane's answer, or ([`INDEX`] set) the node it reads next, or (`AT_LEAF`: `INDEX`
+        // and `FLAT`) its leaf's cell, read last: a flat block's entry plus the key's next 6
+        // bits is its leaf's cell, tagged so (a cell and 63 more are below 2^29, `FLAT`).
+        const AT_LEAF: u32 = INDEX | FLAT;
+        let mut entry = [0u32; LANES];
         // SAFETY (every read below): as in `lookup`, each index is a cell of this published
-        // version; a lane that has its answer reads it again from `entry` (no branch: in W2
-        // lanes end at the root, a chunk or a node at random). A lane at a flat block
-        // (`FLAT`) has its leaf's cell now.
-        let mut leaf = [false; LANES];
+        // version (no branch: in W2 lanes end at the root, a chunk or a node at random).
         for i in 0..LANES {
-            let c = entry[i & M];
-            let from = select_unpredictable(
-                c & INDEX != 0,
-                ar.chunks.addr(c & !INDEX),
-                &entry[i & M] as *const u32,
-            );
-            let e = unsafe { from.read() };
-            let flat = e & (INDEX | FLAT) == INDEX | FLAT;
-            let cell = node_cell(e).wrapping_add(Self::next6(keys[i] << Self::S));
+            let e = unsafe { at[i & M].read() };
+            let flat = e & AT_LEAF == AT_LEAF;
+            let v = Self::next6(keys[i] << Self::S);
             prefetch(select_unpredictable(
                 flat,
-                leaves.addr(cell) as *const u8,
+                leaves.addr(node_cell(e).wrapping_add(v)) as *const u8,
                 ar.nodes.addr(node_cell(e)) as *const u8,
             ));
-            entry[i & M] = select_unpredictable(flat, cell, e);
-            leaf[i & M] = flat;
+            entry[i & M] = select_unpredictable(flat, e.wrapping_add(v), e);
         }
         // Node levels: each lane's node gives a leaf (its cell in `entry`, read last) or a
         // child.
         for level in 0..A::BULK_NODE_STAGES {
             for i in 0..LANES {
                 let e = entry[i & M];
-                if e & INDEX == 0 || leaf[i & M] {
+                if e & AT_LEAF != INDEX {
                     continue;
                 }
                 let node = unsafe { ar.nodes.get_unchecked(node_cell(e)) };
@@ -311,16 +334,15 @@ impl<A: FibFamily> PoptrieView<A> {
                 } else {
                     let cell = node.leaf(v);
                     prefetch(leaves.addr(cell));
-                    entry[i & M] = cell;
-                    leaf[i & M] = true;
+                    entry[i & M] = cell | AT_LEAF;
                 }
             }
         }
         let rest = Self::S + 6 * A::BULK_NODE_STAGES;
         for i in 0..LANES {
             let e = entry[i & M];
-            out[i] = if leaf[i & M] {
-                unsafe { leaves.get_unchecked(e) }.unpack()
+            out[i] = if e & AT_LEAF == AT_LEAF {
+                unsafe { leaves.get_unchecked(node_cell(e)) }.unpack()
             } else if e & INDEX == 0 {
                 e
             } else {
