@@ -264,7 +264,9 @@ impl<A: FibFamily> PoptrieView<A> {
         for i in 0..LANES {
             let k = keys[i];
             let slot = top(k, Self::S) as u32;
-            let r = self.root_entry(slot);
+            let root_at = self.root_entry_addr(slot);
+            // SAFETY: an entry of the root (see `root_entry_addr`), which this view holds.
+            let r = unsafe { root_at.read() };
             let c = ar
                 .chunks
                 .addr((r & !INDEX).wrapping_add(self.in_chunk(slot)));
@@ -277,7 +279,7 @@ impl<A: FibFamily> PoptrieView<A> {
                 roots[i & M] = r;
                 at[i & M] = c;
             } else {
-                at[i & M] = select_unpredictable(r & INDEX != 0, c, self.root_entry_addr(slot));
+                at[i & M] = select_unpredictable(r & INDEX != 0, c, root_at);
             }
         }
         // Few keys past the root (IPv6 W2: 2000::/3 at random ended there 94.5% of the time
