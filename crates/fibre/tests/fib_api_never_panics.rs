@@ -45,4 +45,8 @@ fn an_id_above_max_is_refused_not_encoded() {
     assert!(fib.set(p, Some(u32::MAX)).is_err());
     assert!(Fib::<Ipv4Addr>::from_routes([(p, MAX_ID + 1)]).is_err());
     assert_eq!(fib.lookup(Ipv4Addr::new(10, 1, 1, 1)), NO_ROUTE);
+    // A set that once held an id above MAX_ID builds again once none is left.
+    t.remove(&q);
+    t.insert(p, MAX_ID);
+    assert!(Poptrie::build(&t).is_ok());
 }

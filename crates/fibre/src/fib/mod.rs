@@ -383,8 +383,8 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
     pub fn from_routes(
         routes: impl IntoIterator<Item = (Prefix<A>, u32)>,
     ) -> Result<Self, IdOutOfRange> {
-        let routes: Vec<(Prefix<A>, u32)> = routes.into_iter().collect();
-        check_ids(routes.iter().copied())?;
+        // The build checks the ids (a second walk here was 65 million instructions of the
+        // IPv4 view's load), and the set takes the pairs without a copy in between.
         Self::from_set(routes.into_iter().collect())
     }
     /// Builds from a `(prefix, id)` set the caller already holds, taking it over

@@ -11,9 +11,7 @@
 //! Not built for speed: an update copies the tables of the lengths it changes (readers keep the
 //! version they loaded).
 use super::PrefixSet;
-use super::{
-    check_changed, check_ids, FibStats, IdOutOfRange, LpmAlgorithm, LpmView, Reader, NO_ROUTE,
-};
+use super::{check_changed, FibStats, IdOutOfRange, LpmAlgorithm, LpmView, Reader, NO_ROUTE};
 use crate::addr::{Address, Bits};
 use crate::prefix::Prefix;
 use arc_swap::ArcSwap;
@@ -85,7 +83,7 @@ impl<A: super::FibFamily> LpmAlgorithm<A> for Reference<A> {
     type View = ReferenceView<A>;
 
     fn build(routes: &PrefixSet<A>) -> Result<Self, IdOutOfRange> {
-        check_ids(routes.iter().map(|(p, &id)| (p, id)))?;
+        routes.check_ids()?;
         let mut view = ReferenceView {
             lengths: Vec::new(),
             version: 0,

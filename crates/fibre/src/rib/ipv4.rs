@@ -6,7 +6,7 @@
 //! join one, `append` goes after it, `prepend` before it, `replace` swaps its first member.
 use super::{
     InsertMode, KernelSemantics, LinkState, ListView, RouteSelector, RouteVec, Siblings,
-    TableLookup,
+    TableLookup, Verdict,
 };
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
@@ -153,40 +153,79 @@ impl KernelSemantics for Ipv4Addr {
         nhs: &NhTable<Self>,
         links: &dyn LinkState,
     ) -> TableLookup<Self> {
-        let flow_tos = flow.tos & ROUTE_TOS_MASK;
-        // Read as stored; only the route taken is spelled out.
-        for (i, s) in list.stored().iter().enumerate() {
-            let attrs = list.attrs_of(s);
-            if (s.tos != 0 && s.tos != flow_tos) || attrs.scope < flow.scope {
+        match choose(list, flow, nhs, links) {
+            Choice::Reject(i, errno) => TableLookup::Reject {
+                route: list.route(i),
+                errno,
+            },
+            Choice::Match(i, hop) => TableLookup::Match {
+                route: list.route(i),
+                hop,
+                siblings: Siblings::new(),
+            },
+            Choice::Miss => TableLookup::Miss,
+            Choice::None => TableLookup::None,
+        }
+    }
+
+    fn verdict(
+        list: ListView<'_, Self>,
+        flow: &Flow<Self>,
+        nhs: &NhTable<Self>,
+        links: &dyn LinkState,
+    ) -> Verdict {
+        match choose(list, flow, nhs, links) {
+            Choice::Reject(..) | Choice::Match(..) => Verdict::Taken,
+            Choice::Miss => Verdict::Miss,
+            Choice::None => Verdict::None,
+        }
+    }
+}
+
+/// What IPv4's lookup takes of a list: the route's place in it, not yet spelled out.
+enum Choice {
+    /// The reject route at this index, and its error.
+    Reject(usize, Errno),
+    /// The route at this index, through its next hop `hop`.
+    Match(usize, usize),
+    Miss,
+    None,
+}
+
+/// IPv4's [`KernelSemantics::select`], by index.
+#[inline(always)]
+fn choose(
+    list: ListView<'_, Ipv4Addr>,
+    flow: &Flow<Ipv4Addr>,
+    nhs: &NhTable<Ipv4Addr>,
+    links: &dyn LinkState,
+) -> Choice {
+    let flow_tos = flow.tos & ROUTE_TOS_MASK;
+    // Read as stored; only the route taken is spelled out, by the caller.
+    for (i, s) in list.stored().iter().enumerate() {
+        let attrs = list.attrs_of(s);
+        if (s.tos != 0 && s.tos != flow_tos) || attrs.scope < flow.scope {
+            continue;
+        }
+        // Reject types answer before next hops are looked at.
+        if let Some(errno) = s.kind.reject_error() {
+            return Choice::Reject(i, errno);
+        }
+        // A device going down kills the next hops through it (`fib_sync_down_dev`), but
+        // those of host-scope routes (their next hop scope is `nowhere`, which it spares).
+        let host = attrs.scope == SCOPE_HOST;
+        for (hop, h) in nhs.get(s.hops).iter().enumerate() {
+            let Some(dev) = h.dev else { continue };
+            if !(host || links.is_up(dev)) || flow.oif.is_some_and(|o| o != dev) {
                 continue;
             }
-            // Reject types answer before next hops are looked at.
-            if let Some(errno) = s.kind.reject_error() {
-                return TableLookup::Reject {
-                    route: list.route(i),
-                    errno,
-                };
-            }
-            // A device going down kills the next hops through it (`fib_sync_down_dev`), but
-            // those of host-scope routes (their next hop scope is `nowhere`, which it spares).
-            let host = attrs.scope == SCOPE_HOST;
-            for (hop, h) in nhs.get(s.hops).iter().enumerate() {
-                let Some(dev) = h.dev else { continue };
-                if !(host || links.is_up(dev)) || flow.oif.is_some_and(|o| o != dev) {
-                    continue;
-                }
-                return TableLookup::Match {
-                    route: list.route(i),
-                    hop,
-                    siblings: Siblings::new(),
-                };
-            }
-            // A route through a next-hop object none of whose next hops fits ends the
-            // search of this address's prefixes (`fib_table_lookup`'s `goto miss`).
-            if attrs.nhid.is_some() {
-                return TableLookup::Miss;
-            }
+            return Choice::Match(i, hop);
         }
-        TableLookup::None
+        // A route through a next-hop object none of whose next hops fits ends the
+        // search of this address's prefixes (`fib_table_lookup`'s `goto miss`).
+        if attrs.nhid.is_some() {
+            return Choice::Miss;
+        }
     }
+    Choice::None
 }

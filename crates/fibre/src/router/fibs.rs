@@ -35,7 +35,7 @@ use crate::fib::{Fib, PoptrieView, Reader, MAX_ID, NO_ROUTE};
 use crate::flow::Flow;
 use crate::prefix::Prefix;
 use crate::rib::{KernelSemantics, StoredRoute};
-use crate::rib::{LinkState, TableLookup};
+use crate::rib::{LinkState, TableLookup, Verdict};
 use crate::route::{TableId, TABLE_LOCAL, TABLE_MAIN};
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
@@ -171,11 +171,11 @@ impl<A: RouterFamily> TableFib<A> {
                 *tos_or_source_routes = true;
                 return Own::AskRib;
             }
-            match A::select(rib.routes_of(dst, entry), &flow, &st.nhs, links) {
-                TableLookup::None => {}
+            match A::verdict(rib.routes_of(dst, entry), &flow, &st.nhs, links) {
+                Verdict::None => {}
                 // What comes after a next-hop object's miss is the RIB walk's to decide.
-                TableLookup::Miss => return Own::AskRib,
-                _ => {
+                Verdict::Miss => return Own::AskRib,
+                Verdict::Taken => {
                     let single = (entry.routes.len() == 1).then(|| entry.routes[0]);
                     return Own::Answer(t, index, single);
                 }

@@ -592,7 +592,7 @@ impl<A: FibFamily> Poptrie<A> {
         floor: u32,
         root_bits: Option<u32>,
     ) -> Result<Self, IdOutOfRange> {
-        check_ids(routes.iter().map(|(p, &id)| (p, id)))?;
+        routes.check_ids()?;
         let mut scratch = Scratch::default();
         let enc = Self::encode_all(routes, &mut scratch, floor, root_bits);
         let spare = Spare::first(routes.len());
