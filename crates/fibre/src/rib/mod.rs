@@ -215,11 +215,7 @@ pub trait KernelSemantics: Address {
         nhs: &NhTable<Self>,
         links: &dyn LinkState,
     ) -> Verdict {
-        match Self::select(list, flow, nhs, links) {
-            TableLookup::None => Verdict::None,
-            TableLookup::Miss => Verdict::Miss,
-            TableLookup::Match { .. } | TableLookup::Reject { .. } => Verdict::Taken,
-        }
+        Verdict::of(&Self::select(list, flow, nhs, links))
     }
 }
 
@@ -232,6 +228,17 @@ pub enum Verdict {
     None,
     /// [`TableLookup::Miss`].
     Miss,
+}
+
+impl Verdict {
+    /// The kind of `t`.
+    pub fn of<A: Address>(t: &TableLookup<A>) -> Self {
+        match t {
+            TableLookup::Match { .. } | TableLookup::Reject { .. } => Verdict::Taken,
+            TableLookup::None => Verdict::None,
+            TableLookup::Miss => Verdict::Miss,
+        }
+    }
 }
 
 /// The routes of one destination prefix, stored (see [`StoredRoute`]). Most destinations have
