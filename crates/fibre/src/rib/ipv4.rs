@@ -12,6 +12,7 @@ use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
 use crate::nexthop::{NextHop, NhTable};
 use crate::route::{Route, RouteType, SCOPE_HOST};
+use smallvec::smallvec;
 use std::net::Ipv4Addr;
 
 /// The bits of the DS field that IPv4 route TOS selectors compare (`IPTOS_TOS_MASK` without the
@@ -80,7 +81,7 @@ impl KernelSemantics for Ipv4Addr {
         list: &mut RouteVec<Self>,
         sel: &RouteSelector<Self>,
         nhs: &NhTable<Self>,
-    ) -> Result<Vec<Route<Self>>, Errno> {
+    ) -> Result<RouteVec<Self>, Errno> {
         let start = find_alias(list, sel.tos, sel.metric.unwrap_or(0));
         for i in start..list.len() {
             let r = &list[i];
@@ -136,7 +137,7 @@ impl KernelSemantics for Ipv4Addr {
                 && sel.metric.is_none_or(|m| m == r.metric)
                 && nh_ok
             {
-                return Ok(vec![list.remove(i)]);
+                return Ok(smallvec![list.remove(i)]);
             }
         }
         Err(Errno::ESRCH)

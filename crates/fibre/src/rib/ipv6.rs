@@ -261,7 +261,7 @@ impl KernelSemantics for Ipv6Addr {
         list: &mut RouteVec<Self>,
         sel: &RouteSelector<Self>,
         nhs: &NhTable<Self>,
-    ) -> Result<Vec<Route<Self>>, Errno> {
+    ) -> Result<RouteVec<Self>, Errno> {
         // The router splits multipath deletes into legs; a selector with hops reaching here would
         // otherwise match every sibling.
         if !sel.hops.is_empty() {
@@ -288,14 +288,14 @@ impl KernelSemantics for Ipv6Addr {
             return Err(Errno::ESRCH);
         };
         if sel.gateway.is_some() || sel.leg || !qualifies_for_ecmp(&list[i], nhs) {
-            return Ok(vec![list.remove(i)]);
+            return Ok(smallvec![list.remove(i)]);
         }
         // Without a gateway the whole ECMP route goes, all siblings.
         let metric = list[i].metric;
-        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(list)
+        let (gone, kept) = std::mem::take(list)
             .into_iter()
             .partition(|r| r.metric == metric && qualifies_for_ecmp(r, nhs));
-        *list = kept.into_iter().collect();
+        *list = kept;
         Ok(gone)
     }
 

@@ -195,7 +195,7 @@ pub trait KernelSemantics: Address {
         list: &mut RouteVec<Self>,
         sel: &RouteSelector<Self>,
         nhs: &NhTable<Self>,
-    ) -> Result<Vec<Route<Self>>, Errno>;
+    ) -> Result<RouteVec<Self>, Errno>;
     /// Whether `list` is in the order this family's inserts keep (IPv4: TOS falling, then
     /// metric rising; IPv6: metric rising, one next hop per route but through an object).
     fn ordered(list: &[Route<Self>], nhs: &NhTable<Self>) -> bool;
@@ -310,8 +310,9 @@ pub struct SavedList<A: Address> {
     pub dst: Prefix<A>,
     /// The source prefix of the list (the whole address space for the source-less list).
     pub src: Prefix<A>,
-    /// The routes as they were.
-    pub routes: Vec<Route<A>>,
+    /// The routes as they were (inline when one: a route change's list, whose copy then
+    /// allocates nothing).
+    pub routes: RouteVec<A>,
 }
 
 /// One table of one family.
@@ -496,7 +497,7 @@ impl<A: KernelSemantics> Rib<A> {
                 saved.push(SavedList {
                     dst,
                     src,
-                    routes: list.to_vec(),
+                    routes: list.clone(),
                 });
                 let r = f(&mut list);
                 // The list is stored under its key: `f` must not move a route elsewhere.
@@ -525,9 +526,7 @@ impl<A: KernelSemantics> Rib<A> {
     pub fn restore(&mut self, saved: SavedList<A>) {
         let mut scratch = Vec::new();
         let SavedList { dst, src, routes } = saved;
-        self.edit(dst, src, &mut scratch, move |l| {
-            *l = routes.into_iter().collect()
-        });
+        self.edit(dst, src, &mut scratch, move |l| *l = routes);
     }
 
     /// `ip route add|append|prepend|replace|change`. Returns displaced routes (to release).
@@ -549,7 +548,7 @@ impl<A: KernelSemantics> Rib<A> {
         sel: &RouteSelector<A>,
         nhs: &NhTable<A>,
         saved: &mut Vec<SavedList<A>>,
-    ) -> Result<Vec<Route<A>>, Errno> {
+    ) -> Result<RouteVec<A>, Errno> {
         // fib6_locate: a source prefix is looked for only where a source subtree exists; a
         // destination without one answers with its source-less routes.
         let src_of = |entry: &DstEntry<A>| {

@@ -8,8 +8,9 @@
 //! for the IPv4 full view instead of 43, which the load faulted in at about 10% of its time.
 use crate::addr::Address;
 use crate::prefix::Prefix;
+use crate::rib::RouteVec;
 use crate::rib::SavedList;
-use crate::route::{Route, TableId};
+use crate::route::TableId;
 use smallvec::SmallVec;
 
 /// Edits a table had in a change set, by table id ascending (see [`count_by_table`]).
@@ -62,7 +63,7 @@ struct Edit<A: Address> {
 pub struct Journal<A: Address> {
     edits: Vec<Edit<A>>,
     /// Saved lists that had a source prefix or routes: (source, routes).
-    lists: Vec<(Prefix<A>, Vec<Route<A>>)>,
+    lists: Vec<(Prefix<A>, RouteVec<A>)>,
 }
 
 impl<A: Address> Default for Journal<A> {
@@ -124,7 +125,7 @@ impl<A: Address> Journal<A> {
         let Journal { edits, mut lists } = self;
         edits.into_iter().rev().map(move |e| {
             let (src, routes) = match e.list {
-                EMPTY => (Prefix::any(), Vec::new()),
+                EMPTY => (Prefix::any(), RouteVec::new()),
                 i => {
                     let (src, routes) = &mut lists[i as usize];
                     (*src, std::mem::take(routes))
