@@ -915,11 +915,56 @@ static double quantile(double *v, size_t n, double q)
 	return v[(k < 1 ? 1 : k > n ? n : k) - 1];
 }
 
+/* Routes of the update benchmark checked while deleted (see write_deleted_check). */
+#define DELETED_CHECKS 64
+
+/* DIR/ENGINE.deleted.check, after the timed changes: the first DELETED_CHECKS routes changed
+ * (`pick`), one at a time and untimed, are deleted again, the first address of the prefix is
+ * looked up, and the route is put back; a line "ROUTE ANSWER" each (route index in the file,
+ * next hop or -1). `fibre bench` checks every answer against the reference without that route.
+ * The check file of the first workload cannot see a delete that leaves its route in place:
+ * every route is back by then. Returns the calls refused. */
+static size_t write_deleted_check(const struct engine *e, void *t, const size_t *pick, size_t n, void *out)
+{
+	size_t failed = 0;
+	size_t k = n < DELETED_CHECKS ? n : DELETED_CHECKS;
+	struct workload firsts = { .name = "deleted", .count = k };
+	if (opt.family == 4)
+		firsts.v4 = malloc((k ? k : 1) * sizeof(*firsts.v4));
+	else
+		firsts.v6 = malloc((k ? k : 1) * sizeof(*firsts.v6));
+	if (opt.family == 4 ? !firsts.v4 : !firsts.v6)
+		die("out of memory");
+	for (size_t j = 0; j < k; j++) {
+		if (opt.family == 4)
+			firsts.v4[j] = opt.r4[pick[j]].ip;
+		else
+			memcpy(firsts.v6[j], opt.r6[pick[j]].ip, 16);
+	}
+	FILE *cf = open_check(e->name, "deleted");
+	for (size_t j = 0; j < k; j++) {
+		int d = e->del(t, pick[j]);
+		int64_t s;
+		if (e->answer)
+			s = e->answer(t, &firsts, j);
+		else
+			e->answer_bulk(t, &firsts, j, 1, out, &s);
+		int a = e->add(t, pick[j]);
+		failed += (d != 0) + (a != 0);
+		fprintf(cf, "%zu %" PRId64 "\n", pick[j], s);
+	}
+	close_check(cf);
+	free(firsts.v4);
+	free(firsts.v6);
+	return failed;
+}
+
 /* --updates N: N distinct random routes (never the /0, which rte_lpm and rte_lpm6 hold as two
  * /1s; at most as many as there are) deleted, then put back at once, each call timed, as
  * `fibre bench` times its changes; at most --update-secs seconds. Records update_median, update_p999, update_delete_median,
  * update_insert_median (ns) and update_reader_lookup (ns per lookup of the reader), then writes
- * the check file of the first workload: the table must answer as before the changes. */
+ * the deleted check (write_deleted_check) and the check file of the first workload: the table
+ * must answer as before the changes. */
 static void run_updates(const struct engine *e, void *t, void *out, int64_t *res)
 {
 	const char *E = e->name;
@@ -982,10 +1027,14 @@ static void run_updates(const struct engine *e, void *t, void *out, int64_t *res
 		__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
 		pthread_join(reader, NULL);
 	}
+	size_t check_failed = write_deleted_check(e, t, pick, done, out);
 	free(pick);
 	if (failed)
 		fprintf(stderr, "dpdk: %s: %zu of %zu update calls failed, the first %s of change %zu: %s\n",
 			E, failed, 2 * done, first_what, first_at, strerror(-first_err));
+	if (check_failed)
+		fprintf(stderr, "dpdk: %s: %zu update calls of the deleted check failed\n", E, check_failed);
+	failed += check_failed;
 	char cpu[16] = "-", note[320];
 	if (reading)
 		snprintf(cpu, sizeof(cpu), r.pinned ? "%d" : "%d (not pinned)", opt.reader_cpu);

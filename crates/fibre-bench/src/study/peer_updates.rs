@@ -3,7 +3,9 @@
 //! reader on the other core, as fibre's engines do in [`crate::updates`]. Their records join
 //! fibre's under the scenario `updates`, so the report's update table has ratios to peers
 //! measured in the same run. Each harness then answers lookups of every reader key, which must
-//! be the reference's: every route it deleted is back.
+//! be the reference's: every route it deleted is back. Before that it deletes a few of the routes
+//! again, one at a time, and answers for the first address of each while it is gone, which must
+//! be the reference's without that route: a delete that leaves its route in place is caught.
 use super::Ctx;
 use crate::engine::fibre_fib::FibreFib;
 use crate::engine::harness::{self, HarnessRecord, HarnessRun, UpdateJob};
@@ -11,6 +13,7 @@ use crate::engine::{Engine, MISS, REFERENCE};
 use crate::report::Record;
 use crate::scenario::{route_line, BenchRoute, StudyFamily};
 use fibre::fib::Reference;
+use fibre::prefix::Prefix;
 use std::path::Path;
 
 /// Most seconds of changes per peer engine, so that a slow engine cannot hold up the run.
@@ -85,7 +88,7 @@ pub(super) fn peer_updates<A: StudyFamily>(
             if left_out.contains(&r.engine) || r.metric != "update_median" {
                 continue;
             }
-            if let Err(why) = sound::<A>(r, &recs, &dir, &expected, size) {
+            if let Err(why) = sound::<A>(r, &recs, &dir, &expected, routes) {
                 ctx.disagreements.push(why);
                 left_out.push(r.engine.clone());
             }
@@ -174,15 +177,17 @@ fn within_budget<A: StudyFamily>(
 }
 
 /// Whether the engine of `median` (its `update_median` record) can be reported: no update call
-/// refused, and after the changes the reference's answer for every reader key.
+/// refused, the reference's answers while routes were deleted (see [`deleted_answers_hold`]), and
+/// after the changes the reference's answer for every reader key.
 fn sound<A: StudyFamily>(
     median: &HarnessRecord,
     recs: &[HarnessRecord],
     dir: &Path,
     expected: &[u32],
-    size: usize,
+    routes: &[BenchRoute<A::K>],
 ) -> Result<(), String> {
     let engine = &median.engine;
+    let size = routes.len();
     let failed = recs
         .iter()
         .find(|r| &r.engine == engine && r.metric == "update_failed_calls")
@@ -194,6 +199,7 @@ fn sound<A: StudyFamily>(
             median.note.as_deref().unwrap_or("")
         ));
     }
+    deleted_answers_hold::<A>(dir, engine, routes)?;
     let got = harness::read_check(dir, engine, "reader")?;
     let show = |v: Option<&u32>| match v {
         None => "nothing".to_string(),
@@ -210,6 +216,62 @@ fn sound<A: StudyFamily>(
             show(expected.get(i))
         )),
     }
+}
+
+/// Reads `DIR/ENGINE.deleted.check` (PROTOCOL.md): lines `ROUTE ANSWER`, the harness's answer for
+/// the first address of route `ROUTE` (its index in `routes`) while that route alone was deleted.
+/// Each must be the longest other route containing the address (a naive scan: the file holds a few
+/// dozen lines). At least one line is required, so that a harness that stopped writing the file
+/// is caught too.
+fn deleted_answers_hold<A: StudyFamily>(
+    dir: &Path,
+    engine: &str,
+    routes: &[BenchRoute<A::K>],
+) -> Result<(), String> {
+    let path = dir.join(format!("{engine}.deleted.check"));
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let prefix = |r: &BenchRoute<A::K>| Prefix::new(A::from_bits(r.addr), r.len);
+    let mut lines = 0;
+    for (n, line) in text.lines().enumerate() {
+        let bad = || format!("{}:{}: not `ROUTE ANSWER`: {line:?}", path.display(), n + 1);
+        let (route, answer) = line.split_once(' ').ok_or_else(bad)?;
+        let route: usize = route.parse().map_err(|_| bad())?;
+        let answer = match answer.trim().parse::<i64>().map_err(|_| bad())? {
+            -1 => MISS,
+            v => u32::try_from(v).map_err(|_| bad())?,
+        };
+        let deleted = routes.get(route).ok_or_else(bad)?;
+        let addr = A::from_bits(deleted.addr);
+        let want = routes
+            .iter()
+            .enumerate()
+            .filter(|&(i, r)| i != route && prefix(r).contains(addr))
+            .max_by_key(|(_, r)| r.len)
+            .map_or(MISS, |(_, r)| u32::from(r.nh));
+        if answer != want {
+            let show = |v: u32| {
+                if v == MISS {
+                    "none".to_string()
+                } else {
+                    v.to_string()
+                }
+            };
+            return Err(format!(
+                "{engine} disagrees with {REFERENCE} on {} updates {} while {} was deleted: for \
+                 {addr} it says next hop {}, {REFERENCE} without that route says {}",
+                A::LABEL,
+                routes.len(),
+                prefix(deleted),
+                show(answer),
+                show(want)
+            ));
+        }
+        lines += 1;
+    }
+    if lines == 0 {
+        return Err(format!("{}: no answers", path.display()));
+    }
+    Ok(())
 }
 
 /// Adds `note` unless the run has it already (each repeat would say it again).
