@@ -60,6 +60,18 @@ pub(super) fn peer_updates<A: StudyFamily>(
         if run_these.is_empty() {
             continue;
         }
+        // A check file left by an earlier run would stand in for one this run failed to write.
+        for engine in &run_these {
+            for check in ["deleted", "reader"] {
+                let stale = dir.join(format!("{engine}.{check}.check"));
+                match std::fs::remove_file(&stale) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(format!("{}: {e}", stale.display()));
+                    }
+                    _ => {}
+                }
+            }
+        }
         let job = HarnessRun {
             family: if A::WIDTH == 32 { 4 } else { 6 },
             routes: &routes_file,
@@ -238,10 +250,12 @@ fn deleted_answers_hold<A: StudyFamily>(
         let route: usize = route.parse().map_err(|_| bad())?;
         let answer = match answer.trim().parse::<i64>().map_err(|_| bad())? {
             -1 => MISS,
-            v => u32::try_from(v).map_err(|_| bad())?,
+            v if (0..i64::from(MISS)).contains(&v) => v as u32,
+            _ => return Err(bad()),
         };
         let deleted = routes.get(route).ok_or_else(bad)?;
-        let addr = A::from_bits(deleted.addr);
+        // The first address of the prefix as routes.txt spells it (masked to its length).
+        let addr = prefix(deleted).addr();
         let want = routes
             .iter()
             .enumerate()

@@ -4,8 +4,9 @@
 //! An edit names its table and destination; the list it saved is kept apart, and only when
 //! there is something to keep: a source prefix or routes. A load's edits each make a new
 //! destination, whose source-less list held nothing, so a load journals 16 bytes an edit
-//! (IPv4; 48 for IPv6) where a `(TableId, SavedList)` took 48 (IPv4; 112): 14 MB of fresh pages
-//! for the IPv4 full view instead of 43, which the load faulted in at about 10% of its time.
+//! (IPv4; 48 for IPv6) where a `(TableId, SavedList)` took 48 (IPv4; 112; more since a saved list
+//! keeps one route inline): 14 MB of fresh pages for the IPv4 full view instead of 43, which the
+//! load faulted in at about 10% of its time.
 use crate::addr::Address;
 use crate::prefix::Prefix;
 use crate::rib::RouteVec;
