@@ -925,8 +925,8 @@ static double quantile(double *v, size_t n, double q)
  * The check file of the first workload cannot see a delete that leaves its route in place:
  * every route is back by then. A /1 is passed over where the engine holds a /0 as its halves:
  * the /1 took that half's place (see lpm_add), so nothing answers under it while the /1 is
- * gone, where the kernel and the reference answer with the /0. Returns the calls refused; `calls` grows
- * by the calls made. */
+ * gone, where the kernel and the reference answer with the /0. Returns the calls refused;
+ * `calls` grows by the calls made. */
 static size_t write_deleted_check(const struct engine *e, void *t, const size_t *pick, size_t n, void *out,
 				  size_t *calls)
 {

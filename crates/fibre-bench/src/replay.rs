@@ -8,7 +8,7 @@
 //! ignores it. The update file's BGP next hops are mapped onto the bench's gateways (the
 //! router's connected subnet), so that every announced route is reachable: the same next hop
 //! always maps to the same gateway.
-use crate::scenario::{BenchRoute, StudyFamily};
+use crate::scenario::{route_prefix, BenchRoute, StudyFamily};
 use crate::updates::{loaded_router, reader};
 use fibre::addr::Bits;
 use fibre::fib::Reader;
@@ -98,10 +98,8 @@ pub fn run<A: StudyFamily>(
     reader_cpu: Option<usize>,
 ) -> Result<(ReplayRun, Router), String> {
     let (mut router, dev, _) = loaded_router::<A>(routes)?;
-    let mut held: std::collections::HashSet<Prefix<A>> = routes
-        .iter()
-        .map(|r| Prefix::new(A::from_bits(r.addr), r.len))
-        .collect();
+    let mut held: std::collections::HashSet<Prefix<A>> =
+        routes.iter().map(route_prefix::<A>).collect();
     let mine: Vec<&UpdateEvent> = events
         .iter()
         .filter(|e| {

@@ -475,9 +475,14 @@ pub fn with_next_hops<K: Copy>(prefixes: &[(K, u8)]) -> Vec<BenchRoute<K>> {
         .collect()
 }
 
+/// The prefix of a route (its address masked to its length).
+pub fn route_prefix<A: StudyFamily>(r: &BenchRoute<A::K>) -> Prefix<A> {
+    Prefix::new(A::from_bits(r.addr), r.len)
+}
+
 /// Text of a route for the harness files: `PREFIX/LEN NH`.
 pub fn route_line<A: StudyFamily>(r: &BenchRoute<A::K>) -> String {
-    format!("{} {}", Prefix::new(A::from_bits(r.addr), r.len), r.nh)
+    format!("{} {}", route_prefix::<A>(r), r.nh)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //!
 //! The reader loads the current version for each batch of 64 lookups (as a forwarding loop
 //! between quiescent points); its lookup rate during the updates is reported too.
-use crate::scenario::{BenchRoute, StudyFamily};
+use crate::scenario::{route_prefix, BenchRoute, StudyFamily};
 use fibre::addr::Bits;
 use fibre::fib::{Fib, LpmView, Poptrie, Reader};
 use fibre::io::iproute2::Batch;
@@ -16,7 +16,7 @@ use fibre::nexthop::NextHop;
 use fibre::rib::{InsertMode, RouteSelector};
 use fibre::route::TABLE_MAIN;
 use fibre::router::{Change, FamilyChange};
-use fibre::{Prefix, RouteQuery, RouteSpec, Router};
+use fibre::{RouteQuery, RouteSpec, Router};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -136,10 +136,7 @@ fn setup<A: StudyFamily>() -> String {
 /// The route the bench installs for `r`: via a gateway on the connected subnet of `dev`.
 pub fn spec<A: StudyFamily>(r: &BenchRoute<A::K>, dev: u32) -> RouteSpec<A> {
     let gw = A::from_bits(A::RESERVED.0 | A::K::from_u64(10 + r.nh as u64));
-    RouteSpec::new(
-        Prefix::new(A::from_bits(r.addr), r.len),
-        vec![NextHop::via(gw, dev)],
-    )
+    RouteSpec::new(route_prefix::<A>(r), vec![NextHop::via(gw, dev)])
 }
 
 /// The change that puts the bench's route `spec` in table main.
@@ -305,7 +302,7 @@ pub fn run<A: StudyFamily>(
         let s = spec::<A>(r, dev);
         let del = del(&s);
         let add = add(s);
-        let p = Prefix::new(A::from_bits(r.addr), r.len);
+        let p = route_prefix::<A>(r);
         let before = fib_rebuilds::<A>(&router);
         let t = Instant::now();
         router.change(&del).map_err(|e| format!("delete: {e:?}"))?;
@@ -338,16 +335,13 @@ pub fn run<A: StudyFamily>(
     drop(router);
 
     // The bare FIB.
-    let mut fib: Fib<A, Poptrie<A>> = Fib::from_routes(
-        routes
-            .iter()
-            .map(|r| (Prefix::new(A::from_bits(r.addr), r.len), r.nh as u32)),
-    )
-    .expect("next-hop indexes are small");
+    let mut fib: Fib<A, Poptrie<A>> =
+        Fib::from_routes(routes.iter().map(|r| (route_prefix::<A>(r), r.nh as u32)))
+            .expect("next-hop indexes are small");
     let stop = Arc::new(AtomicBool::new(false));
     let handle = reader::<A, _>(fib.reader(), keys, stop.clone(), reader_cpu, sink);
     for (i, r) in chosen.iter().enumerate() {
-        let p = Prefix::new(A::from_bits(r.addr), r.len);
+        let p = route_prefix::<A>(r);
         let rebuilds = fib.rebuilds();
         let t = Instant::now();
         fib.set(p, None).expect("next-hop indexes are small");
@@ -384,6 +378,7 @@ pub fn run<A: StudyFamily>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fibre::Prefix;
     use std::net::Ipv4Addr;
 
     /// The reader says where it ran: the notes must not claim a cpu it was refused.

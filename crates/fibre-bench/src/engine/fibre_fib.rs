@@ -1,9 +1,8 @@
 //! fibre's compiled FIB as a lookup engine: one per registered algorithm
 //! ([`fibre::fib::for_each_algorithm`]), the bench's next-hop indexes as the FIB's ids.
 use super::{Engine, Shape, MISS};
-use crate::scenario::{BenchRoute, StudyFamily};
+use crate::scenario::{route_prefix, BenchRoute, StudyFamily};
 use fibre::fib::{Fib, LpmAlgorithm, LpmView, NO_ROUTE};
-use fibre::Prefix;
 use std::sync::Mutex;
 
 pub struct FibreFib<A: StudyFamily, L: LpmAlgorithm<A>> {
@@ -58,12 +57,8 @@ impl<A: StudyFamily, L: LpmAlgorithm<A>> Engine<A> for FibreFib<A, L> {
         "fibre::fib compiled FIB (next-hop index as id); bulk = lookup_bulk on the path chosen for the family and CPU (meta: fibre lookup path)"
     }
     fn build(&mut self, routes: &[BenchRoute<A::K>]) {
-        self.fib = Fib::from_routes(
-            routes
-                .iter()
-                .map(|r| (Prefix::new(A::from_bits(r.addr), r.len), r.nh as u32)),
-        )
-        .expect("next-hop indexes are small");
+        self.fib = Fib::from_routes(routes.iter().map(|r| (route_prefix::<A>(r), r.nh as u32)))
+            .expect("next-hop indexes are small");
     }
     #[inline(always)]
     fn lookup(&self, addr: A::K) -> u32 {

@@ -3,11 +3,11 @@
 //! The reference beside the compiled FIB (`fibre-fib-poptrie`, and the router); timing it
 //! shows what the full-semantics path costs: route lists, selection, next-hop resolution.
 use super::{Engine, MISS};
-use crate::scenario::{BenchRoute, StudyFamily, NEXT_HOPS};
+use crate::scenario::{route_prefix, BenchRoute, StudyFamily, NEXT_HOPS};
 use fibre::nexthop::{NextHop, NhTable};
 use fibre::rib::{AllUp, InsertMode, TableLookup};
 use fibre::route::TABLE_MAIN;
-use fibre::{Flow, Prefix, Rib, RouteSpec};
+use fibre::{Flow, Rib, RouteSpec};
 
 pub const NAME: &str = "fibre-rib";
 
@@ -62,10 +62,7 @@ impl<A: StudyFamily> Engine<A> for FibreRib<A> {
     fn build(&mut self, routes: &[BenchRoute<A::K>]) {
         let mut saved = Vec::new();
         for r in routes {
-            let spec = RouteSpec::new(
-                Prefix::new(A::from_bits(r.addr), r.len),
-                self.hops[r.nh as usize].clone(),
-            );
+            let spec = RouteSpec::new(route_prefix::<A>(r), self.hops[r.nh as usize].clone());
             let id = self.nhs.intern(&spec.hops);
             let slot = id.0 as usize;
             if self.nh_index.len() <= slot {

@@ -192,9 +192,15 @@ pub fn run(
         .collect()
 }
 
+/// `DIR/ENGINE.NAME.check`, where a harness writes the answers named NAME (a workload's, or
+/// `deleted`: PROTOCOL.md).
+pub fn check_path(out: &Path, engine: &str, name: &str) -> PathBuf {
+    out.join(format!("{engine}.{name}.check"))
+}
+
 /// Reads `DIR/ENGINE.WORKLOAD.check`: next-hop indexes, `-1` for no route.
 pub fn read_check(out: &Path, engine: &str, workload: &str) -> Result<Vec<u32>, String> {
-    let path = out.join(format!("{engine}.{workload}.check"));
+    let path = check_path(out, engine, workload);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     text.lines()
         .enumerate()

@@ -11,9 +11,8 @@ use crate::engine::fibre_fib::FibreFib;
 use crate::engine::harness::{self, HarnessRecord, HarnessRun, UpdateJob};
 use crate::engine::{Engine, MISS, REFERENCE};
 use crate::report::Record;
-use crate::scenario::{route_line, BenchRoute, StudyFamily};
+use crate::scenario::{route_line, route_prefix, BenchRoute, StudyFamily};
 use fibre::fib::Reference;
-use fibre::prefix::Prefix;
 use std::path::Path;
 
 /// Most seconds of changes per peer engine, so that a slow engine cannot hold up the run.
@@ -63,7 +62,7 @@ pub(super) fn peer_updates<A: StudyFamily>(
         // A check file left by an earlier run would stand in for one this run failed to write.
         for engine in &run_these {
             for check in ["deleted", "reader"] {
-                let stale = dir.join(format!("{engine}.{check}.check"));
+                let stale = harness::check_path(&dir, engine, check);
                 match std::fs::remove_file(&stale) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                         return Err(format!("{}: {e}", stale.display()));
@@ -213,11 +212,7 @@ fn sound<A: StudyFamily>(
     }
     deleted_answers_hold::<A>(dir, engine, routes)?;
     let got = harness::read_check(dir, engine, "reader")?;
-    let show = |v: Option<&u32>| match v {
-        None => "nothing".to_string(),
-        Some(&MISS) => "none".to_string(),
-        Some(v) => v.to_string(),
-    };
+    let show = |v: Option<&u32>| v.map_or("nothing".to_string(), |&v| hop(v));
     match (0..expected.len().max(got.len())).find(|&i| got.get(i) != expected.get(i)) {
         None => Ok(()),
         Some(i) => Err(format!(
@@ -240,9 +235,8 @@ fn deleted_answers_hold<A: StudyFamily>(
     engine: &str,
     routes: &[BenchRoute<A::K>],
 ) -> Result<(), String> {
-    let path = dir.join(format!("{engine}.deleted.check"));
+    let path = harness::check_path(dir, engine, "deleted");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let prefix = |r: &BenchRoute<A::K>| Prefix::new(A::from_bits(r.addr), r.len);
     let mut lines = 0;
     for (n, line) in text.lines().enumerate() {
         let bad = || format!("{}:{}: not `ROUTE ANSWER`: {line:?}", path.display(), n + 1);
@@ -255,29 +249,22 @@ fn deleted_answers_hold<A: StudyFamily>(
         };
         let deleted = routes.get(route).ok_or_else(bad)?;
         // The first address of the prefix as routes.txt spells it (masked to its length).
-        let addr = prefix(deleted).addr();
+        let addr = route_prefix::<A>(deleted).addr();
         let want = routes
             .iter()
             .enumerate()
-            .filter(|&(i, r)| i != route && prefix(r).contains(addr))
+            .filter(|&(i, r)| i != route && route_prefix::<A>(r).contains(addr))
             .max_by_key(|(_, r)| r.len)
             .map_or(MISS, |(_, r)| u32::from(r.nh));
         if answer != want {
-            let show = |v: u32| {
-                if v == MISS {
-                    "none".to_string()
-                } else {
-                    v.to_string()
-                }
-            };
             return Err(format!(
-                "{engine} disagrees with {REFERENCE} on {} updates {} while {} was deleted: for \
-                 {addr} it says next hop {}, {REFERENCE} without that route says {}",
+                "{engine} disagrees with the table on {} updates {} while {} was deleted: for \
+                 {addr} it says next hop {}, the longest other route of the table says {}",
                 A::LABEL,
                 routes.len(),
-                prefix(deleted),
-                show(answer),
-                show(want)
+                route_prefix::<A>(deleted),
+                hop(answer),
+                hop(want)
             ));
         }
         lines += 1;
@@ -286,6 +273,15 @@ fn deleted_answers_hold<A: StudyFamily>(
         return Err(format!("{}: no answers", path.display()));
     }
     Ok(())
+}
+
+/// A next hop as the disagreement messages spell it.
+fn hop(v: u32) -> String {
+    if v == MISS {
+        "none".to_string()
+    } else {
+        v.to_string()
+    }
 }
 
 /// Adds `note` unless the run has it already (each repeat would say it again).

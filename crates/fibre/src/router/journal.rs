@@ -9,8 +9,7 @@
 //! load faulted in at about 10% of its time.
 use crate::addr::Address;
 use crate::prefix::Prefix;
-use crate::rib::RouteVec;
-use crate::rib::SavedList;
+use crate::rib::{RouteVec, SavedList};
 use crate::route::TableId;
 use smallvec::SmallVec;
 
