@@ -18,6 +18,10 @@
 //! Without valgrind it prints the wall-clock time of each, and how many route classes the FIB
 //! ids name.
 //!
+//! `FIBRE_PROFILE_BEST_OF=K` times each of those other routes' changes K times in a row instead
+//! and keeps each change's fastest: the tail of the changes' own cost, apart from the machine's
+//! stalls (see `best_of`).
+//!
 //! `FIBRE_PROFILE_REPEAT=PREFIX` (as printed, `2001:7c0::/32`) loads the view, then deletes and
 //! adds back that one route 51 times and prints the median of each, the first pair untimed: the
 //! cost of one prefix's change, say one covering many others, with the previous change's blocks
@@ -115,6 +119,44 @@ fn repeat<A: StudyFamily>(router: &mut Router, routes: &[BenchRoute<A::K>], dev:
         nearest_rank(&del_ns, 0.5),
         nearest_rank(&add_ns, 0.5)
     );
+}
+
+/// `FIBRE_PROFILE_BEST_OF=K`: the timed routes' changes (see `timed_updates`), each route
+/// deleted and added back K times in a row, and each change's fastest time kept. A stall of the
+/// machine rarely hits all K, so the tail left is the changes' own cost (a lower bound: the
+/// repeats find the route's cache lines warm). Prints the median, p99, p99.9 and slowest of
+/// those times, then the 20 routes whose delete and add took longest.
+fn best_of<A: StudyFamily>(router: &mut Router, routes: &[&BenchRoute<A::K>], dev: u32, k: usize) {
+    let mut per_route: Vec<(f64, f64, &BenchRoute<A::K>)> = Vec::with_capacity(routes.len());
+    for &r in routes {
+        let (mut del_ns, mut add_ns) = (f64::MAX, f64::MAX);
+        for _ in 0..k {
+            let t = Instant::now();
+            delete_one::<A>(router, r, dev);
+            del_ns = del_ns.min(t.elapsed().as_nanos() as f64);
+            let t = Instant::now();
+            insert_one::<A>(router, r, dev);
+            add_ns = add_ns.min(t.elapsed().as_nanos() as f64);
+        }
+        per_route.push((del_ns, add_ns, r));
+    }
+    let mut all: Vec<f64> = per_route.iter().flat_map(|&(d, a, _)| [d, a]).collect();
+    all.sort_by(f64::total_cmp);
+    println!(
+        "{}: {} changes, each the fastest of {k}: median {:.0} ns, p99 {:.0}, p99.9 {:.0}, \
+         slowest {:.0}",
+        A::LABEL,
+        all.len(),
+        nearest_rank(&all, 0.5),
+        nearest_rank(&all, 0.99),
+        nearest_rank(&all, 0.999),
+        all.last().copied().unwrap_or(0.0),
+    );
+    per_route.sort_by(|x, y| (y.0 + y.1).total_cmp(&(x.0 + x.1)));
+    for (del_ns, add_ns, r) in per_route.iter().take(20) {
+        let p = format!("{:?}/{}", A::from_bits(r.addr), r.len);
+        println!("{del_ns:>9.0} ns delete {add_ns:>9.0} ns add {p}");
+    }
 }
 
 #[inline(never)]
@@ -236,6 +278,13 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
         .step_by(step)
         .take(n / 10)
         .collect();
+    if let Some(k) = std::env::var("FIBRE_PROFILE_BEST_OF")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&k| k > 0)
+    {
+        return best_of::<A>(&mut router, &others, dev, k);
+    }
     let timed = timed_updates::<A>(&mut router, &others, dev);
     // The same changes on 64 of those routes, over and over: what a change costs once its
     // cache lines are in the caches (the gap to `change_ns` is the misses of a cold route).

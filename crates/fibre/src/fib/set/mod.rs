@@ -435,11 +435,11 @@ impl<'a, A: FibFamily> InOrder<'a, A> {
             .next()
             .map(|s| (s, A::Packed::pack(slot_prefix(s, A::DP_BITS as u8))));
     }
-}
 
-impl<'a, A: FibFamily> Iterator for InOrder<'a, A> {
-    type Item = (Prefix<A>, &'a u32);
-    fn next(&mut self) -> Option<Self::Item> {
+    /// [`Iterator::next`] past the end of the slot being read: the short prefixes before the
+    /// next slot, then that slot. Out of line: see `next`.
+    #[inline(never)]
+    fn next_past_slot(&mut self) -> Option<(Prefix<A>, &'a u32)> {
         loop {
             if let Some((slot, range)) = &mut self.current {
                 if let Some((&k, id)) = range.next() {
@@ -458,5 +458,22 @@ impl<'a, A: FibFamily> Iterator for InOrder<'a, A> {
             self.current = Some((slot, s.prefixes.range(None)));
             self.advance_slot();
         }
+    }
+}
+
+impl<'a, A: FibFamily> Iterator for InOrder<'a, A> {
+    type Item = (Prefix<A>, &'a u32);
+    /// The next prefix of the slot being read; the rest out of line. With the loop in here,
+    /// every call loaded the iterator's twenty-odd fields for it and saved six registers: 118
+    /// instructions a prefix, 72 now (callgrind, `FIBRE_PROFILE_REPEAT=2409:8000::/20
+    /// router_profile 6`: a change under which 9,916 prefixes are read in order).
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some((slot, range)) = &mut self.current {
+            if let Some((&k, id)) = range.next() {
+                return Some((A::from_slot_key(*slot, k), id));
+            }
+        }
+        self.next_past_slot()
     }
 }
