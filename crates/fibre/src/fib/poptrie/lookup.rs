@@ -253,6 +253,7 @@ impl<A: FibFamily> PoptrieView<A> {
         // The shifts below stay inside the key.
         const { assert!(A::DP_BITS + 6 * A::BULK_NODE_STAGES < A::WIDTH as u32) };
         let ar = &*self.arenas;
+        let (chunks, nodes, leaf_cells) = (ar.chunks.cells(), ar.nodes.cells(), leaves.cells());
         // Where each lane's chunk stage reads: its chunk entry, or, where the root entry holds
         // the answer, that root entry again (the chunk stage then reads an answer, without a
         // choice between two places to read; with the leaf tags below, 4.2 of the 65.4
@@ -267,9 +268,7 @@ impl<A: FibFamily> PoptrieView<A> {
             let root_at = self.root_entry_addr(slot);
             // SAFETY: an entry of the root (see `root_entry_addr`), which this view holds.
             let r = unsafe { root_at.read() };
-            let c = ar
-                .chunks
-                .addr((r & !INDEX).wrapping_add(self.in_chunk(slot)));
+            let c = chunks.addr((r & !INDEX).wrapping_add(self.in_chunk(slot)));
             // Prefetching a lane that has its answer reads nothing (a hint never faults).
             prefetch(c);
             if A::FEW_PAST_ROOT > 0 {
@@ -316,8 +315,8 @@ impl<A: FibFamily> PoptrieView<A> {
             let v = Self::next6(keys[i] << Self::S);
             prefetch(select_unpredictable(
                 flat,
-                leaves.addr(node_cell(e).wrapping_add(v)) as *const u8,
-                ar.nodes.addr(node_cell(e)) as *const u8,
+                leaf_cells.addr(node_cell(e).wrapping_add(v)) as *const u8,
+                nodes.addr(node_cell(e)) as *const u8,
             ));
             entry[i & M] = select_unpredictable(flat, e.wrapping_add(v), e);
         }
@@ -329,15 +328,15 @@ impl<A: FibFamily> PoptrieView<A> {
                 if e & AT_LEAF != INDEX {
                     continue;
                 }
-                let node = unsafe { ar.nodes.get_unchecked(node_cell(e)) };
+                let node = unsafe { nodes.get_unchecked(node_cell(e)) };
                 let v = Self::next6(keys[i] << (Self::S + 6 * level));
                 if node.has_child(v) {
                     let child = node.child(v);
-                    prefetch(ar.nodes.addr(child));
+                    prefetch(nodes.addr(child));
                     entry[i & M] = child | INDEX;
                 } else {
                     let cell = node.leaf(v);
-                    prefetch(leaves.addr(cell));
+                    prefetch(leaf_cells.addr(cell));
                     entry[i & M] = cell | AT_LEAF;
                 }
             }
@@ -346,7 +345,7 @@ impl<A: FibFamily> PoptrieView<A> {
         for i in 0..LANES {
             let e = entry[i & M];
             out[i] = if e & AT_LEAF == AT_LEAF {
-                unsafe { leaves.get_unchecked(node_cell(e)) }.unpack()
+                unsafe { leaf_cells.get_unchecked(node_cell(e)) }.unpack()
             } else if e & INDEX == 0 {
                 e
             } else {
