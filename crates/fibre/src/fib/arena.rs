@@ -7,6 +7,7 @@
 //! are raw allocations rather than `Vec`s (a `Vec` would reallocate, and `&mut Vec` would claim
 //! the cells readers are reading).
 use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 const HUGE_PAGE: usize = 2 << 20;
@@ -120,11 +121,12 @@ fn prefault(ptr: *mut u8, len: usize) {
 /// [`RawArena::addr`] read them, from an address the compiler keeps in a register. A prefetch
 /// counts for the compiler as a possible write through its pointer, which might be the
 /// arena's own fields, so a loop that prefetches read `RawArena::ptr` from memory again at
-/// every step (two loads of each IPv6 bulk lookup's node stages).
+/// every step (two loads of each IPv6 bulk lookup's node stages). It borrows the arena, so it
+/// cannot outlive it.
 #[derive(Clone, Copy)]
-pub(crate) struct Cells<T>(*const T);
+pub(crate) struct Cells<'a, T: Copy>(*const T, PhantomData<&'a RawArena<T>>);
 
-impl<T: Copy> Cells<T> {
+impl<T: Copy> Cells<'_, T> {
     /// [`RawArena::get_unchecked`].
     ///
     /// # Safety
@@ -277,8 +279,8 @@ impl<T: Copy> RawArena<T> {
     }
     /// The cells' address as a value of its own, for loops that prefetch (see [`Cells`]).
     #[inline(always)]
-    pub(crate) fn cells(&self) -> Cells<T> {
-        Cells(self.ptr)
+    pub(crate) fn cells(&self) -> Cells<'_, T> {
+        Cells(self.ptr, PhantomData)
     }
     /// Copies `len` cells from `src` to `dst` (ranges apart; checked).
     ///
