@@ -117,29 +117,39 @@ fn prefault(ptr: *mut u8, len: usize) {
     }
 }
 
-/// The cells of a [`RawArena`], read as [`RawArena::get_unchecked`] and
-/// [`RawArena::addr`] read them, from an address the compiler keeps in a register. A prefetch
-/// counts for the compiler as a possible write through its pointer, which might be the
-/// arena's own fields, so a loop that prefetches read `RawArena::ptr` from memory again at
-/// every step (two loads of each IPv6 bulk lookup's node stages). It borrows the arena, so it
-/// cannot outlive it.
+/// The cells of a [`RawArena`] as a value of their own, which the compiler keeps in a
+/// register: the arena's unchecked reads and addresses go through it. A prefetch counts for the
+/// compiler as a possible write through its pointer, which might be the arena's own fields, so
+/// a loop that prefetched read `RawArena::ptr` from memory again at every step (two loads of
+/// each IPv6 bulk lookup's node stages); the bulk lookups take their arenas' `Cells` once. It
+/// borrows the arena, so it cannot outlive it, and carries its capacity for the debug builds'
+/// bounds check.
 #[derive(Clone, Copy)]
-pub(crate) struct Cells<'a, T: Copy>(*const T, PhantomData<&'a RawArena<T>>);
+pub(crate) struct Cells<'a, T: Copy> {
+    ptr: *const T,
+    #[cfg(debug_assertions)]
+    cap: usize,
+    _arena: PhantomData<&'a RawArena<T>>,
+}
 
 impl<T: Copy> Cells<'_, T> {
-    /// [`RawArena::get_unchecked`].
+    /// Reads cell `i` without a bounds check: the lookups' path.
     ///
     /// # Safety
-    /// As for [`RawArena::get_unchecked`], of the arena these cells are.
+    /// `i` is below the arena's capacity, and the cell belongs to a version published before
+    /// the read (so no writer writes it now). An index taken from a published version of a
+    /// structure whose indexes the writer kept inside the capacity is such a cell.
     #[inline(always)]
     pub(crate) unsafe fn get_unchecked(self, i: u32) -> T {
+        #[cfg(debug_assertions)]
+        debug_assert!((i as usize) < self.cap);
         // SAFETY: the caller's contract.
-        unsafe { self.0.add(i as usize).read() }
+        unsafe { self.ptr.add(i as usize).read() }
     }
-    /// [`RawArena::addr`].
+    /// The address of cell `i`, for prefetching.
     #[inline(always)]
     pub(crate) fn addr(self, i: u32) -> *const T {
-        self.0.wrapping_add(i as usize)
+        self.ptr.wrapping_add(i as usize)
     }
 }
 
@@ -260,27 +270,29 @@ impl<T: Copy> RawArena<T> {
         // writer reads its own cells, and readers only cells of published versions.
         unsafe { self.ptr.add(i as usize).read() }
     }
-    /// Reads cell `i` without a bounds check: the lookups' path.
+    /// [`Cells::get_unchecked`].
     ///
     /// # Safety
-    /// `i` is below the capacity, and the cell belongs to a version published before the read
-    /// (so no writer writes it now). An index taken from a published version of a structure
-    /// whose indexes the writer kept inside the capacity is such a cell.
+    /// As for [`Cells::get_unchecked`].
     #[inline(always)]
     pub(crate) unsafe fn get_unchecked(&self, i: u32) -> T {
-        debug_assert!((i as usize) < self.cap);
         // SAFETY: the caller's contract.
-        unsafe { self.ptr.add(i as usize).read() }
+        unsafe { self.cells().get_unchecked(i) }
     }
-    /// The address of cell `i`, for prefetching.
+    /// [`Cells::addr`].
     #[inline(always)]
     pub(crate) fn addr(&self, i: u32) -> *const T {
-        self.ptr.wrapping_add(i as usize)
+        self.cells().addr(i)
     }
-    /// The cells' address as a value of its own, for loops that prefetch (see [`Cells`]).
+    /// The cells, for loops that prefetch (see [`Cells`]).
     #[inline(always)]
     pub(crate) fn cells(&self) -> Cells<'_, T> {
-        Cells(self.ptr, PhantomData)
+        Cells {
+            ptr: self.ptr,
+            #[cfg(debug_assertions)]
+            cap: self.cap,
+            _arena: PhantomData,
+        }
     }
     /// Copies `len` cells from `src` to `dst` (ranges apart; checked).
     ///
