@@ -42,6 +42,37 @@ pub(super) fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
+/// The lanes of a bulk stage whose entry names a node (`INDEX` set, `FLAT` clear), a bit each.
+#[inline(always)]
+fn at_node(entry: &[u32; LANES]) -> u32 {
+    // A node's entry has `INDEX` (the sign bit) set and `FLAT` (bit 29) clear: the sign bit
+    // of `e & !(e << 2)`. SSE2, part of every x86-64, gathers four lanes' sign bits in one
+    // instruction (`movmskps`): 1.8 instructions a lane, where the compiler's own vectorising
+    // of the portable loop (kept for other CPUs) took 2.8.
+    const { assert!(INDEX == 1 << 31 && FLAT == 1 << 29 && LANES.is_multiple_of(4)) };
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let mut mask = 0u32;
+        for q in 0..LANES / 4 {
+            // SAFETY: SSE2 is part of x86-64; the load reads lanes 4q..4q+4 of the array.
+            let signs = unsafe {
+                let v = _mm_loadu_si128(entry.as_ptr().add(4 * q).cast::<__m128i>());
+                _mm_movemask_ps(_mm_castsi128_ps(_mm_andnot_si128(
+                    _mm_slli_epi32::<2>(v),
+                    v,
+                )))
+            };
+            mask |= (signs as u32) << (4 * q);
+        }
+        mask
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    (0..LANES).fold(0, |m, i| {
+        m | (u32::from(entry[i] & (INDEX | FLAT) == INDEX) << i)
+    })
+}
+
 impl<A: FibFamily> PoptrieView<A> {
     const S: u32 = A::DP_BITS;
 
@@ -321,23 +352,28 @@ impl<A: FibFamily> PoptrieView<A> {
             entry[i & M] = select_unpredictable(flat, e.wrapping_add(v), e);
         }
         // Node levels: each lane's node gives a leaf (its cell in `entry`, read last) or a
-        // child.
+        // child. Only the lanes at a node are visited, from a mask of them (issue 15,
+        // twenty-sixth round): most W1 IPv4 lanes end in a flat block (a /24), and testing
+        // every lane's entry took 8 instructions a lane a level. IPv4 W1 bulk 59.3 -> 53.6
+        // instructions a lookup, IPv6 158.7 -> 158.2 (callgrind, `fib_profile 4|6`).
+        let mut walking = at_node(&entry);
         for level in 0..A::BULK_NODE_STAGES {
-            for i in 0..LANES {
-                let e = entry[i & M];
-                if e & AT_LEAF != INDEX {
-                    continue;
-                }
+            let mut lanes = walking;
+            while lanes != 0 {
+                let i = lanes.trailing_zeros() as usize & M;
+                lanes &= lanes - 1;
+                let e = entry[i];
                 let node = unsafe { nodes.get_unchecked(node_cell(e)) };
                 let v = Self::next6(keys[i] << (Self::S + 6 * level));
                 if node.has_child(v) {
                     let child = node.child(v);
                     prefetch(nodes.addr(child));
-                    entry[i & M] = child | INDEX;
+                    entry[i] = child | INDEX;
                 } else {
                     let cell = node.leaf(v);
                     prefetch(leaf_cells.addr(cell));
-                    entry[i & M] = cell | AT_LEAF;
+                    entry[i] = cell | AT_LEAF;
+                    walking &= !(1 << i);
                 }
             }
         }
