@@ -44,7 +44,7 @@ pub(super) fn prefetch<T>(p: *const T) {
 
 /// The lanes of a bulk stage whose entry names a node (`INDEX` set, `FLAT` clear), a bit each.
 #[inline(always)]
-fn at_node(entry: &[u32; LANES]) -> u32 {
+pub(super) fn at_node(entry: &[u32; LANES]) -> u32 {
     // A node's entry has `INDEX` (the sign bit) set and `FLAT` (bit 29) clear: the sign bit
     // of `e & !(e << 2)`. SSE2, part of every x86-64, gathers four lanes' sign bits in one
     // instruction (`movmskps`): 1.8 instructions a lane, where the compiler's own vectorising
