@@ -71,8 +71,8 @@ impl LookupPath {
         })
     }
 
-    /// The default rule, from `fibre bench` and `fib_profile` on AMD Zen 4 (AVX-512): AVX-512
-    /// where the CPU has it, for both families, else the scalar path.
+    /// The default rule, from `fibre bench` and `fib_profile` on AMD Zen 4 and Intel Emerald
+    /// Rapids (AVX-512): AVX-512 where the CPU has it, for both families, else the scalar path.
     /// - IPv6 (128-bit keys): 18.5 ns a W1 bulk lookup on the full view against 23.7 ns scalar
     ///   (issue 15's second round). A node level of a 128-bit key costs the scalar path a
     ///   two-word shift and its lane bookkeeping; a vector does 8 lanes in a few instructions,
@@ -82,9 +82,15 @@ impl LookupPath {
     ///   level on W1 (4.26-4.54 ns against 4.41-4.71 scalar, ahead in four runs of five) and a
     ///   quarter ahead on W2 (uniform addresses, where lanes end at different levels: 5.11-5.25
     ///   against 6.53-7.03), five runs of `fib_profile 4 1000000 time`, both paths in each.
-    /// - Intel parts with VPOPCNTDQ (Ice Lake on) run gathers under the Downfall (GDS)
-    ///   microcode fix, much slower: there `FIBRE_LOOKUP=scalar` may be the better choice, and
-    ///   the rule may need the vendor. Not measured: no such machine was at hand.
+    /// - Intel Xeon, Emerald Rapids (family 6 model 207, whose kernel reports it not affected
+    ///   by Downfall (GDS), so its gathers run without that microcode fix; issue 15's
+    ///   twenty-seventh round): AVX-512 ahead on both families, three runs of
+    ///   `fib_profile 4 1000000 time` and two of `fib_profile 6 …`, every path in each: IPv4 W1
+    ///   5.7-7.4 ns against 6.9-9.6 scalar and 9.8-13.2 AVX2, W2 4.2-6.4 against 9.1-12.1;
+    ///   IPv6 W1 10.2-13.7 against 23.4-28.2 scalar, W2 1.4-1.8 against 1.8-2.4. The Intel parts
+    ///   with VPOPCNTDQ that Downfall affects (Ice Lake, Tiger Lake, Rocket Lake) run gathers
+    ///   under its microcode fix, much slower; not measured: there `FIBRE_LOOKUP=scalar` may be
+    ///   the better choice.
     /// - AVX2 is nowhere ahead. On Zen 4 its 4-lane gathers and table-driven popcount only tie
     ///   the scalar path (IPv6 23.3 ns). On AMD Zen 3 (EPYC, family 25 model 1: AVX2 without
     ///   AVX-512), where the rule gives scalar, AVX2 is behind in every round: W1 IPv4 17-25 ns
