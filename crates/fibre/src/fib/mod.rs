@@ -61,6 +61,18 @@ impl std::fmt::Display for IdOutOfRange {
 }
 impl std::error::Error for IdOutOfRange {}
 
+/// Asks the caches for the line at `p` (a hint: it never faults, whatever the address).
+#[inline(always)]
+pub(crate) fn prefetch_line<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint; it never faults, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// The first `(prefix, id)` whose id a FIB cannot store.
 pub(crate) fn check_ids<A: Address>(
     mut pairs: impl Iterator<Item = (Prefix<A>, u32)>,
@@ -268,6 +280,10 @@ pub trait LpmAlgorithm<A: FibFamily>: Send + Sync + Sized + 'static {
     /// publishes once. An id above [`MAX_ID`] at a changed prefix is refused before anything
     /// changes. A change not named in `changed` leaves lookups unspecified (never unsound).
     fn update(&mut self, routes: &PrefixSet<A>, changed: &[Prefix<A>]) -> Result<(), IdOutOfRange>;
+    /// Asks the caches for what an update of `prefix` will read first, ahead of it (a hint: no
+    /// effect on answers). The router calls it before the RIB's edit, so that the misses of
+    /// both overlap.
+    fn prefetch_update(&self, _prefix: &Prefix<A>) {}
     /// A handle readers on any thread load versions from.
     fn reader(&self) -> Reader<Self::View>;
     /// The version last published, as the writer holds it (no load through the shared cell).
@@ -467,6 +483,12 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
         }
         changed.clear();
         self.changed = changed;
+    }
+    /// Asks the caches for what a [`Fib::set`] of `prefix` and the [`Fib::publish`] after it
+    /// read first: a hint, ahead of the work (see [`LpmAlgorithm::prefetch_update`]).
+    pub fn prefetch_update(&self, prefix: &Prefix<A>) {
+        self.routes.prefetch(prefix);
+        self.lpm.prefetch_update(prefix);
     }
     /// The id stored for exactly `prefix`.
     pub fn get(&self, prefix: &Prefix<A>) -> Option<u32> {

@@ -506,6 +506,25 @@ impl<A: RouterFamily> Fibs<A> {
         }
     }
 
+    /// Asks the caches for what the FIBs that follow table `t` read first when `dst` changes
+    /// there (see [`Fib::prefetch_update`]): called before the RIB's edit of a route change,
+    /// whose misses then overlap the FIBs'.
+    pub(super) fn prefetch_update(&self, st: &FamilyState<A>, t: TableId, dst: &Prefix<A>) {
+        if self.disabled {
+            return;
+        }
+        if Self::own_fib(st, t) {
+            if let Some(tf) = self.tables.get(&t) {
+                tf.fib.prefetch_update(dst);
+            }
+        }
+        if t == TABLE_LOCAL || t == TABLE_MAIN {
+            if let Some(m) = self.merged.as_ref() {
+                m.fib.prefetch_update(dst);
+            }
+        }
+    }
+
     /// The FIBs of tables gone go; a table that should have a FIB of its own and has none (rules
     /// customised in this change set) gets one.
     fn match_tables(&mut self, st: &FamilyState<A>, links: &dyn LinkState) {

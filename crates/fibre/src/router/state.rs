@@ -142,12 +142,23 @@ impl<A: RouterFamily> FamilyState<A> {
         counts
     }
 
+    /// The first edit of a change set (a route change's only one) has the FIBs that follow
+    /// `table` prefetch what `dst`'s update will read, so that those misses overlap the
+    /// RIB's own (`change_misses`: a cold delete took 400-600 ns less with them in cache).
+    /// Later edits do not: a load's FIBs are built anew.
+    fn prefetch_fibs(&self, table: TableId, dst: &Prefix<A>) {
+        if self.journal.is_empty() {
+            self.fibs.prefetch_update(self, table, dst);
+        }
+    }
+
     /// Interns, inserts, and releases what the insert displaced.
     pub(super) fn insert(
         &mut self,
         spec: &RouteSpec<A>,
         mode: InsertMode,
     ) -> Result<(), ChangeError> {
+        self.prefetch_fibs(spec.table, &spec.dst);
         let nh = self.nhs.intern(&spec.hops);
         let route = spec.with_hops(nh);
         let mut saved = std::mem::take(&mut self.saved);
@@ -177,6 +188,7 @@ impl<A: RouterFamily> FamilyState<A> {
     }
 
     pub(super) fn delete(&mut self, table: TableId, sel: &RouteSelector<A>) -> Result<(), Errno> {
+        self.prefetch_fibs(table, &sel.dst);
         let Some(rib) = self.tables.get_mut(&table) else {
             return Err(Errno::ESRCH);
         };

@@ -31,16 +31,7 @@ pub(super) fn padded<K: Bits, const N: usize>(keys: &[K]) -> [K; N] {
     group
 }
 
-#[inline(always)]
-pub(super) fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint; it never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
+pub(super) use crate::fib::prefetch_line as prefetch;
 
 /// The lanes of a bulk stage whose entry names a node (`INDEX` set, `FLAT` clear), a bit each.
 #[inline(always)]

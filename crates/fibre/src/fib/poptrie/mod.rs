@@ -638,6 +638,22 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
         Self::build_holding(routes, NO_ROUTE, None)
     }
 
+    /// The chunk entry of the prefix's first slot, and the chunk's first line (the chunk is
+    /// copied before its entry is set: `chunk_for_write`). The root is the writer's own,
+    /// small and read on every change.
+    fn prefetch_update(&self, prefix: &Prefix<A>) {
+        let slot = lookup::top(prefix.bits(), A::DP_BITS);
+        let chunk = self.chunk_len();
+        let Some(&e) = self.root.get(slot / chunk) else {
+            return;
+        };
+        if e & INDEX != 0 {
+            let first = e & !INDEX;
+            lookup::prefetch(self.arenas.chunks.addr(first));
+            lookup::prefetch(self.arenas.chunks.addr(first + (slot % chunk) as u32));
+        }
+    }
+
     /// Leaf cells as wide as this generation's, which may be wider than the routes' ids need,
     /// and a root as large (chosen for the table this generation was built from).
     fn rebuilt_like(&self, routes: &PrefixSet<A>) -> Result<Self, IdOutOfRange> {

@@ -219,6 +219,16 @@ impl<A: FibFamily> PrefixSet<A> {
             self.short.get(&A::Packed::pack(*p))
         }
     }
+    /// Asks the caches for `p`'s slot and the first line of its prefixes (a long prefix's; a
+    /// short one's B-tree is not): what [`PrefixSet::insert`] and [`PrefixSet::remove`] of `p`
+    /// read first. The slot's hash table entry is read now; its prefixes are prefetched.
+    pub fn prefetch(&self, p: &Prefix<A>) {
+        if is_long(p) {
+            if let Some(s) = self.slots.get(&slot_of(p)) {
+                s.prefixes.prefetch();
+            }
+        }
+    }
     /// Stores `p -> id`, giving back the id it replaces.
     pub fn insert(&mut self, p: Prefix<A>, id: u32) -> Option<u32> {
         self.last = Some((p, Some(id)));

@@ -88,6 +88,15 @@ impl<A: FibFamily> SlotPrefixes<A> {
         SlotPrefixes::Many(Box::new(many))
     }
 
+    /// Prefetches the first line of the prefixes (a B-tree's root node).
+    pub(super) fn prefetch(&self) {
+        let first: *const u8 = match self {
+            SlotPrefixes::Few(v) => v.as_ptr().cast(),
+            SlotPrefixes::Many(m) => (&**m as *const Many<A>).cast(),
+        };
+        crate::fib::prefetch_line(first);
+    }
+
     pub(super) fn len(&self) -> usize {
         match self {
             SlotPrefixes::Few(v) => v.len(),
