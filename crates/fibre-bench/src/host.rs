@@ -59,8 +59,8 @@ fn cpu_model_of(cpuinfo: &str) -> String {
         cpuinfo
             .lines()
             .take_while(|l| !l.trim().is_empty())
-            .find(|l| l.split(':').next().map(str::trim) == Some(name))
-            .and_then(|l| l.split_once(':'))
+            .filter_map(|l| l.split_once(':'))
+            .find(|(k, _)| k.trim() == name)
             .map(|(_, v)| v.trim())
             .filter(|v| !v.is_empty())
     };

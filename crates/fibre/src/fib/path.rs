@@ -73,19 +73,20 @@ impl LookupPath {
 
     /// The default rule, from `fibre bench` and `fib_profile` on AMD Zen 4 and Intel Emerald
     /// Rapids (AVX-512): AVX-512 where the CPU has it, for both families, else the scalar path.
-    /// - IPv6 (128-bit keys): 18.5 ns a W1 bulk lookup on the full view against 23.7 ns scalar
+    /// - IPv6 (128-bit keys), Zen 4: 18.5 ns a W1 bulk lookup on the full view against 23.7 ns scalar
     ///   (issue 15's second round). A node level of a 128-bit key costs the scalar path a
     ///   two-word shift and its lane bookkeeping; a vector does 8 lanes in a few instructions,
     ///   and IPv6 walks several levels.
-    /// - IPv4: scalar until issue 15's ninth round (8.4 ns AVX-512 against 6.5 ns scalar, W1).
+    /// - IPv4, Zen 4: scalar until issue 15's ninth round (8.4 ns AVX-512 against 6.5 ns scalar, W1).
     ///   With the keys read straight into lanes (no scalar copy into two arrays) AVX-512 is
     ///   level on W1 (4.26-4.54 ns against 4.41-4.71 scalar, ahead in four runs of five) and a
     ///   quarter ahead on W2 (uniform addresses, where lanes end at different levels: 5.11-5.25
     ///   against 6.53-7.03), five runs of `fib_profile 4 1000000 time`, both paths in each.
-    /// - Intel Xeon, Emerald Rapids (family 6 model 207, whose kernel reports it not affected
-    ///   by Downfall (GDS), so its gathers run without that microcode fix; issue 15's
-    ///   twenty-seventh round): AVX-512 ahead on both families, three runs of
-    ///   `fib_profile 4 1000000 time` and two of `fib_profile 6 …`, every path in each: IPv4 W1
+    /// - Intel Xeon, Emerald Rapids (family 6 model 207; issue 15's twenty-seventh round). Its
+    ///   kernel reports it not affected by Downfall (GDS), so its gathers run without that
+    ///   microcode fix. AVX-512 is ahead on both families, three runs of
+    ///   `fib_profile 4 1000000 time` and two of `fib_profile 6 1000000 time`, every path in
+    ///   each: IPv4 W1
     ///   5.7-7.4 ns against 6.9-9.6 scalar and 9.8-13.2 AVX2, W2 4.2-6.4 against 9.1-12.1;
     ///   IPv6 W1 10.2-13.7 against 23.4-28.2 scalar, W2 1.4-1.8 against 1.8-2.4. The Intel parts
     ///   with VPOPCNTDQ that Downfall affects (Ice Lake, Tiger Lake, Rocket Lake) run gathers

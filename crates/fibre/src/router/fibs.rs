@@ -510,9 +510,6 @@ impl<A: RouterFamily> Fibs<A> {
     /// there (see [`Fib::prefetch_update`]): called before the RIB's edit of a route change,
     /// whose misses then overlap the FIBs'.
     pub(super) fn prefetch_update(&self, st: &FamilyState<A>, t: TableId, dst: &Prefix<A>) {
-        if self.disabled {
-            return;
-        }
         if Self::own_fib(st, t) {
             if let Some(tf) = self.tables.get(&t) {
                 tf.fib.prefetch_update(dst);

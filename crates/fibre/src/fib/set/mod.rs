@@ -222,7 +222,7 @@ impl<A: FibFamily> PrefixSet<A> {
     /// Asks the caches for `p`'s slot and the first line of its prefixes (a long prefix's; a
     /// short one's B-tree is not): what [`PrefixSet::insert`] and [`PrefixSet::remove`] of `p`
     /// read first. The slot's hash table entry is read now; its prefixes are prefetched.
-    pub fn prefetch(&self, p: &Prefix<A>) {
+    pub(crate) fn prefetch(&self, p: &Prefix<A>) {
         if is_long(p) {
             if let Some(s) = self.slots.get(&slot_of(p)) {
                 s.prefixes.prefetch();

@@ -88,7 +88,9 @@ impl<A: FibFamily> SlotPrefixes<A> {
         SlotPrefixes::Many(Box::new(many))
     }
 
-    /// Prefetches the first line of the prefixes (a B-tree's root node).
+    /// Prefetches the first line a search reads: the array's first, or a B-tree's header (its
+    /// root pointer: the root node itself is one read further, which `BTreeMap` does not give
+    /// without that read).
     pub(super) fn prefetch(&self) {
         let first: *const u8 = match self {
             SlotPrefixes::Few(v) => v.as_ptr().cast(),
