@@ -105,7 +105,7 @@ fn scenario(path: &Path) {
         offset += chunk.lines().count();
         std::thread::sleep(std::time::Duration::from_millis(1200));
     }
-    let mut batch = Batch::new(Router::new());
+    let mut batch = Batch::new(router_like_the_kernel());
     batch.json = true;
     batch.mode = BatchMode::Force;
     batch.name = path.display().to_string();
@@ -233,7 +233,7 @@ fn route_get_text(path: &Path) {
         std::thread::sleep(std::time::Duration::from_millis(1200));
     }
     let k = ns.ip_batch_str(&[], &queries).expect("ip -batch");
-    let mut batch = Batch::new(Router::new());
+    let mut batch = Batch::new(router_like_the_kernel());
     batch.mode = BatchMode::Force;
     batch.run_text(&setup);
     let ours = batch.run_text(&queries);
@@ -265,4 +265,11 @@ fn route_get_prints_ips_text() {
 
 fn scenarios() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios")
+}
+
+/// A router modelling the oracle's kernel build (see `kernel_oracle::has_ipv6_multicast_routing`).
+fn router_like_the_kernel() -> Router {
+    let mut router = Router::new();
+    router.set_ipv6_multicast_routing(kernel_oracle::has_ipv6_multicast_routing());
+    router
 }

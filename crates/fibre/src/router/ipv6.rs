@@ -231,9 +231,10 @@ impl family::Kernel for Ipv6Addr {
         };
         let (iif_name, oif_name) = r.names(flow.iif, flow.oif);
         let m = Self::policy_lookup(&r.v6, &flow, iif_name, oif_name, &*r.links)?;
-        if q.iif.is_some() && m.route.dst.addr().is_multicast() {
+        if q.iif.is_some() && m.route.dst.addr().is_multicast() && !r.without_ipv6_mroute {
             // `rt6_fill_node` asks multicast routing (`ip6mr_get_route`) for a forwarded
-            // packet to a group; without it the reply cannot be built: EMSGSIZE.
+            // packet to a group; without a multicast route the reply cannot be built:
+            // EMSGSIZE. A kernel built without multicast routing skips that and answers.
             return Err(Errno::EMSGSIZE);
         }
         Ok(r.v6.answer(&m, dst, src, q.iif))
@@ -394,6 +395,41 @@ impl family::Kernel for Ipv6Addr {
                     &mut saved,
                 );
                 st.journal.extend(*id, saved);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::io::iproute2::Batch;
+    use crate::Router;
+
+    /// A forwarded packet to a group: EMSGSIZE from a kernel built with IPv6 multicast routing
+    /// (the default model), the multicast route from one built without it (the kernel
+    /// differential tests check each against the kernel they run on).
+    #[test]
+    fn a_group_with_iif_answers_as_the_kernel_build_does() {
+        let setup = "link set lo up\nlink add va type veth peer name vb\nlink set va up\n\
+                     link set vb up\naddr add 2001:db8:1::1/64 dev va nodad\n";
+        let query = "route get ff02::1 from 2001:db8:1::9 iif va\n";
+        for built_in in [true, false] {
+            let mut router = Router::new();
+            router.set_ipv6_multicast_routing(built_in);
+            let mut b = Batch::new(router);
+            assert!(b.run_text(setup).success());
+            let out = b.run_text(query);
+            if built_in {
+                assert!(!out.success(), "{}", out.stdout);
+                assert!(out.stderr.contains("Message too long"), "{}", out.stderr);
+            } else {
+                assert!(out.success(), "{}", out.stderr);
+                assert!(
+                    out.stdout
+                        .starts_with("multicast ff02::1 from 2001:db8:1::9 dev va table local"),
+                    "{}",
+                    out.stdout
+                );
             }
         }
     }

@@ -176,6 +176,10 @@ pub struct Router {
     /// A mirror of a kernel: the routes the kernel derives from addresses and links come from
     /// the kernel with the rest, so fibre derives none itself (neither twice nor missing).
     mirrored: bool,
+    /// The kernel modelled was built without IPv6 multicast routing (see
+    /// [`Router::set_ipv6_multicast_routing`]). A setting of the model, as the FIB path's
+    /// switch is, not state: snapshots do not carry it.
+    without_ipv6_mroute: bool,
     /// Inline, not boxed: a lone change takes one and drops it, and should not allocate.
     snapshot: Option<Snapshot>,
     /// Which state this is (see [`Router::version`]).
@@ -219,6 +223,15 @@ impl Router {
     pub fn set_fibs_enabled(&mut self, on: bool) {
         self.v4.fibs.disabled = !on;
         self.v6.fibs.disabled = !on;
+    }
+
+    /// Whether the kernel modelled was built with IPv6 multicast routing
+    /// (`CONFIG_IPV6_MROUTE`, as distributions ship it: the default). It decides one answer: a
+    /// `route get` with `iif` of a packet to an IPv6 group is EMSGSIZE with it (`rt6_fill_node`
+    /// asks multicast routing for the reply and finds no multicast route) and the route
+    /// matched without it. `kernel_oracle::has_ipv6_multicast_routing` tells a live kernel's.
+    pub fn set_ipv6_multicast_routing(&mut self, built_in: bool) {
+        self.without_ipv6_mroute = !built_in;
     }
 
     /// Opens a change set.

@@ -421,7 +421,7 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
         stderr: k_links,
     };
 
-    let mut batch = Batch::new(Router::new());
+    let mut batch = Batch::new(router_like_the_kernel());
     batch.mode = BatchMode::Force;
     let f = batch.run_text(&setup.text);
     assert!(f.success(), "fibre refused the setup: {}", f.stderr);
@@ -805,7 +805,7 @@ fn fib_path_answers_as_the_rib() {
     for p in &profiles {
         let setup = gen::setup();
         let cfg = gen::config(p);
-        let mut batch = Batch::new(Router::new());
+        let mut batch = Batch::new(router_like_the_kernel());
         batch.mode = BatchMode::Force;
         assert!(batch.run_text(&setup.text).success());
         batch.run_text(&cfg.v4);
@@ -875,4 +875,11 @@ fn fib_path_answers_as_the_rib() {
             .is_some_and(|t| !t.fib().is_empty()));
         eprintln!("FIB vs RIB: seed {}: {compared} probes agree", p.seed);
     }
+}
+
+/// A router modelling the oracle's kernel build (see `kernel_oracle::has_ipv6_multicast_routing`).
+fn router_like_the_kernel() -> Router {
+    let mut router = Router::new();
+    router.set_ipv6_multicast_routing(kernel_oracle::has_ipv6_multicast_routing());
+    router
 }
