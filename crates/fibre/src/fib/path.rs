@@ -86,12 +86,11 @@ impl LookupPath {
     ///   kernel reports it not affected by Downfall (GDS), so its gathers run without that
     ///   microcode fix. AVX-512 is ahead on both families, three runs of
     ///   `fib_profile 4 1000000 time` and two of `fib_profile 6 1000000 time`, every path in
-    ///   each: IPv4 W1
-    ///   5.7-7.4 ns against 6.9-9.6 scalar and 9.8-13.2 AVX2, W2 4.2-6.4 against 9.1-12.1;
-    ///   IPv6 W1 10.2-13.7 against 23.4-28.2 scalar, W2 1.4-1.8 against 1.8-2.4. The Intel parts
-    ///   with VPOPCNTDQ that Downfall affects (Ice Lake, Tiger Lake, Rocket Lake) run gathers
-    ///   under its microcode fix, much slower; not measured: there `FIBRE_LOOKUP=scalar` may be
-    ///   the better choice.
+    ///   each: IPv4 W1 5.7-7.4 ns against 6.9-9.6 scalar and 9.8-13.2 AVX2, W2 4.2-6.4 against
+    ///   9.1-12.1; IPv6 W1 10.2-13.7 against 23.4-28.2 scalar, W2 1.4-1.8 against 1.8-2.4. The
+    ///   Intel parts with VPOPCNTDQ that Downfall affects (Ice Lake, Tiger Lake, Rocket Lake)
+    ///   run gathers under its microcode fix, much slower; not measured: there
+    ///   `FIBRE_LOOKUP=scalar` may be the better choice.
     /// - AVX2 is nowhere ahead. On Zen 4 its 4-lane gathers and table-driven popcount only tie
     ///   the scalar path (IPv6 23.3 ns). On AMD Zen 3 (EPYC, family 25 model 1: AVX2 without
     ///   AVX-512), where the rule gives scalar, AVX2 is behind in every round: W1 IPv4 17-25 ns
