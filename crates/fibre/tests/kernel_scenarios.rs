@@ -5,8 +5,10 @@
 //! flags, and the JSON that `route get`, `route show` and `rule show` print.
 //!
 //! Needs root and `ip netns`; skips with a message elsewhere, fails when FIBRE_KERNEL_TESTS=required.
+#[path = "support/kernel_build.rs"]
+mod kernel_build;
 use fibre::io::iproute2::{Batch, BatchMode};
-use fibre::Router;
+use kernel_build::router_like_the_kernel;
 use kernel_oracle::{skip_or_fail, Netns};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -265,11 +267,4 @@ fn route_get_prints_ips_text() {
 
 fn scenarios() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios")
-}
-
-/// A router modelling the oracle's kernel build (see `kernel_oracle::has_ipv6_multicast_routing`).
-fn router_like_the_kernel() -> Router {
-    let mut router = Router::new();
-    router.set_ipv6_multicast_routing(kernel_oracle::has_ipv6_multicast_routing());
-    router
 }

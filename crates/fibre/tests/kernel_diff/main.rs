@@ -11,6 +11,9 @@
 //! Needs root and `ip netns`; skips with a message elsewhere, fails instead when
 //! FIBRE_KERNEL_TESTS=required (as in CI).
 mod gen;
+#[path = "../support/kernel_build.rs"]
+mod kernel_build;
+use kernel_build::router_like_the_kernel;
 
 use fibre::io::iproute2::{Batch, BatchMode};
 use fibre::router::RouterFamily;
@@ -875,11 +878,4 @@ fn fib_path_answers_as_the_rib() {
             .is_some_and(|t| !t.fib().is_empty()));
         eprintln!("FIB vs RIB: seed {}: {compared} probes agree", p.seed);
     }
-}
-
-/// A router modelling the oracle's kernel build (see `kernel_oracle::has_ipv6_multicast_routing`).
-fn router_like_the_kernel() -> Router {
-    let mut router = Router::new();
-    router.set_ipv6_multicast_routing(kernel_oracle::has_ipv6_multicast_routing());
-    router
 }
