@@ -86,6 +86,8 @@ fn a_synced_mirror_prints_and_answers_as_the_kernel() {
         "rule show",
         "-6 rule show",
         "nexthop show",
+        // A forwarded packet to a group: EMSGSIZE or the route, as the kernel was built.
+        "-6 route get ff02::1 from 2001:db8:1::9 iif va",
     ]
     .join("\n");
     let mut probes = String::new();

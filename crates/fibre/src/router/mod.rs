@@ -229,7 +229,8 @@ impl Router {
     /// (`CONFIG_IPV6_MROUTE`, as distributions ship it: the default). It decides one answer: a
     /// `route get` with `iif` of a packet to an IPv6 group is EMSGSIZE with it (`rt6_fill_node`
     /// asks multicast routing for the reply and finds no multicast route) and the route
-    /// matched without it. `kernel_oracle::has_ipv6_multicast_routing` tells a live kernel's.
+    /// matched without it. `io::netlink::kernel_has_ipv6_multicast_routing` tells the running
+    /// kernel's, and a netlink `Mirror` models the kernel it follows with it.
     pub fn set_ipv6_multicast_routing(&mut self, built_in: bool) {
         self.without_ipv6_mroute = !built_in;
     }

@@ -632,6 +632,7 @@ impl Mirror {
         report.routes = [v4.routes.len(), v6.routes.len()];
         let image = RouterImage::mirrored(links, v4, v6);
         let mut router = Router::from_image(image).map_err(MirrorError::Inconsistent)?;
+        router.set_ipv6_multicast_routing(kernel_has_ipv6_multicast_routing());
         if self.synced {
             let old = self.live.load();
             router.mirror_inherit_rules_customised(&old);
@@ -662,6 +663,15 @@ impl Mirror {
         self.unsure = unsure;
         Ok(report)
     }
+}
+
+/// Whether the running kernel was built with IPv6 multicast routing (`CONFIG_IPV6_MROUTE`):
+/// it then has `/proc/net/ip6_mr_cache` (in every namespace: it is the build's, so the
+/// caller's namespace tells the followed one's). A mirror models the kernel it follows
+/// ([`Router::set_ipv6_multicast_routing`]): one answer differs, a `route get` with `iif` of a
+/// packet to an IPv6 group.
+pub fn kernel_has_ipv6_multicast_routing() -> bool {
+    std::path::Path::new("/proc/net/ip6_mr_cache").exists()
 }
 
 fn parts<A: RouterFamily>() -> FamilyParts<A> {
