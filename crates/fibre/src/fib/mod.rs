@@ -139,6 +139,16 @@ pub trait FibFamily: Address {
     /// (Measured before flat blocks: with one-byte leaves most such IPv4 top nodes are flat
     /// now, and the tag serves the rest, and wider ids' FIBs, the router's.)
     const LEAVES_ONLY_TOPS: bool;
+    /// Keys per call of the AVX-512 bulk kernel where a batch has that many: 64 (8 vectors of
+    /// 8 lanes) or 128 (16); a batch's last keys go in a call of 64 where they are that few.
+    /// Measured per family on an Intel Xeon (Emerald Rapids; `fib_profile 4|6 1000000 time`,
+    /// one batch of a million keys, the binaries of 64 and 128 in turn, eight quiet pairs):
+    /// IPv4's W1 bulk lookups took 0.95 of the time with 128 (median of the pairs' ratios,
+    /// 0.88-1.00), W2 0.91 (0.87-0.99); 256 keys were between 64 and 128. IPv6's W1 took
+    /// 1.01-1.10 of the time with 128 in four noisier pairs (its keys' two halves fill twice the
+    /// registers). On Zen 4, 128 measured no faster than 64 (issue 15's ninth round). Batches
+    /// of 64 (the bench's bursts) are not changed by it.
+    const AVX512_GROUP: usize;
     /// A prefix longer than [`FibFamily::DP_BITS`] packed as a key in [`Prefix`] order among
     /// the prefixes of its slot (the slot's bits left out): what the FIB's set keeps per
     /// slot.
@@ -161,6 +171,7 @@ impl FibFamily for Ipv4Addr {
     const BULK_NODE_STAGES: u32 = 1;
     const FEW_PAST_ROOT: u32 = 0;
     const LEAVES_ONLY_TOPS: bool = true;
+    const AVX512_GROUP: usize = 128;
     /// The 14 address bits past the slot above the length: 4 bytes, where a whole packed
     /// prefix takes 8 and pads its id to 16.
     type SlotKey = u32;
@@ -196,6 +207,7 @@ impl FibFamily for Ipv6Addr {
     const BULK_NODE_STAGES: u32 = 3;
     const FEW_PAST_ROOT: u32 = 8;
     const LEAVES_ONLY_TOPS: bool = false;
+    const AVX512_GROUP: usize = 64;
     type SlotKey = SlotKey6;
     #[inline]
     fn slot_key(p: Prefix<Self>) -> SlotKey6 {

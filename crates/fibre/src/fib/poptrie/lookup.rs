@@ -208,7 +208,8 @@ impl<A: FibFamily> PoptrieView<A> {
         match path {
             // SAFETY: `supported` checked the CPU's features.
             LookupPath::Avx512 if path.supported() => {
-                for (k, o) in keys.chunks(simd::GROUP).zip(out.chunks_mut(simd::GROUP)) {
+                let group = A::AVX512_GROUP;
+                for (k, o) in keys.chunks(group).zip(out.chunks_mut(group)) {
                     unsafe { self.group_avx512(k, o) }
                 }
                 return;

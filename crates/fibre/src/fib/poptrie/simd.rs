@@ -1,4 +1,5 @@
-//! Bulk lookups in vector registers, stage by stage: every key of a group of [`GROUP`] reads
+//! Bulk lookups in vector registers, stage by stage: every key of a group ([`WIDE_GROUP`] keys
+//! for AVX-512, [`GROUP`] for AVX2 and a batch's last few) reads
 //! its root entry (scalar loads: the root is in L1), then every lane its chunk entry, then
 //! every live lane its first node, and so on, and the lanes that end at a leaf read it last (a
 //! lane whose chunk entry names a flat block has its leaf's cell at once: see `FLAT`).
@@ -19,8 +20,14 @@ use crate::fib::FibFamily;
 use crate::fib::NO_ROUTE;
 use core::arch::x86_64::*;
 
-/// Keys per kernel call: 8 AVX-512 vectors or 16 AVX2 vectors of lanes.
+/// Keys per kernel call: 16 AVX2 vectors of lanes or 8 AVX-512 vectors, and for AVX-512 a
+/// batch's last keys when they are this few.
 pub(super) const GROUP: usize = 64;
+
+/// Keys per AVX-512 kernel call of a family whose [`FibFamily::AVX512_GROUP`] is this (IPv4):
+/// 16 vectors of 8 lanes. Each stage has twice the independent gathers of a [`GROUP`] to
+/// overlap, and pays its loop's fixed work once for twice the keys.
+pub(super) const WIDE_GROUP: usize = 128;
 
 /// What a kernel reads: the published version's arrays and its shape.
 struct Tables {
@@ -75,39 +82,59 @@ impl<A: FibFamily> PoptrieView<A> {
         (hi, lo)
     }
 
-    /// Lookups of `keys` (at most [`GROUP`]) into `out` with AVX-512.
+    /// Lookups of `keys` (at most [`FibFamily::AVX512_GROUP`]) into `out` (as many) with
+    /// AVX-512: one kernel call of that many lanes, or of [`GROUP`] for at most that many keys
+    /// (the lanes past the keys look up key 0).
     ///
     /// # Safety
     /// The CPU has AVX-512F and AVX512-VPOPCNTDQ.
     pub(super) unsafe fn group_avx512(&self, keys: &[A::Bits], out: &mut [u32]) {
         const { assert!(A::WIDTH == 32 || A::WIDTH == 128) };
-        // SAFETY (both): the caller vouches for the CPU.
-        match (<&[A::Bits; GROUP]>::try_from(keys), out.len() == GROUP) {
-            (Ok(keys), true) => unsafe {
-                self.whole_group_avx512(keys, out.try_into().expect("GROUP answers"))
-            },
-            _ => {
-                let mut answers = [0u32; GROUP];
-                unsafe { self.whole_group_avx512(&padded(keys), &mut answers) };
-                out.copy_from_slice(&answers[..out.len()]);
-            }
+        const { assert!(A::AVX512_GROUP == GROUP || A::AVX512_GROUP == WIDE_GROUP) };
+        assert!(keys.len() == out.len() && keys.len() <= A::AVX512_GROUP);
+        // SAFETY (all): the caller vouches for the CPU.
+        if let (Ok(k), Ok(o)) = (keys.try_into(), out.try_into()) {
+            return unsafe { self.whole_group_avx512::<WIDE_GROUP, { WIDE_GROUP / 8 }>(k, o) };
+        }
+        if let (Ok(k), Ok(o)) = (keys.try_into(), out.try_into()) {
+            return unsafe { self.whole_group_avx512::<GROUP, { GROUP / 8 }>(k, o) };
+        }
+        if keys.len() < GROUP {
+            let mut answers = [0u32; GROUP];
+            unsafe { self.whole_group_avx512::<GROUP, { GROUP / 8 }>(&padded(keys), &mut answers) };
+            out.copy_from_slice(&answers[..out.len()]);
+        } else {
+            let mut answers = [0u32; WIDE_GROUP];
+            unsafe {
+                self.whole_group_avx512::<WIDE_GROUP, { WIDE_GROUP / 8 }>(
+                    &padded(keys),
+                    &mut answers,
+                )
+            };
+            out.copy_from_slice(&answers[..out.len()]);
         }
     }
 
     /// [`PoptrieView::group_avx512`] on a whole group. Where at most
     /// [`FibFamily::FEW_PAST_ROOT`] keys go past the root, they walk one at a time as
     /// [`PoptrieView::lookup`] does and the vector kernel is not run: its stages cost their
-    /// gathers' microcode however few lanes they carry.
+    /// gathers' microcode however few lanes they carry. `N` is [`GROUP`] or [`WIDE_GROUP`], in
+    /// `V` vectors of 8 lanes.
     ///
     /// # Safety
     /// As [`PoptrieView::group_avx512`].
     #[inline(always)]
-    unsafe fn whole_group_avx512(&self, keys: &[A::Bits; GROUP], out: &mut [u32; GROUP]) {
+    unsafe fn whole_group_avx512<const N: usize, const V: usize>(
+        &self,
+        keys: &[A::Bits; N],
+        out: &mut [u32; N],
+    ) {
         let roots = self.roots(keys);
         if A::FEW_PAST_ROOT > 0 {
             // SAFETY: the caller vouches for the CPU.
             let mut walking = unsafe { index_lanes(&roots) };
-            if walking.count_ones() <= A::FEW_PAST_ROOT {
+            // The threshold is a count per 64 keys.
+            if walking.count_ones() <= A::FEW_PAST_ROOT * (N / 64) as u32 {
                 *out = roots;
                 with_leaves!(&self.arenas.leaves, leaves => {
                     while walking != 0 {
@@ -122,8 +149,8 @@ impl<A: FibFamily> PoptrieView<A> {
             }
         }
         // SAFETY: the caller vouches for the CPU; the tables are this published version's; the
-        // kernel reads GROUP keys and GROUP root entries, and writes GROUP answers.
-        unsafe { avx512::<A>(&self.tables(), keys, &roots, out.as_mut_ptr()) }
+        // kernel reads N keys and N root entries, and writes N answers.
+        unsafe { avx512::<A, N, V>(&self.tables(), keys, &roots, out.as_mut_ptr()) }
     }
 
     /// The root entry of each key, read one at a time: the root is small and in L1, and 64
@@ -132,8 +159,8 @@ impl<A: FibFamily> PoptrieView<A> {
     /// chunk entries read so too (two passes, the first prefetching) were slower: IPv4 W1
     /// 3.6-3.9 -> 3.9-4.1, IPv6 W2 1.4-1.5 -> 1.7-1.9.
     #[inline(always)]
-    fn roots(&self, keys: &[A::Bits; GROUP]) -> [u32; GROUP] {
-        let mut roots = [0u32; GROUP];
+    fn roots<const N: usize>(&self, keys: &[A::Bits; N]) -> [u32; N] {
+        let mut roots = [0u32; N];
         for (r, &k) in roots.iter_mut().zip(keys) {
             *r = self.root_entry(top(k, A::DP_BITS) as u32);
         }
@@ -163,13 +190,14 @@ impl<A: FibFamily> PoptrieView<A> {
 /// The CPU has AVX-512F.
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn index_lanes(roots: &[u32; GROUP]) -> u64 {
+unsafe fn index_lanes<const N: usize>(roots: &[u32; N]) -> u128 {
+    const { assert!(N.is_multiple_of(16) && N <= 128) };
     let index = _mm512_set1_epi32(INDEX as i32);
-    let mut lanes = 0u64;
-    for q in 0..GROUP / 16 {
-        // SAFETY: 16 entries from 16q, q < GROUP / 16: in the array.
+    let mut lanes = 0u128;
+    for q in 0..N / 16 {
+        // SAFETY: 16 entries from 16q, q < N / 16: in the array.
         let v = unsafe { _mm512_loadu_si512(roots.as_ptr().add(16 * q) as *const _) };
-        lanes |= u64::from(_mm512_test_epi32_mask(v, index)) << (16 * q);
+        lanes |= u128::from(_mm512_test_epi32_mask(v, index)) << (16 * q);
     }
     lanes
 }
@@ -179,15 +207,18 @@ unsafe fn index_lanes(roots: &[u32; GROUP]) -> u64 {
 /// lookup).
 ///
 /// # Safety
-/// The CPU has AVX-512F; `j < GROUP / 8`.
+/// The CPU has AVX-512F; `j < N / 8`.
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn load_keys<A: FibFamily>(keys: &[A::Bits; GROUP], j: usize) -> (__m512i, __m512i) {
+unsafe fn load_keys<A: FibFamily, const N: usize>(
+    keys: &[A::Bits; N],
+    j: usize,
+) -> (__m512i, __m512i) {
     // The reads below take a key as WIDTH / 8 bytes.
     const { assert!(std::mem::size_of::<A::Bits>() * 8 == A::WIDTH as usize) };
-    debug_assert!(j < GROUP / 8);
+    debug_assert!(j < N / 8);
     let p = keys.as_ptr() as *const u8;
-    // SAFETY: 8 keys from 8j, j < GROUP / 8: in the array.
+    // SAFETY: 8 keys from 8j, j < N / 8: in the array.
     unsafe {
         if A::WIDTH == 32 {
             let k = _mm512_cvtepu32_epi64(_mm256_loadu_si256(p.add(32 * j) as *const _));
@@ -206,7 +237,7 @@ unsafe fn load_keys<A: FibFamily>(keys: &[A::Bits; GROUP], j: usize) -> (__m512i
     }
 }
 
-/// The AVX-512 kernel: 8 vectors of 8 lanes; `out` has room for [`GROUP`] answers.
+/// The AVX-512 kernel: `V` vectors of 8 lanes, `N` keys; `out` has room for `N` answers.
 ///
 /// `roots` holds each key's root entry (read by the caller). Every gather below reads cells of
 /// a published version that belong to what the lane reached: a chunk entry at an index the
@@ -215,13 +246,13 @@ unsafe fn load_keys<A: FibFamily>(keys: &[A::Bits; GROUP], j: usize) -> (__m512i
 /// scalar path's unchecked reads (see `Poptrie`). Lanes that have their answer are masked off
 /// and read nothing.
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-unsafe fn avx512<A: FibFamily>(
+unsafe fn avx512<A: FibFamily, const N: usize, const V: usize>(
     t: &Tables,
-    keys: &[A::Bits; GROUP],
-    roots: &[u32; GROUP],
+    keys: &[A::Bits; N],
+    roots: &[u32; N],
     out: *mut u32,
 ) {
-    const V: usize = GROUP / 8;
+    const { assert!(N == 8 * V) };
     let index = _mm512_set1_epi64(INDEX as i64);
     let leaves_only = _mm512_set1_epi64(LEAVES_ONLY as i64);
     let flat_tag = _mm512_set1_epi64(FLAT as i64);
@@ -242,12 +273,12 @@ unsafe fn avx512<A: FibFamily>(
     let mut branching = [0 as __mmask8; V];
     let mut leaf_at = [_mm512_setzero_si512(); V];
     let mut at_leaf = [0 as __mmask8; V];
-    // SAFETY (the whole body): writes of `out` (GROUP answers, the caller's contract) are in
+    // SAFETY (the whole body): writes of `out` (N answers, the caller's contract) are in
     // bounds (8 lanes at 8j, j < V); gathers read published cells (above).
     unsafe {
         // The root entries, then the chunk entries.
         for j in 0..V {
-            (h[j], l[j]) = load_keys::<A>(keys, j);
+            (h[j], l[j]) = load_keys::<A, N>(keys, j);
             let e =
                 _mm512_cvtepu32_epi64(_mm256_loadu_si256(roots.as_ptr().add(8 * j) as *const _));
             let m = _mm512_test_epi64_mask(e, index);
