@@ -1,7 +1,8 @@
 //! The netlink mirror against the live kernel: a namespace set up with `ip -batch` (devices,
 //! addresses, rules, next-hop objects, routes of every kind in several tables), then a
 //! `Mirror` syncs from it; what the mirror's router prints (`-j`) must be what `ip -j` prints,
-//! and its `route get ... fibmatch` answers must be the kernel's.
+//! and its `route get ... fibmatch` answers must be the kernel's, as must one `route get` of a
+//! forwarded packet to an IPv6 group (which depends on the kernel's build).
 //!
 //! Needs root and `ip netns`; skips with a message elsewhere, fails when FIBRE_KERNEL_TESTS=required.
 use fibre::io::iproute2::{Batch, BatchMode};

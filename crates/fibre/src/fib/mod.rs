@@ -142,12 +142,13 @@ pub trait FibFamily: Address {
     /// Keys per call of the AVX-512 bulk kernel where a batch has that many: 64 (8 vectors of
     /// 8 lanes) or 128 (16); a batch's last keys go in a call of 64 where they are that few.
     /// Measured per family on an Intel Xeon (Emerald Rapids; `fib_profile 4|6 1000000 time`,
-    /// one batch of a million keys, the binaries of 64 and 128 in turn, eight quiet pairs):
-    /// IPv4's W1 bulk lookups took 0.95 of the time with 128 (median of the pairs' ratios,
-    /// 0.88-1.00), W2 0.91 (0.87-0.99); 256 keys were between 64 and 128. IPv6's W1 took
-    /// 1.01-1.10 of the time with 128 in four noisier pairs (its keys' two halves fill twice the
-    /// registers). On Zen 4, 128 measured no faster than 64 (issue 15's ninth round). Batches
-    /// of 64 (the bench's bursts) are not changed by it.
+    /// one batch of a million keys, the binaries before and after in turn, which first
+    /// alternating, six pairs): IPv4's W1 bulk lookups took 0.87 of the time with 128 (median
+    /// of the pairs' ratios, 0.81-1.06), W2 0.84 (0.74-1.05); 256 keys were between 64 and 128.
+    /// IPv6's W1 took 1.01-1.10 of the time with 128 in four noisier pairs (its keys' two
+    /// halves fill twice the registers). On Zen 4, 128 was last measured in issue 15's ninth
+    /// round, no faster than 64, before later changes to the kernel; not measured since.
+    /// Batches of 64 (the bench's bursts) are not changed by it.
     const AVX512_GROUP: usize;
     /// A prefix longer than [`FibFamily::DP_BITS`] packed as a key in [`Prefix`] order among
     /// the prefixes of its slot (the slot's bits left out): what the FIB's set keeps per

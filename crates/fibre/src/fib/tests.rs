@@ -38,8 +38,9 @@ fn check<A: FibFamily, L: LpmAlgorithm<A>>(
     for (k, w) in keys.iter().zip(&want) {
         prop_assert_eq!(view.lookup(*k), *w, "{} {:?}", L::NAME, A::from_bits(*k));
     }
-    // Every bulk path this CPU has, forced; batches of odd sizes leave partial groups (of the
-    // AVX-512 path's 64 and 128 keys: 7 and 100), and of 64 fill IPv4's 128 by half.
+    // Every bulk path this CPU has, forced; batches of odd sizes leave partial groups: 7 a
+    // group of 64, 100 one of IPv4's 128 on the AVX-512 path; 64 takes whole groups of 64
+    // there, and the whole batch whole groups of 128 once it has that many keys.
     for path in LookupPath::available() {
         for batch in [keys.len().max(1), 7, 64, 100] {
             let mut bulk = vec![0; keys.len()];

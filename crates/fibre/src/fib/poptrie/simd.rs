@@ -1,5 +1,5 @@
-//! Bulk lookups in vector registers, stage by stage: every key of a group ([`WIDE_GROUP`] keys
-//! for AVX-512, [`GROUP`] for AVX2 and a batch's last few) reads
+//! Bulk lookups in vector registers, stage by stage: every key of a group ([`GROUP`] keys, or
+//! [`WIDE_GROUP`] for IPv4 on AVX-512: see [`FibFamily::AVX512_GROUP`]) reads
 //! its root entry (scalar loads: the root is in L1), then every lane its chunk entry, then
 //! every live lane its first node, and so on, and the lanes that end at a leaf read it last (a
 //! lane whose chunk entry names a flat block has its leaf's cell at once: see `FLAT`).
@@ -92,14 +92,15 @@ impl<A: FibFamily> PoptrieView<A> {
         const { assert!(A::WIDTH == 32 || A::WIDTH == 128) };
         const { assert!(A::AVX512_GROUP == GROUP || A::AVX512_GROUP == WIDE_GROUP) };
         assert!(keys.len() == out.len() && keys.len() <= A::AVX512_GROUP);
+        let wide = A::AVX512_GROUP == WIDE_GROUP;
         // SAFETY (all): the caller vouches for the CPU.
-        if let (Ok(k), Ok(o)) = (keys.try_into(), out.try_into()) {
+        if let (true, Ok(k), Ok(o)) = (wide, keys.try_into(), out.try_into()) {
             return unsafe { self.whole_group_avx512::<WIDE_GROUP, { WIDE_GROUP / 8 }>(k, o) };
         }
         if let (Ok(k), Ok(o)) = (keys.try_into(), out.try_into()) {
             return unsafe { self.whole_group_avx512::<GROUP, { GROUP / 8 }>(k, o) };
         }
-        if keys.len() < GROUP {
+        if !wide || keys.len() < GROUP {
             let mut answers = [0u32; GROUP];
             unsafe { self.whole_group_avx512::<GROUP, { GROUP / 8 }>(&padded(keys), &mut answers) };
             out.copy_from_slice(&answers[..out.len()]);
@@ -133,7 +134,8 @@ impl<A: FibFamily> PoptrieView<A> {
         if A::FEW_PAST_ROOT > 0 {
             // SAFETY: the caller vouches for the CPU.
             let mut walking = unsafe { index_lanes(&roots) };
-            // The threshold is a count per 64 keys.
+            // The threshold is a count per 64 keys (doubled for 128 as the scalar path scales
+            // it for 16; no family has both yet: IPv4's is 0, IPv6 takes 64).
             if walking.count_ones() <= A::FEW_PAST_ROOT * (N / 64) as u32 {
                 *out = roots;
                 with_leaves!(&self.arenas.leaves, leaves => {
@@ -153,8 +155,8 @@ impl<A: FibFamily> PoptrieView<A> {
         unsafe { avx512::<A, N, V>(&self.tables(), keys, &roots, out.as_mut_ptr()) }
     }
 
-    /// The root entry of each key, read one at a time: the root is small and in L1, and 64
-    /// scalar loads cost less than 8 gathers (AVX-512, Zen 4, `fib_profile`, six pairs in turn:
+    /// The root entry of each key, read one at a time: the root is small and in L1, and N
+    /// scalar loads cost less than N / 8 gathers (N = 64, AVX-512, Zen 4, `fib_profile`, six pairs in turn:
     /// IPv4 W1 bulk 4.0-4.5 -> 3.7-4.1 ns, W2 3.4-3.9 -> 3.1-3.3; IPv6 W2 1.6 -> 1.4-1.5). The
     /// chunk entries read so too (two passes, the first prefetching) were slower: IPv4 W1
     /// 3.6-3.9 -> 3.9-4.1, IPv6 W2 1.4-1.5 -> 1.7-1.9.

@@ -669,9 +669,11 @@ impl Mirror {
 /// it then has `/proc/net/ip6_mr_cache` (in every namespace: it is the build's, so the
 /// caller's namespace tells the followed one's). A mirror models the kernel it follows
 /// ([`Router::set_ipv6_multicast_routing`]): one answer differs, a `route get` with `iif` of a
-/// packet to an IPv6 group.
+/// packet to an IPv6 group. Where `/proc/net` shows no IPv6 at all (not mounted, or IPv6 off),
+/// nothing is known and the answer is the default model's, built with it.
 pub fn kernel_has_ipv6_multicast_routing() -> bool {
-    std::path::Path::new("/proc/net/ip6_mr_cache").exists()
+    let net = std::path::Path::new("/proc/net");
+    !net.join("ipv6_route").exists() || net.join("ip6_mr_cache").exists()
 }
 
 fn parts<A: RouterFamily>() -> FamilyParts<A> {
