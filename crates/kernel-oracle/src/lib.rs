@@ -12,7 +12,5 @@
 mod netns;
 mod oracle;
 
-pub use netns::{
-    has_ipv6_multicast_routing, skip_or_fail, unavailable_reason, BatchOutcome, Netns, REQUIRE_ENV,
-};
+pub use netns::{skip_or_fail, unavailable_reason, BatchOutcome, Netns, REQUIRE_ENV};
 pub use oracle::{Answer, KernelNextHop, KernelRoute, Oracle, Probe};

@@ -252,16 +252,6 @@ fn run_checked(cmd: &mut Command) -> io::Result<Output> {
     }
 }
 
-/// Whether this kernel was built with IPv6 multicast routing (`CONFIG_IPV6_MROUTE`): it then
-/// has `/proc/net/ip6_mr_cache`. Its answers depend on it: a `route get` of a forwarded packet
-/// to a group asks multicast routing for the reply (`rt6_fill_node`), which without a
-/// multicast route fails with EMSGSIZE; a kernel built without it answers with the route (the
-/// Emerald Rapids machines of issue 15's twenty-seventh round run such a kernel). Tests set
-/// fibre's model to match (`Router::set_ipv6_multicast_routing`).
-pub fn has_ipv6_multicast_routing() -> bool {
-    std::path::Path::new("/proc/net/ip6_mr_cache").exists()
-}
-
 /// Why the oracle cannot run here (not root, no `ip netns`): tests turn this into a skip message.
 ///
 /// Returns `None` when kernel tests can run. The answer comes from actually creating and deleting

@@ -73,12 +73,12 @@ impl LookupPath {
 
     /// The default rule, from `fibre bench` and `fib_profile` on AMD Zen 4 and Intel Emerald
     /// Rapids (AVX-512): AVX-512 where the CPU has it, for both families, else the scalar path.
-    /// - IPv6 (128-bit keys), Zen 4: 18.5 ns a W1 bulk lookup on the full view against 23.7 ns scalar
-    ///   (issue 15's second round). A node level of a 128-bit key costs the scalar path a
+    /// - IPv6 (128-bit keys), Zen 4: 18.5 ns a W1 bulk lookup on the full view against 23.7 ns
+    ///   scalar (issue 15's second round). A node level of a 128-bit key costs the scalar path a
     ///   two-word shift and its lane bookkeeping; a vector does 8 lanes in a few instructions,
     ///   and IPv6 walks several levels.
-    /// - IPv4, Zen 4: scalar until issue 15's ninth round (8.4 ns AVX-512 against 6.5 ns scalar, W1).
-    ///   With the keys read straight into lanes (no scalar copy into two arrays) AVX-512 is
+    /// - IPv4, Zen 4: scalar until issue 15's ninth round (8.4 ns AVX-512 against 6.5 ns scalar,
+    ///   W1). With the keys read straight into lanes (no scalar copy into two arrays) AVX-512 is
     ///   level on W1 (4.26-4.54 ns against 4.41-4.71 scalar, ahead in four runs of five) and a
     ///   quarter ahead on W2 (uniform addresses, where lanes end at different levels: 5.11-5.25
     ///   against 6.53-7.03), five runs of `fib_profile 4 1000000 time`, both paths in each.

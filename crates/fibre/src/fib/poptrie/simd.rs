@@ -92,27 +92,33 @@ impl<A: FibFamily> PoptrieView<A> {
         const { assert!(A::WIDTH == 32 || A::WIDTH == 128) };
         const { assert!(A::AVX512_GROUP == GROUP || A::AVX512_GROUP == WIDE_GROUP) };
         assert!(keys.len() == out.len() && keys.len() <= A::AVX512_GROUP);
-        let wide = A::AVX512_GROUP == WIDE_GROUP;
-        // SAFETY (all): the caller vouches for the CPU.
-        if let (true, Ok(k), Ok(o)) = (wide, keys.try_into(), out.try_into()) {
-            return unsafe { self.whole_group_avx512::<WIDE_GROUP, { WIDE_GROUP / 8 }>(k, o) };
-        }
-        if let (Ok(k), Ok(o)) = (keys.try_into(), out.try_into()) {
-            return unsafe { self.whole_group_avx512::<GROUP, { GROUP / 8 }>(k, o) };
-        }
-        if !wide || keys.len() < GROUP {
-            let mut answers = [0u32; GROUP];
-            unsafe { self.whole_group_avx512::<GROUP, { GROUP / 8 }>(&padded(keys), &mut answers) };
-            out.copy_from_slice(&answers[..out.len()]);
+        // SAFETY (both): the caller vouches for the CPU.
+        if A::AVX512_GROUP == WIDE_GROUP && keys.len() > GROUP {
+            unsafe { self.group_of_avx512::<WIDE_GROUP, { WIDE_GROUP / 8 }>(keys, out) }
         } else {
-            let mut answers = [0u32; WIDE_GROUP];
-            unsafe {
-                self.whole_group_avx512::<WIDE_GROUP, { WIDE_GROUP / 8 }>(
-                    &padded(keys),
-                    &mut answers,
-                )
-            };
-            out.copy_from_slice(&answers[..out.len()]);
+            unsafe { self.group_of_avx512::<GROUP, { GROUP / 8 }>(keys, out) }
+        }
+    }
+
+    /// `keys` (at most `N`) as one group of `N`: whole, or padded with key 0 and the answers
+    /// past them dropped.
+    ///
+    /// # Safety
+    /// As [`PoptrieView::group_avx512`].
+    #[inline(always)]
+    unsafe fn group_of_avx512<const N: usize, const V: usize>(
+        &self,
+        keys: &[A::Bits],
+        out: &mut [u32],
+    ) {
+        // SAFETY (both): the caller vouches for the CPU.
+        match (keys.try_into(), out.try_into()) {
+            (Ok(k), Ok(o)) => unsafe { self.whole_group_avx512::<N, V>(k, o) },
+            _ => {
+                let mut answers = [0u32; N];
+                unsafe { self.whole_group_avx512::<N, V>(&padded(keys), &mut answers) };
+                out.copy_from_slice(&answers[..out.len()]);
+            }
         }
     }
 
@@ -156,9 +162,9 @@ impl<A: FibFamily> PoptrieView<A> {
     }
 
     /// The root entry of each key, read one at a time: the root is small and in L1, and N
-    /// scalar loads cost less than N / 8 gathers (N = 64, AVX-512, Zen 4, `fib_profile`, six pairs in turn:
-    /// IPv4 W1 bulk 4.0-4.5 -> 3.7-4.1 ns, W2 3.4-3.9 -> 3.1-3.3; IPv6 W2 1.6 -> 1.4-1.5). The
-    /// chunk entries read so too (two passes, the first prefetching) were slower: IPv4 W1
+    /// scalar loads cost less than N / 8 gathers (N = 64, AVX-512, Zen 4, `fib_profile`, six
+    /// pairs in turn: IPv4 W1 bulk 4.0-4.5 -> 3.7-4.1 ns, W2 3.4-3.9 -> 3.1-3.3; IPv6 W2 1.6 ->
+    /// 1.4-1.5). The chunk entries read so too (two passes, the first prefetching) were slower: IPv4 W1
     /// 3.6-3.9 -> 3.9-4.1, IPv6 W2 1.4-1.5 -> 1.7-1.9.
     #[inline(always)]
     fn roots<const N: usize>(&self, keys: &[A::Bits; N]) -> [u32; N] {
