@@ -506,22 +506,32 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     for v6 in [false, true] {
         let ps = probes(&mut rng, &cfg, &setup, &ifindex, probes_per_family, v6);
         let answers = oracle.query(&ps).expect("kernel answers");
-        for (probe, kernel) in ps.iter().zip(&answers) {
-            let q = query_of(probe);
-            let ours = if v6 {
-                norm_fibre(&ask::<Ipv6Addr>(&router, &q), &router)
-            } else {
-                norm_fibre(&ask::<Ipv4Addr>(&router, &q), &router)
-            };
+        let ours_all: Vec<Norm> = ps
+            .iter()
+            .map(|probe| {
+                let q = query_of(probe);
+                if v6 {
+                    norm_fibre(&ask::<Ipv6Addr>(&router, &q), &router)
+                } else {
+                    norm_fibre(&ask::<Ipv4Addr>(&router, &q), &router)
+                }
+            })
+            .collect();
+        let groups = if v6 {
+            GroupCarriers::default()
+        } else {
+            GroupCarriers::of(&ps, &ours_all)
+        };
+        for ((probe, kernel), ours) in ps.iter().zip(&answers).zip(ours_all) {
             let theirs = norm_kernel(kernel, &names);
             // Without fibmatch the kernel answers a resolved (cloned) route: compare the verdict.
             let same = if probe.fibmatch {
-                same_route(&ours, &theirs, probe, v6)
+                same_route(&ours, &theirs, probe, v6, &groups)
             } else {
                 match (&ours, &theirs) {
                     (Norm::Error(a), Norm::Error(b)) => a == b,
                     (Norm::Route { .. } | Norm::Error(-1), Norm::Route { .. }) => true,
-                    _ => same_route(&ours, &theirs, probe, v6),
+                    _ => same_route(&ours, &theirs, probe, v6, &groups),
                 }
             };
             if !same {
@@ -542,11 +552,67 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     }
 }
 
+/// What makes two IPv4 routes share one `fib_info`, and so one per-CPU cache of resolved
+/// output routes in its next hops: everything but the table, destination and TOS.
+type FibInfoKey = (
+    u8,
+    u8,
+    Option<u32>,
+    Option<IpAddr>,
+    Option<u32>,
+    Vec<(Option<IpAddr>, Option<String>, u16)>,
+);
+
+fn fib_info_key(n: &Norm) -> Option<FibInfoKey> {
+    match n {
+        Norm::Error(_) => None,
+        Norm::Route {
+            protocol,
+            scope,
+            metric,
+            prefsrc,
+            nhid,
+            hops,
+            ..
+        } => Some((*protocol, *scope, *metric, *prefsrc, *nhid, hops.clone())),
+    }
+}
+
+/// The IPv4 `fib_info`s that carried a probe to a multicast group: the kernel caches the
+/// multicast route it resolved there (for a route of prefix length 4 or more, the group not
+/// joined), and a later lookup of a unicast address through any route of that `fib_info`, on
+/// the same CPU, gets it back with its multicast type.
+#[derive(Default)]
+struct GroupCarriers(BTreeSet<FibInfoKey>);
+
+impl GroupCarriers {
+    fn of(probes: &[Probe], ours: &[Norm]) -> Self {
+        let mut set = BTreeSet::new();
+        for (p, n) in probes.iter().zip(ours) {
+            if let Norm::Route { dst, .. } = n {
+                let len: u8 = dst
+                    .rsplit('/')
+                    .next()
+                    .and_then(|l| l.parse().ok())
+                    .unwrap_or(0);
+                if p.dst.is_multicast() && len >= 4 {
+                    set.extend(fib_info_key(n));
+                }
+            }
+        }
+        GroupCarriers(set)
+    }
+
+    fn carried_a_group(&self, n: &Norm) -> bool {
+        fib_info_key(n).is_some_and(|k| self.0.contains(&k))
+    }
+}
+
 /// Field-by-field equality, less the S-class parts: the router preference an IPv6 ECMP match
 /// reports is that of the leg the flow hash picked; an IPv4 forwarded packet whose route has
 /// several legs is source-checked against the leg the hash picked (fibre passes it if any leg
-/// passes).
-fn same_route(ours: &Norm, theirs: &Norm, probe: &Probe, v6: bool) -> bool {
+/// passes); an IPv4 route's type may be the one its per-CPU cache holds (`GroupCarriers`).
+fn same_route(ours: &Norm, theirs: &Norm, probe: &Probe, v6: bool, groups: &GroupCarriers) -> bool {
     match (ours, theirs) {
         (
             Norm::Route {
@@ -580,6 +646,17 @@ fn same_route(ours: &Norm, theirs: &Norm, probe: &Probe, v6: bool) -> bool {
             let mut a = ours.clone();
             if let Norm::Route { kind, .. } = &mut a {
                 *kind = 1;
+            }
+            a == *theirs
+        }
+        (Norm::Route { kind: 1, .. }, Norm::Route { kind: 5, .. })
+            if !v6 && !probe.dst.is_multicast() && groups.carried_a_group(ours) =>
+        {
+            // The other way round: a unicast address routed through a `fib_info` whose cache
+            // a group's lookup filled comes back as multicast (S-class, docs/semantics.md).
+            let mut a = ours.clone();
+            if let Norm::Route { kind, .. } = &mut a {
+                *kind = 5;
             }
             a == *theirs
         }
