@@ -13,7 +13,7 @@
 //! in functions of their own, so their instruction counts divided by N are per lookup. A third
 //! argument `time` also prints wall-clock ns per lookup (single, bulk, dependent latency), and
 //! bulk lookups on every path the CPU has (`LookupPath`) over W1, W2 (uniform addresses) and
-//! W1 sorted (the same keys in order: the path's cost with its reads in the caches).
+//! W1 sorted (the same keys in order: the path's cost with its reads mostly in the caches).
 use fibre::addr::Bits;
 use fibre::fib::{Fib, LookupPath, PoptrieView};
 use fibre::Prefix;
@@ -56,8 +56,9 @@ fn time_lookups<A: StudyFamily>(fib: &Fib<A>, keys: &[A::K], out: &mut [u32]) {
     let bulk_ns = ns(&mut || bulk::<A>(view, black_box(keys), out));
     // Every bulk path the CPU has, on W1 and on W2 (uniform addresses), side by side.
     let w2 = workload::uniform::<A>(keys.len(), 7);
-    // W1's keys in order, so that neighbours share their cache lines: what a path costs with
-    // its reads mostly hitting L1 and L2, the floor that its instructions set.
+    // W1's keys in order, so that neighbours share their cache lines (and the lanes' branches
+    // and masks repeat): a path's cost with its reads mostly in the caches, near the floor its
+    // instructions set. Not measured as such: this VM shows no cache counters.
     let mut sorted = keys.to_vec();
     sorted.sort();
     for path in LookupPath::available() {
@@ -67,14 +68,15 @@ fn time_lookups<A: StudyFamily>(fib: &Fib<A>, keys: &[A::K], out: &mut [u32]) {
         };
         let w1_ns = ns(&mut || on(black_box(keys), out));
         let w2_ns = ns(&mut || on(black_box(&w2), out));
-        let s_ns = ns(&mut || on(black_box(&sorted), out));
-        println!("bulk on {path}: W1 {w1_ns:.2} ns, W2 {w2_ns:.2} ns, W1 sorted {s_ns:.2}");
+        let sorted_ns = ns(&mut || on(black_box(&sorted), out));
+        println!("bulk on {path}: W1 {w1_ns:.2} ns, W2 {w2_ns:.2} ns, W1 sorted {sorted_ns:.2} ns");
     }
     // Each key depends on the previous answer through an opaque zero, as `fibre bench` chains
     // them: a dependence the compiler cannot fold into a branch the CPU would predict (`prev >>
     // 24` here measured 20 ns against the chain's 75-87, the walks overlapping). Into the top
-    // bits, as the bench does: mixed into an IPv6 key's low bits, the walk down to a /48 could
-    // start before the previous answer came (28.8-30.3 ns there against the bench's 53.8).
+    // bits, as the bench does (for IPv4 the shift is 0): mixed into an IPv6 key's low bits,
+    // the walk down to a /48 could start before the previous answer came (28.8-30.3 ns there,
+    // 44-50 in the top bits over the same session, the bench 43-54).
     let zero: A::K = black_box(A::K::from_u64(0));
     let shift = A::WIDTH as u32 - 32;
     let latency_ns = ns(&mut || {

@@ -15,8 +15,8 @@
 //! divided by N (or N/10 changes each) are per operation. Then N/10 other routes deleted and
 //! inserted, each change timed (their median and p99.9; see `timed_updates` for a list of the
 //! slowest), and 64 routes' changes over and over (`warm`: their cache lines in the caches).
-//! Without valgrind it prints the wall-clock time of each, and how many route classes the FIB
-//! ids name.
+//! Without valgrind it prints the wall-clock time of each, how many route classes the FIB
+//! ids name, and the bytes of the FIB's structure.
 //!
 //! `FIBRE_PROFILE_BEST_OF=K` times each of those other routes' changes K times in a row instead
 //! and keeps each change's fastest: the tail of the changes' own cost, apart from the machine's
@@ -296,15 +296,17 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     }
     let warm_ns = t.elapsed().as_nanos() as f64 / (100 * few.len()).max(1) as f64;
     let st = router.family::<A>();
-    let classes = st
+    let main = st
         .merged_fib()
-        .or_else(|| st.table_fib(fibre::route::TABLE_MAIN))
-        .map_or(0, |f| f.route_classes());
+        .or_else(|| st.table_fib(fibre::route::TABLE_MAIN));
+    let classes = main.map_or(0, |f| f.route_classes());
+    // The encoding lookups read (four-byte ids: the router's), as the bench's `memory_structure`.
+    let fib_bytes = main.map_or(0, |f| f.fib().stats().bytes);
     println!(
         "{}: {} routes loaded in {load_s:.3} s; {} route gets ({ok} answered), {get_ns:.0} ns \
          each; {} changes, {change_ns:.0} ns each ({warm_ns:.0} warm); other routes' changes \
          timed one by one: median {:.0}, p99.9 {:.0}, {:.0}% of the time in prefixes at most the \
-         direct-pointing step; {classes} route classes",
+         direct-pointing step; {classes} route classes; its FIB's structure {fib_bytes} bytes",
         A::LABEL,
         routes.len(),
         queries.len(),

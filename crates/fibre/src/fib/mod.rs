@@ -136,8 +136,8 @@ pub trait FibFamily: Address {
     /// turn): IPv4 W1 bulk 3.70-3.80 -> 3.37-3.48 ns, W2 3.08-3.16 -> 2.82-2.92 (a full view's
     /// /24s end at top nodes, and few /18 slots hold a longer prefix); IPv6's top nodes nearly
     /// all have children, and with the check its W1 bulk measured 4-6% slower in six pairs.
-    /// (Measured before flat blocks: with one-byte leaves most such IPv4 top nodes are flat
-    /// now, and the tag serves the rest, and wider ids' FIBs, the router's.)
+    /// (Measured before flat blocks: with one-byte leaves every such top node is flat now,
+    /// since issue 15's twenty-ninth round, and the tag serves wider ids' FIBs, the router's.)
     const LEAVES_ONLY_TOPS: bool;
     /// Keys per call of the AVX-512 bulk kernel where a batch has that many: 64 (8 vectors of
     /// 8 lanes) or 128 (16); a batch's last keys go in a call of 64 where they are that few.

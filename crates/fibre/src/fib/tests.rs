@@ -190,10 +190,17 @@ fn fib_equals_model<A: FibFamily, L: LpmAlgorithm<A>>(
 }
 
 /// Tables dense in two direct-pointing slots: most prefixes end in the first node level (up
-/// to 6 bits past the slot), where a slot without a longer prefix is stored flat when its
-/// leaves vary (Poptrie's `FLAT`), and one in eight is longer, so slots go from flat to a node
-/// and back as they change.
+/// to 6 bits past the slot), where a slot without a longer prefix is stored flat where its
+/// runs pay (Poptrie's `FLAT`, `flat_pays`), and one in eight is longer, so slots go from flat
+/// to a node and back as they change. A case's 12 ids start at 0, 300 or 70,000, so its
+/// leaves are one, two or four bytes wide: one-byte leaves are always flat, two- and
+/// four-byte ones from 20 and 26 runs, which changes cross.
 fn dense_ops<A: FibFamily>() -> impl Strategy<Value = Case<A>> {
+    prop_oneof![Just(0u32), Just(300), Just(70_000)].prop_flat_map(dense_ops_from::<A>)
+}
+
+/// [`dense_ops`] with ids `first..first + 12`.
+fn dense_ops_from<A: FibFamily>(first: u32) -> impl Strategy<Value = Case<A>> {
     let s = A::DP_BITS as u8;
     let len = prop_oneof![7 => (s + 1)..=(s + 6), 1 => (s + 7)..=(s + 12)];
     let base = A::Bits::from_u64(0x0a00_0000) << (A::WIDTH as u32 - 32);
@@ -208,7 +215,7 @@ fn dense_ops<A: FibFamily>() -> impl Strategy<Value = Case<A>> {
         let slot = A::Bits::from_u64(u64::from(second)) << (A::WIDTH as u32 - s as u32);
         Prefix::new(A::from_bits(base ^ slot ^ below), len)
     });
-    let id = 0..12u32;
+    let id = first..first + 12;
     let table = prop::collection::vec((p.clone(), id.clone()), 0..100);
     let op = prop_oneof![
         4 => (p.clone(), id).prop_map(|(p, id)| Op::Set(p, id)),

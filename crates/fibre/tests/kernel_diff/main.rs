@@ -6,165 +6,27 @@
 //! number, or the matched route's table, type, destination and source prefix, TOS, protocol,
 //! scope, metric, preferred source, router preference and next hops (gateway, device, weight).
 //! IPv6 ECMP next hops are compared as a set: the kernel lists them starting from the leg its
-//! flow hash picked (S-class, see docs/semantics.md).
+//! flow hash picked; the other differences allowed are in `compare` (S-class, see
+//! docs/semantics.md).
 //!
 //! Needs root and `ip netns`; skips with a message elsewhere, fails instead when
 //! FIBRE_KERNEL_TESTS=required (as in CI).
+mod compare;
 mod gen;
 #[path = "../support/kernel_build.rs"]
 mod kernel_build;
 use kernel_build::router_like_the_kernel;
 
+use compare::{fibre_answer, norm_kernel, same_route, GroupCaches, Norm};
 use fibre::io::iproute2::{Batch, BatchMode};
 use fibre::router::RouterFamily;
-use fibre::{Errno, Family, RouteAnswer, RouteQuery, RouteSpec, Router};
+use fibre::{Errno, Family, RouteAnswer, RouteQuery, Router};
 use gen::Profile;
-use kernel_oracle::{skip_or_fail, Answer, KernelRoute, Netns, Oracle, Probe};
+use kernel_oracle::{skip_or_fail, Netns, Oracle, Probe};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-
-/// A route reduced to what decides and reports a match, comparable across both sides.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Norm {
-    Error(i32),
-    Route {
-        table: u32,
-        kind: u8,
-        dst: String,
-        src: Option<String>,
-        tos: u8,
-        protocol: u8,
-        scope: u8,
-        metric: Option<u32>,
-        prefsrc: Option<IpAddr>,
-        pref: Option<u8>,
-        nhid: Option<u32>,
-        hops: Vec<(Option<IpAddr>, Option<String>, u16)>,
-    },
-}
-
-fn norm_kernel(a: &Answer, names: &BTreeMap<u32, String>) -> Norm {
-    let r: &KernelRoute = match a {
-        Answer::Error(e) => return Norm::Error(*e),
-        Answer::Route(r) => r,
-    };
-    let name = |i: u32| Some(names.get(&i).cloned().unwrap_or_else(|| format!("if{i}")));
-    let mut hops: Vec<_> = if r.nexthops.is_empty() {
-        if r.gateway.is_some() || r.oif.is_some() {
-            vec![(r.gateway, r.oif.and_then(name), 1)]
-        } else {
-            vec![]
-        }
-    } else {
-        r.nexthops
-            .iter()
-            .map(|h| (h.gateway, name(h.oif), h.weight))
-            .collect()
-    };
-    let v6 = r.dst.is_ipv6();
-    if v6 {
-        hops.sort();
-    }
-    Norm::Route {
-        table: r.table,
-        kind: r.kind,
-        dst: format!("{}/{}", r.dst, r.dst_len),
-        src: (r.src_len > 0).then(|| {
-            format!(
-                "{}/{}",
-                r.src.unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED)),
-                r.src_len
-            )
-        }),
-        tos: r.tos,
-        protocol: r.protocol,
-        scope: r.scope,
-        metric: r.metric,
-        prefsrc: r.prefsrc,
-        // RTA_PREF: 0 medium, 1 high, 3 low.
-        pref: r.pref,
-        nhid: r.nhid,
-        hops,
-    }
-}
-
-fn norm_fibre<A: fibre::Address>(
-    r: &Result<fibre::RouteAnswer<A>, fibre::Errno>,
-    router: &Router,
-) -> Norm {
-    let a = match r {
-        Err(e) => return Norm::Error(e.code()),
-        Ok(a) => a,
-    };
-    let Some(mut spec) = a.route_spec() else {
-        return Norm::Error(-1);
-    };
-    // IPv4 fibmatch reports the type of the resolved route (broadcast to 255.255.255.255,
-    // multicast to groups, whatever route carried them).
-    if A::FAMILY == Family::Inet {
-        spec.kind = a.kind;
-    }
-    norm_spec(&spec, router)
-}
-
-fn norm_spec<A: fibre::Address>(spec: &RouteSpec<A>, router: &Router) -> Norm {
-    let v6 = A::FAMILY == Family::Inet6;
-    let name = |d: Option<u32>| {
-        d.map(|d| {
-            router
-                .links()
-                .name_of(d)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("if{d}"))
-        })
-    };
-    let mut hops: Vec<_> = spec
-        .hops
-        .iter()
-        .map(|h| {
-            (
-                h.gateway.map(Into::into),
-                name(h.dev),
-                // Weights are reported for multipath: several hops, or IPv6 through a group.
-                if spec.hops.len() > 1 || (v6 && spec.nhid.is_some_and(|n| n.group)) {
-                    h.weight
-                } else {
-                    1
-                },
-            )
-        })
-        .collect();
-    if v6 {
-        if spec.kind.is_reject() && hops.is_empty() {
-            hops.push((None, Some("lo".into()), 1));
-        }
-        hops.sort();
-    }
-    Norm::Route {
-        table: spec.table,
-        kind: spec.kind as u8,
-        dst: format!("{}/{}", spec.dst.addr(), spec.dst.len()),
-        src: (!spec.src.is_default()).then(|| format!("{}/{}", spec.src.addr(), spec.src.len())),
-        tos: spec.tos,
-        protocol: spec.protocol,
-        scope: spec.scope,
-        metric: if v6 || spec.metric != 0 {
-            Some(spec.metric)
-        } else {
-            None
-        },
-        prefsrc: spec.prefsrc.map(Into::into),
-        pref: v6.then_some(match spec.pref {
-            fibre::route::RouterPref::Medium => 0,
-            fibre::route::RouterPref::High => 1,
-            fibre::route::RouterPref::Low => 3,
-        }),
-        nhid: spec.nhid.map(|n| n.id),
-        hops,
-    }
-}
 
 /// Line numbers and messages of the lines `ip -batch` reported as failed.
 fn ip_failures(stderr: &str) -> BTreeMap<usize, String> {
@@ -506,32 +368,27 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     for v6 in [false, true] {
         let ps = probes(&mut rng, &cfg, &setup, &ifindex, probes_per_family, v6);
         let answers = oracle.query(&ps).expect("kernel answers");
-        let ours_all: Vec<Norm> = ps
-            .iter()
-            .map(|probe| {
-                let q = query_of(probe);
-                if v6 {
-                    norm_fibre(&ask::<Ipv6Addr>(&router, &q), &router)
-                } else {
-                    norm_fibre(&ask::<Ipv4Addr>(&router, &q), &router)
-                }
-            })
-            .collect();
-        let groups = if v6 {
-            GroupCarriers::default()
-        } else {
-            GroupCarriers::of(&ps, &ours_all)
-        };
-        for ((probe, kernel), ours) in ps.iter().zip(&answers).zip(ours_all) {
+        let mut groups = GroupCaches::default();
+        for (probe, kernel) in ps.iter().zip(&answers) {
+            let q = query_of(probe);
+            let (ours, unicast) = if v6 {
+                fibre_answer(&ask::<Ipv6Addr>(&router, &q), &router)
+            } else {
+                fibre_answer(&ask::<Ipv4Addr>(&router, &q), &router)
+            };
             let theirs = norm_kernel(kernel, &names);
+            let cached_group = !v6 && groups.may_hold_a_group(probe, &ours, unicast);
+            if !v6 {
+                groups.note(probe, &ours, unicast);
+            }
             // Without fibmatch the kernel answers a resolved (cloned) route: compare the verdict.
             let same = if probe.fibmatch {
-                same_route(&ours, &theirs, probe, v6, &groups)
+                same_route(&ours, &theirs, probe, v6, cached_group)
             } else {
                 match (&ours, &theirs) {
                     (Norm::Error(a), Norm::Error(b)) => a == b,
                     (Norm::Route { .. } | Norm::Error(-1), Norm::Route { .. }) => true,
-                    _ => same_route(&ours, &theirs, probe, v6, &groups),
+                    _ => same_route(&ours, &theirs, probe, v6, cached_group),
                 }
             };
             if !same {
@@ -549,118 +406,6 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
         disagreements,
         line_disagreements,
         failed_lines,
-    }
-}
-
-/// What makes two IPv4 routes share one `fib_info`, and so one per-CPU cache of resolved
-/// output routes in its next hops: everything but the table, destination and TOS.
-type FibInfoKey = (
-    u8,
-    u8,
-    Option<u32>,
-    Option<IpAddr>,
-    Option<u32>,
-    Vec<(Option<IpAddr>, Option<String>, u16)>,
-);
-
-fn fib_info_key(n: &Norm) -> Option<FibInfoKey> {
-    match n {
-        Norm::Error(_) => None,
-        Norm::Route {
-            protocol,
-            scope,
-            metric,
-            prefsrc,
-            nhid,
-            hops,
-            ..
-        } => Some((*protocol, *scope, *metric, *prefsrc, *nhid, hops.clone())),
-    }
-}
-
-/// The IPv4 `fib_info`s that carried a probe to a multicast group: the kernel caches the
-/// multicast route it resolved there (for a route of prefix length 4 or more, the group not
-/// joined), and a later lookup of a unicast address through any route of that `fib_info`, on
-/// the same CPU, gets it back with its multicast type.
-#[derive(Default)]
-struct GroupCarriers(BTreeSet<FibInfoKey>);
-
-impl GroupCarriers {
-    fn of(probes: &[Probe], ours: &[Norm]) -> Self {
-        let mut set = BTreeSet::new();
-        for (p, n) in probes.iter().zip(ours) {
-            if let Norm::Route { dst, .. } = n {
-                let len: u8 = dst
-                    .rsplit('/')
-                    .next()
-                    .and_then(|l| l.parse().ok())
-                    .unwrap_or(0);
-                if p.dst.is_multicast() && len >= 4 {
-                    set.extend(fib_info_key(n));
-                }
-            }
-        }
-        GroupCarriers(set)
-    }
-
-    fn carried_a_group(&self, n: &Norm) -> bool {
-        fib_info_key(n).is_some_and(|k| self.0.contains(&k))
-    }
-}
-
-/// Field-by-field equality, less the S-class parts: the router preference an IPv6 ECMP match
-/// reports is that of the leg the flow hash picked; an IPv4 forwarded packet whose route has
-/// several legs is source-checked against the leg the hash picked (fibre passes it if any leg
-/// passes); an IPv4 route's type may be the one its per-CPU cache holds (`GroupCarriers`).
-fn same_route(ours: &Norm, theirs: &Norm, probe: &Probe, v6: bool, groups: &GroupCarriers) -> bool {
-    match (ours, theirs) {
-        (
-            Norm::Route {
-                pref: p1, hops: h1, ..
-            },
-            Norm::Route {
-                pref: p2, hops: h2, ..
-            },
-        ) if v6 && h1.len() > 1 && p1 != p2 => {
-            let mut a = ours.clone();
-            if let Norm::Route { pref, .. } = &mut a {
-                *pref = *p2;
-            }
-            a == *theirs && h1 == h2
-        }
-        (Norm::Route { hops, .. }, Norm::Error(22))
-            if !v6 && hops.len() > 1 && probe.iif.is_some() =>
-        {
-            // The source of a forwarded packet is checked against the leg the hash picked: the
-            // reverse lookup comes in on that leg's device (rules naming `iif` see it), and a
-            // leg back out of the input device takes the redirect path.
-            true
-        }
-        (Norm::Route { kind: 5, .. }, Norm::Route { kind: 1, .. })
-            if !v6 && probe.dst.is_multicast() =>
-        {
-            // The kernel caches resolved output routes per CPU in the next hop, which every
-            // route of one fib_info shares: a group not joined may get the unicast route that
-            // a lookup through another route of the same fib_info cached (S-class,
-            // docs/semantics.md). The rest must agree.
-            let mut a = ours.clone();
-            if let Norm::Route { kind, .. } = &mut a {
-                *kind = 1;
-            }
-            a == *theirs
-        }
-        (Norm::Route { kind: 1, .. }, Norm::Route { kind: 5, .. })
-            if !v6 && !probe.dst.is_multicast() && groups.carried_a_group(ours) =>
-        {
-            // The other way round: a unicast address routed through a `fib_info` whose cache
-            // a group's lookup filled comes back as multicast (S-class, docs/semantics.md).
-            let mut a = ours.clone();
-            if let Norm::Route { kind, .. } = &mut a {
-                *kind = 5;
-            }
-            a == *theirs
-        }
-        _ => ours == theirs,
     }
 }
 

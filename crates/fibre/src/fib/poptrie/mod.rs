@@ -11,8 +11,8 @@
 //! - An entry is a leaf id, or ([`INDEX`] bit set) the index of a subtree's top node, tagged
 //!   `LEAVES_ONLY` where that node has no child (the vector lookups skip a gather there), or
 //!   (`FLAT`) the first of 64 leaves, one per slot of the next 6 bits: a top node without a
-//!   child whose leaves vary enough is stored so (`flat_pays`), and a key there reads its
-//!   leaf straight after the chunk entry.
+//!   child is stored so where that pays (`flat_pays`: at one byte a leaf always, wider leaves
+//!   from enough runs), and a key there reads its leaf straight after the chunk entry.
 //! - A **node** covers the next 6 bits: `vector` marks the 64 slots that continue in a child
 //!   node, `leafvec` marks the slots where a new run of equal leaves starts (leaf compression: the
 //!   runs skip child slots). Children of a node are contiguous from `base1`, its leaves from
@@ -96,15 +96,21 @@ const FLAT: u32 = 1 << 29;
 const MAX_CELLS: usize = FLAT as usize;
 
 /// Whether a top node without a child and with `runs` runs of leaves of `width` bytes is stored
-/// flat: where its 64 leaves take at most four times the node's cell and runs (one-byte leaves
-/// always, two-byte from 4 runs, four-byte from 10). A key there then reads no node: one
+/// flat: where its 64 leaves take at most twice the node's cell and runs, or at most a cache
+/// line more. One-byte leaves are always flat (their block is a line and its pad cells),
+/// two-byte ones from 20 runs, four-byte ones from 26. A key there then reads no node: one
 /// dependent read and, in the vector kernels, one to three gathers fewer. The bench's FIB of
 /// next-hop indexes (one byte) has every such slot of the IPv4 view flat; the router's
-/// four-byte ids fewer. (Twice, until issue 15's twenty-ninth round: one-byte leaves from 8
-/// runs, four-byte from 26; see docs/fib.md.)
+/// four-byte ids few. (Until issue 15's twenty-ninth round one-byte leaves were flat from 8
+/// runs. Four times the node's bytes at every width was tried then: four-byte leaves flat from
+/// 10 runs made the router's IPv4 FIB 39% larger for changes 6% faster; see docs/fib.md.)
 #[inline]
 fn flat_pays(width: usize, runs: u32) -> bool {
-    64 * width <= 4 * (std::mem::size_of::<Node>() + runs as usize * width)
+    let (block, node) = (
+        64 * width,
+        std::mem::size_of::<Node>() + runs as usize * width,
+    );
+    block <= 2 * node || block <= node + 64
 }
 
 /// The chunk entry naming top node `node`, at `cell`: tagged [`LEAVES_ONLY`] where it has no

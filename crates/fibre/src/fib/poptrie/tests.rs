@@ -425,8 +425,9 @@ fn a_nodes_leaves_are_followed_by_pad_cells_of_its_own() {
     }
 }
 
-/// A slot's top node without a child is a flat block ([`FLAT`]) where that pays (many runs)
-/// and a node tagged `LEAVES_ONLY` where not (few runs); with a child it is a plain node. The
+/// A slot's top node without a child is a flat block ([`FLAT`]) where that pays
+/// (`flat_pays`: one-byte leaves always, wider ones from enough runs) and a node tagged
+/// `LEAVES_ONLY` where not; with a child it is a plain node. The
 /// form follows the slot through a build, a longer prefix's change (`patch_long`), a covering
 /// change over the slot (`reencode_span` with `Repaint`) and a rebuild, and every lookup path
 /// answers the longer prefix while it is there.
@@ -470,9 +471,9 @@ fn a_top_nodes_form_follows_its_children() {
         let single: Vec<u32> = keys.iter().map(|&k| f.view().lookup(k)).collect();
         assert_eq!(single, want, "single lookups");
     };
-    // One direct-pointing slot (10.0.0.0/18) of /24s: ids that change at every /24 (64 runs,
-    // flat at one byte a leaf), or at the 32nd of two-byte ids (2 runs, a node: `flat_pays`
-    // wants 4 at two bytes).
+    // One direct-pointing slot (10.0.0.0/18) of /24s: one-byte ids that change at every /24
+    // (64 runs: flat), or two-byte ids 300 and 301 that change at the 32nd /24 (2 runs: a node,
+    // as two-byte leaves are flat from 20 runs).
     // The ids of the /24s, by their place.
     type Ids = fn(u8) -> u32;
     let forms: [(u32, Ids, Form); 2] = [
@@ -517,6 +518,50 @@ fn a_top_nodes_form_follows_its_children() {
         fib.audit().unwrap();
         assert!(fib.image() == Poptrie::<Ipv4Addr>::build(&set).unwrap().image());
     }
+}
+
+/// A slot of two-byte leaves turns flat when a change brings its runs to 20 (`flat_pays`), and
+/// back to a node when a change takes them below: both ways by a change in the slot, every
+/// lookup path answering as before, the patched FIB equal to a fresh build.
+#[test]
+fn a_slot_turns_flat_where_its_runs_reach_the_threshold() {
+    use crate::fib::LookupPath;
+    let v4 = |b: u8| Prefix::new(Ipv4Addr::new(10, 0, b, 0), 24);
+    let slot = (0x0A00_0000u32 >> (32 - Poptrie::<Ipv4Addr>::S)) as usize;
+    let flat = |f: &Poptrie<Ipv4Addr>| f.entry(slot) & FLAT != 0;
+    // Ids 300..318 for the first 18 /24s, 318 for the rest: 19 runs.
+    let mut set: PrefixSet<Ipv4Addr> = (0..64u8)
+        .map(|i| (v4(i), 300 + u32::from(i.min(18))))
+        .collect();
+    let mut fib = Poptrie::<Ipv4Addr>::build(&set).unwrap();
+    assert_eq!(fib.arenas.leaves.width(), 2);
+    assert!(!flat(&fib), "19 runs: a node");
+    let keys: Vec<u32> = (0..64u32).map(|i| 0x0A00_0001 | i << 8).collect();
+    let answers = |f: &mut Poptrie<Ipv4Addr>, set: &PrefixSet<Ipv4Addr>| {
+        let want: Vec<u32> = (0..64u8)
+            .map(|i| set.get(&v4(i)).copied().unwrap())
+            .collect();
+        for path in LookupPath::available() {
+            let mut out = vec![0; keys.len()];
+            f.view().lookup_bulk_on(path, &keys, &mut out);
+            assert_eq!(out, want, "{path:?}");
+        }
+        let single: Vec<u32> = keys.iter().map(|&k| f.view().lookup(k)).collect();
+        assert_eq!(single, want, "single lookups");
+        f.audit().unwrap();
+        assert!(f.image() == Poptrie::<Ipv4Addr>::build(set).unwrap().image());
+    };
+    answers(&mut fib, &set);
+    // 10.0.40.0/24 to id 1: the run of 318 split in two around it, 21 runs.
+    set.insert(v4(40), 1);
+    fib.update(&set, &[v4(40)]).unwrap();
+    assert!(flat(&fib), "21 runs: flat");
+    answers(&mut fib, &set);
+    // Back to 318: 19 runs again.
+    set.insert(v4(40), 318);
+    fib.update(&set, &[v4(40)]).unwrap();
+    assert!(!flat(&fib), "19 runs: a node again");
+    answers(&mut fib, &set);
 }
 
 /// A slot's form depends on the leaf width (`flat_pays`), which an update widens but only a

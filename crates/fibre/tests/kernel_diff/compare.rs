@@ -1,0 +1,329 @@
+//! The comparison of a probe's two answers: each side's answer reduced to what decides and
+//! reports a match (`Norm`), and the S-class differences the comparison allows (see
+//! docs/semantics.md): the IPv6 ECMP leg's router preference, the source check of a forwarded
+//! packet against the leg the hash picked, and an IPv4 route's type as the kernel's per-CPU
+//! cache of resolved output routes holds it (`GroupCaches`).
+use fibre::{Errno, Family, RouteAnswer, RouteSpec, Router};
+use kernel_oracle::{Answer, KernelRoute, Probe};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv6Addr};
+
+/// `rtm_type`s that the comparison names.
+const RTN_UNICAST: u8 = 1;
+const RTN_MULTICAST: u8 = 5;
+
+/// A next hop as both sides report it: gateway, device name, weight.
+pub type Hop = (Option<IpAddr>, Option<String>, u16);
+
+/// A route reduced to what decides and reports a match, comparable across both sides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Norm {
+    Error(i32),
+    Route {
+        table: u32,
+        kind: u8,
+        dst: String,
+        src: Option<String>,
+        tos: u8,
+        protocol: u8,
+        scope: u8,
+        metric: Option<u32>,
+        prefsrc: Option<IpAddr>,
+        pref: Option<u8>,
+        nhid: Option<u32>,
+        hops: Vec<Hop>,
+    },
+}
+
+pub fn norm_kernel(a: &Answer, names: &BTreeMap<u32, String>) -> Norm {
+    let r: &KernelRoute = match a {
+        Answer::Error(e) => return Norm::Error(*e),
+        Answer::Route(r) => r,
+    };
+    let name = |i: u32| Some(names.get(&i).cloned().unwrap_or_else(|| format!("if{i}")));
+    let mut hops: Vec<_> = if r.nexthops.is_empty() {
+        if r.gateway.is_some() || r.oif.is_some() {
+            vec![(r.gateway, r.oif.and_then(name), 1)]
+        } else {
+            vec![]
+        }
+    } else {
+        r.nexthops
+            .iter()
+            .map(|h| (h.gateway, name(h.oif), h.weight))
+            .collect()
+    };
+    let v6 = r.dst.is_ipv6();
+    if v6 {
+        hops.sort();
+    }
+    Norm::Route {
+        table: r.table,
+        kind: r.kind,
+        dst: format!("{}/{}", r.dst, r.dst_len),
+        src: (r.src_len > 0).then(|| {
+            format!(
+                "{}/{}",
+                r.src.unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED)),
+                r.src_len
+            )
+        }),
+        tos: r.tos,
+        protocol: r.protocol,
+        scope: r.scope,
+        metric: r.metric,
+        prefsrc: r.prefsrc,
+        // RTA_PREF: 0 medium, 1 high, 3 low.
+        pref: r.pref,
+        nhid: r.nhid,
+        hops,
+    }
+}
+
+pub fn norm_fibre<A: fibre::Address>(
+    r: &Result<fibre::RouteAnswer<A>, fibre::Errno>,
+    router: &Router,
+) -> Norm {
+    let a = match r {
+        Err(e) => return Norm::Error(e.code()),
+        Ok(a) => a,
+    };
+    let Some(mut spec) = a.route_spec() else {
+        return Norm::Error(-1);
+    };
+    // IPv4 fibmatch reports the type of the resolved route (broadcast to 255.255.255.255,
+    // multicast to groups, whatever route carried them).
+    if A::FAMILY == Family::Inet {
+        spec.kind = a.kind;
+    }
+    norm_spec(&spec, router)
+}
+
+fn norm_spec<A: fibre::Address>(spec: &RouteSpec<A>, router: &Router) -> Norm {
+    let v6 = A::FAMILY == Family::Inet6;
+    let name = |d: Option<u32>| {
+        d.map(|d| {
+            router
+                .links()
+                .name_of(d)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("if{d}"))
+        })
+    };
+    let mut hops: Vec<_> = spec
+        .hops
+        .iter()
+        .map(|h| {
+            (
+                h.gateway.map(Into::into),
+                name(h.dev),
+                // Weights are reported for multipath: several hops, or IPv6 through a group.
+                if spec.hops.len() > 1 || (v6 && spec.nhid.is_some_and(|n| n.group)) {
+                    h.weight
+                } else {
+                    1
+                },
+            )
+        })
+        .collect();
+    if v6 {
+        if spec.kind.is_reject() && hops.is_empty() {
+            hops.push((None, Some("lo".into()), 1));
+        }
+        hops.sort();
+    }
+    Norm::Route {
+        table: spec.table,
+        kind: spec.kind as u8,
+        dst: format!("{}/{}", spec.dst.addr(), spec.dst.len()),
+        src: (!spec.src.is_default()).then(|| format!("{}/{}", spec.src.addr(), spec.src.len())),
+        tos: spec.tos,
+        protocol: spec.protocol,
+        scope: spec.scope,
+        metric: if v6 || spec.metric != 0 {
+            Some(spec.metric)
+        } else {
+            None
+        },
+        prefsrc: spec.prefsrc.map(Into::into),
+        pref: v6.then_some(match spec.pref {
+            fibre::route::RouterPref::Medium => 0,
+            fibre::route::RouterPref::High => 1,
+            fibre::route::RouterPref::Low => 3,
+        }),
+        nhid: spec.nhid.map(|n| n.id),
+        hops,
+    }
+}
+
+/// fibre's answer, and whether the route it matched is of type unicast: `norm_fibre` reports,
+/// as the kernel does, the type of the route resolved (multicast for a group, whatever route
+/// carried it), and the comparison also needs the route's own.
+pub fn fibre_answer<A: fibre::Address>(
+    r: &Result<RouteAnswer<A>, Errno>,
+    router: &Router,
+) -> (Norm, bool) {
+    let unicast = matches!(r, Ok(a) if a.route_spec().is_some_and(|s| s.kind as u8 == RTN_UNICAST));
+    (norm_fibre(r, router), unicast)
+}
+
+/// The prefix length of the route an answer matched.
+fn matched_len(n: &Norm) -> Option<u8> {
+    match n {
+        Norm::Route { dst, .. } => dst.rsplit('/').next()?.parse().ok(),
+        Norm::Error(_) => None,
+    }
+}
+
+/// Where the kernel caches the resolved IPv4 output routes of a route, as far as its answer
+/// shows it. A classic route's cache lies in its `fib_info`'s next hops, which every route of
+/// the same type, next hops, metric, protocol, scope and preferred source shares
+/// (`fib_find_info`; the table, destination and TOS are not part of it, and the metrics and
+/// next-hop flags, which the answers do not show, only split `fib_info`s further). A route
+/// through a next-hop object uses the object's next hop (a group's: its members'), whatever
+/// the route's own attributes.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum RouteCache {
+    FibInfo {
+        protocol: u8,
+        scope: u8,
+        metric: Option<u32>,
+        prefsrc: Option<IpAddr>,
+        hops: Vec<Hop>,
+    },
+    ObjectHop {
+        gateway: Option<IpAddr>,
+        dev: Option<String>,
+    },
+}
+
+/// The caches a route's lookups may fill or read (the route of type unicast: the type is part
+/// of a `fib_info`, and the callers ask only about unicast routes).
+fn caches_of(n: &Norm) -> Vec<RouteCache> {
+    match n {
+        Norm::Error(_) => Vec::new(),
+        Norm::Route {
+            nhid: Some(_),
+            hops,
+            ..
+        } => hops
+            .iter()
+            .map(|(gateway, dev, _)| RouteCache::ObjectHop {
+                gateway: *gateway,
+                dev: dev.clone(),
+            })
+            .collect(),
+        Norm::Route {
+            protocol,
+            scope,
+            metric,
+            prefsrc,
+            hops,
+            ..
+        } => vec![RouteCache::FibInfo {
+            protocol: *protocol,
+            scope: *scope,
+            metric: *metric,
+            prefsrc: *prefsrc,
+            hops: hops.clone(),
+        }],
+    }
+}
+
+/// The IPv4 route caches that a probe to a multicast group has filled so far in a run, in the
+/// order the kernel was asked (one socket, one request at a time). The kernel caches resolved
+/// output routes per CPU in the next hop (`nhc_pcpu_rth_output`): a group's lookup through a
+/// unicast route of prefix length 4 or more leaves there a route of type multicast (the group
+/// not joined), and a later output lookup of a unicast address through a route sharing that
+/// cache, on the same CPU, gets it back with its type. Which CPU each probe ran on is not
+/// known, so the comparison allows the type wherever a group went before.
+#[derive(Default)]
+pub struct GroupCaches(BTreeSet<RouteCache>);
+
+impl GroupCaches {
+    /// Notes a probe that fibre answered `ours`, through a route of type unicast where
+    /// `unicast`. Forwarded probes (`iif`) take the input path, which neither fills nor reads
+    /// this cache; below prefix length 4 the kernel keeps none.
+    pub fn note(&mut self, probe: &Probe, ours: &Norm, unicast: bool) {
+        if probe.dst.is_multicast()
+            && probe.iif.is_none()
+            && unicast
+            && matched_len(ours).is_some_and(|len| len >= 4)
+        {
+            self.0.extend(caches_of(ours));
+        }
+    }
+
+    /// Whether the kernel may have answered a probe (that fibre answered `ours`, through a
+    /// route of type unicast where `unicast`) from a cache a group's lookup filled.
+    pub fn may_hold_a_group(&self, probe: &Probe, ours: &Norm, unicast: bool) -> bool {
+        probe.iif.is_none() && unicast && caches_of(ours).iter().any(|c| self.0.contains(c))
+    }
+}
+
+/// Field-by-field equality, less the S-class parts: the router preference an IPv6 ECMP match
+/// reports is that of the leg the flow hash picked; an IPv4 forwarded packet whose route has
+/// several legs is source-checked against the leg the hash picked (fibre passes it if any leg
+/// passes); an IPv4 route's type may be the one its per-CPU cache holds (for a unicast
+/// address only where `cached_group`: see [`GroupCaches`]).
+pub fn same_route(ours: &Norm, theirs: &Norm, probe: &Probe, v6: bool, cached_group: bool) -> bool {
+    let with_kind = |k: u8| {
+        let mut a = ours.clone();
+        if let Norm::Route { kind, .. } = &mut a {
+            *kind = k;
+        }
+        a == *theirs
+    };
+    match (ours, theirs) {
+        (
+            Norm::Route {
+                pref: p1, hops: h1, ..
+            },
+            Norm::Route {
+                pref: p2, hops: h2, ..
+            },
+        ) if v6 && h1.len() > 1 && p1 != p2 => {
+            let mut a = ours.clone();
+            if let Norm::Route { pref, .. } = &mut a {
+                *pref = *p2;
+            }
+            a == *theirs && h1 == h2
+        }
+        (Norm::Route { hops, .. }, Norm::Error(22))
+            if !v6 && hops.len() > 1 && probe.iif.is_some() =>
+        {
+            // The source of a forwarded packet is checked against the leg the hash picked: the
+            // reverse lookup comes in on that leg's device (rules naming `iif` see it), and a
+            // leg back out of the input device takes the redirect path.
+            true
+        }
+        (
+            Norm::Route {
+                kind: RTN_MULTICAST,
+                ..
+            },
+            Norm::Route {
+                kind: RTN_UNICAST, ..
+            },
+        ) if !v6 && probe.dst.is_multicast() => {
+            // A group not joined may get the unicast route that an output lookup through a
+            // route sharing its cache left there (S-class, docs/semantics.md). The rest must
+            // agree.
+            with_kind(RTN_UNICAST)
+        }
+        (
+            Norm::Route {
+                kind: RTN_UNICAST, ..
+            },
+            Norm::Route {
+                kind: RTN_MULTICAST,
+                ..
+            },
+        ) if !v6 && !probe.dst.is_multicast() && cached_group => {
+            // The other way round: a unicast address through a route whose cache a group's
+            // lookup filled comes back as multicast (S-class, docs/semantics.md).
+            with_kind(RTN_MULTICAST)
+        }
+        _ => ours == theirs,
+    }
+}
