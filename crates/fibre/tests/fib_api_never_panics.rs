@@ -50,3 +50,32 @@ fn an_id_above_max_is_refused_not_encoded() {
     t.insert(p, MAX_ID);
     assert!(Poptrie::build(&t).is_ok());
 }
+
+/// The case CI found: after a wide id came and went, a patched FIB keeps its four-byte cells,
+/// so a slot of two runs stays a node where a fresh build (one-byte cells) makes it flat
+/// (`flat_pays`). It equals a fresh build in its own form (`Fib::fresh_like`), and answers as
+/// the fresh build does.
+#[test]
+fn a_patched_fib_keeps_its_cells_width_and_its_form() {
+    use fibre::fib::Fib;
+    use fibre::Prefix;
+    use std::net::Ipv4Addr;
+    let p = |s: &str| -> Prefix<Ipv4Addr> { s.parse().unwrap() };
+    let mut fib: Fib<Ipv4Addr> = Fib::new();
+    fib.set(p("0.0.0.0/19"), Some(1)).unwrap();
+    fib.set(p("44.0.0.0/6"), Some(1 << 24)).unwrap();
+    fib.publish();
+    fib.set(p("44.0.0.0/6"), Some(0)).unwrap();
+    fib.set(p("0.0.0.0/6"), Some(2)).unwrap();
+    fib.publish();
+    let fresh = Fib::<Ipv4Addr>::from_routes(fib.routes()).unwrap();
+    assert!(
+        fib.image() != fresh.image(),
+        "a node here, flat in the fresh build"
+    );
+    assert!(fib.image() == fib.fresh_like().0);
+    for key in ["0.0.0.1", "0.0.32.1", "0.1.0.0", "44.0.0.1", "9.9.9.9"] {
+        let key: Ipv4Addr = key.parse().unwrap();
+        assert_eq!(fib.lookup(key), fresh.lookup(key), "{key}");
+    }
+}

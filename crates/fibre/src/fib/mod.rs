@@ -539,13 +539,15 @@ impl<A: FibFamily, L: LpmAlgorithm<A>> Fib<A, L> {
         self.lpm.image()
     }
     /// The image and stats of a fresh encoding of the routes in this FIB's form
-    /// ([`LpmAlgorithm::rebuilt_like`]): what tests compare a patched FIB with.
-    #[cfg(test)]
-    pub(crate) fn fresh_like(&self) -> (Vec<u64>, FibStats) {
+    /// ([`LpmAlgorithm::rebuilt_like`]): what a patched FIB must equal, and what the tests and
+    /// the fuzz target compare it with. A fresh build of the same routes may differ where the
+    /// form does: Poptrie's leaf cells stay as wide as the widest id this generation held, and
+    /// whether a slot is flat depends on their width (`flat_pays`).
+    pub fn fresh_like(&self) -> (Vec<u64>, FibStats) {
         let fresh = self
             .lpm
             .rebuilt_like(&self.routes)
-            .expect("the routes' ids were taken already");
+            .expect("every id in the routes was checked against MAX_ID when it was set");
         (fresh.image(), fresh.stats())
     }
     /// [`LpmAlgorithm::audit`]: call with no older version held by any reader.

@@ -194,7 +194,7 @@ fn fib_equals_model<A: FibFamily, L: LpmAlgorithm<A>>(
 /// runs pay (Poptrie's `FLAT`, `flat_pays`), and one in eight is longer, so slots go from flat
 /// to a node and back as they change. A case's 12 ids start at 0, 300 or 70,000, so its
 /// leaves are one, two or four bytes wide: one-byte leaves are always flat, two- and
-/// four-byte ones from 20 and 26 runs, which changes cross.
+/// four-byte ones from 20 and 26 runs, which changes may cross.
 fn dense_ops<A: FibFamily>() -> impl Strategy<Value = Case<A>> {
     prop_oneof![Just(0u32), Just(300), Just(70_000)].prop_flat_map(dense_ops_from::<A>)
 }

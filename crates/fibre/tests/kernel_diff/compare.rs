@@ -6,14 +6,18 @@
 use fibre::{Errno, Family, RouteAnswer, RouteSpec, Router};
 use kernel_oracle::{Answer, KernelRoute, Probe};
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// `rtm_type`s that the comparison names.
 const RTN_UNICAST: u8 = 1;
 const RTN_MULTICAST: u8 = 5;
 
 /// A next hop as both sides report it: gateway, device name, weight.
-pub type Hop = (Option<IpAddr>, Option<String>, u16);
+type Hop = (Option<IpAddr>, Option<String>, u16);
+
+/// The group every IPv4 device that is up joins (`router/ipv4.rs`): its lookups neither fill nor read
+/// the cache of resolved routes (`do_cache` is false for a joined group).
+const ALL_HOSTS: IpAddr = IpAddr::V4(Ipv4Addr::new(224, 0, 0, 1));
 
 /// A route reduced to what decides and reports a match, comparable across both sides.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,10 +84,7 @@ pub fn norm_kernel(a: &Answer, names: &BTreeMap<u32, String>) -> Norm {
     }
 }
 
-pub fn norm_fibre<A: fibre::Address>(
-    r: &Result<fibre::RouteAnswer<A>, fibre::Errno>,
-    router: &Router,
-) -> Norm {
+fn norm_fibre<A: fibre::Address>(r: &Result<RouteAnswer<A>, Errno>, router: &Router) -> Norm {
     let a = match r {
         Err(e) => return Norm::Error(e.code()),
         Ok(a) => a,
@@ -177,14 +178,16 @@ fn matched_len(n: &Norm) -> Option<u8> {
 
 /// Where the kernel caches the resolved IPv4 output routes of a route, as far as its answer
 /// shows it. A classic route's cache lies in its `fib_info`'s next hops, which every route of
-/// the same type, next hops, metric, protocol, scope and preferred source shares
-/// (`fib_find_info`; the table, destination and TOS are not part of it, and the metrics and
-/// next-hop flags, which the answers do not show, only split `fib_info`s further). A route
-/// through a next-hop object uses the object's next hop (a group's: its members'), whatever
-/// the route's own attributes.
+/// the same table, type, next hops, metric, protocol, scope and preferred source shares
+/// (`fib_find_info`, which compares the table since Linux 6.2; the destination and TOS are not
+/// part of it, and the metrics and next-hop flags, which the answers do not show, only split
+/// `fib_info`s further). A route through a next-hop object uses the object's next hop (a
+/// group's: its members'), whatever the route's own attributes; two objects with the same
+/// gateway and device are taken as one here, which only allows more.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum RouteCache {
     FibInfo {
+        table: u32,
         protocol: u8,
         scope: u8,
         metric: Option<u32>,
@@ -214,6 +217,7 @@ fn caches_of(n: &Norm) -> Vec<RouteCache> {
             })
             .collect(),
         Norm::Route {
+            table,
             protocol,
             scope,
             metric,
@@ -221,6 +225,7 @@ fn caches_of(n: &Norm) -> Vec<RouteCache> {
             hops,
             ..
         } => vec![RouteCache::FibInfo {
+            table: *table,
             protocol: *protocol,
             scope: *scope,
             metric: *metric,
@@ -242,14 +247,9 @@ pub struct GroupCaches(BTreeSet<RouteCache>);
 
 impl GroupCaches {
     /// Notes a probe that fibre answered `ours`, through a route of type unicast where
-    /// `unicast`. Forwarded probes (`iif`) take the input path, which neither fills nor reads
-    /// this cache; below prefix length 4 the kernel keeps none.
+    /// `unicast`.
     pub fn note(&mut self, probe: &Probe, ours: &Norm, unicast: bool) {
-        if probe.dst.is_multicast()
-            && probe.iif.is_none()
-            && unicast
-            && matched_len(ours).is_some_and(|len| len >= 4)
-        {
+        if unicast && group_lookup_uses_cache(probe, ours) {
             self.0.extend(caches_of(ours));
         }
     }
@@ -259,6 +259,17 @@ impl GroupCaches {
     pub fn may_hold_a_group(&self, probe: &Probe, ours: &Norm, unicast: bool) -> bool {
         probe.iif.is_none() && unicast && caches_of(ours).iter().any(|c| self.0.contains(c))
     }
+}
+
+/// Whether the kernel's output lookup of a probe to a group (fibre answered `ours`) goes
+/// through the cache: not for a forwarded probe (`iif`: the input path has its own cache, which
+/// no group's lookup fills), not below prefix length 4 (the kernel drops the route's next hop
+/// there), not for a joined group ([`ALL_HOSTS`]).
+fn group_lookup_uses_cache(probe: &Probe, ours: &Norm) -> bool {
+    probe.dst.is_multicast()
+        && probe.dst != ALL_HOSTS
+        && probe.iif.is_none()
+        && matched_len(ours).is_some_and(|len| len >= 4)
 }
 
 /// Field-by-field equality, less the S-class parts: the router preference an IPv6 ECMP match
@@ -305,7 +316,7 @@ pub fn same_route(ours: &Norm, theirs: &Norm, probe: &Probe, v6: bool, cached_gr
             Norm::Route {
                 kind: RTN_UNICAST, ..
             },
-        ) if !v6 && probe.dst.is_multicast() => {
+        ) if !v6 && group_lookup_uses_cache(probe, ours) => {
             // A group not joined may get the unicast route that an output lookup through a
             // route sharing its cache left there (S-class, docs/semantics.md). The rest must
             // agree.

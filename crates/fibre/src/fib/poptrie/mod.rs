@@ -97,7 +97,7 @@ const MAX_CELLS: usize = FLAT as usize;
 
 /// Whether a top node without a child and with `runs` runs of leaves of `width` bytes is stored
 /// flat: where its 64 leaves take at most twice the node's cell and runs, or at most a cache
-/// line more. One-byte leaves are always flat (their block is a line and its pad cells),
+/// line more. One-byte leaves are always flat (their block is 64 bytes and 3 pad cells),
 /// two-byte ones from 20 runs, four-byte ones from 26. A key there then reads no node: one
 /// dependent read and, in the vector kernels, one to three gathers fewer. The bench's FIB of
 /// next-hop indexes (one byte) has every such slot of the IPv4 view flat; the router's
