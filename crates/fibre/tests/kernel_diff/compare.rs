@@ -84,22 +84,6 @@ pub fn norm_kernel(a: &Answer, names: &BTreeMap<u32, String>) -> Norm {
     }
 }
 
-fn norm_fibre<A: fibre::Address>(r: &Result<RouteAnswer<A>, Errno>, router: &Router) -> Norm {
-    let a = match r {
-        Err(e) => return Norm::Error(e.code()),
-        Ok(a) => a,
-    };
-    let Some(mut spec) = a.route_spec() else {
-        return Norm::Error(-1);
-    };
-    // IPv4 fibmatch reports the type of the resolved route (broadcast to 255.255.255.255,
-    // multicast to groups, whatever route carried them).
-    if A::FAMILY == Family::Inet {
-        spec.kind = a.kind;
-    }
-    norm_spec(&spec, router)
-}
-
 fn norm_spec<A: fibre::Address>(spec: &RouteSpec<A>, router: &Router) -> Norm {
     let v6 = A::FAMILY == Family::Inet6;
     let name = |d: Option<u32>| {
@@ -157,15 +141,26 @@ fn norm_spec<A: fibre::Address>(spec: &RouteSpec<A>, router: &Router) -> Norm {
     }
 }
 
-/// fibre's answer, and whether the route it matched is of type unicast: `norm_fibre` reports,
-/// as the kernel does, the type of the route resolved (multicast for a group, whatever route
-/// carried it), and the comparison also needs the route's own.
+/// fibre's answer, and whether the route it matched is of type unicast. For IPv4 the answer
+/// reports, as the kernel's fibmatch does, the type of the route resolved (broadcast to
+/// 255.255.255.255, multicast to groups, whatever route carried them); the comparison also
+/// needs the route's own ([`GroupCaches`]).
 pub fn fibre_answer<A: fibre::Address>(
     r: &Result<RouteAnswer<A>, Errno>,
     router: &Router,
 ) -> (Norm, bool) {
-    let unicast = matches!(r, Ok(a) if a.route_spec().is_some_and(|s| s.kind as u8 == RTN_UNICAST));
-    (norm_fibre(r, router), unicast)
+    let a = match r {
+        Err(e) => return (Norm::Error(e.code()), false),
+        Ok(a) => a,
+    };
+    let Some(mut spec) = a.route_spec() else {
+        return (Norm::Error(-1), false);
+    };
+    let unicast = spec.kind as u8 == RTN_UNICAST;
+    if A::FAMILY == Family::Inet {
+        spec.kind = a.kind;
+    }
+    (norm_spec(&spec, router), unicast)
 }
 
 /// The prefix length of the route an answer matched.
