@@ -56,6 +56,48 @@ fn a_failing_change_rolls_back_the_whole_set() {
     assert_ne!(state(&r), before);
 }
 
+/// A route change outside a change set is a set of its own whose snapshot shares none of the
+/// small parts (links, addresses, rules, next-hop objects: a route change edits none of them):
+/// one that fails leaves everything as it was, and one that lands leaves what the same change
+/// in an explicit set leaves.
+#[test]
+fn a_route_change_alone_is_all_or_nothing() {
+    let failing = [
+        // No route to the gateway; a route that is there already; nothing to delete (in a
+        // table that does not exist either); a source route whose gateway has no route; a
+        // second hop without a route to its gateway.
+        "route add 203.0.113.0/24 via 10.7.0.3",
+        "route add 198.51.100.0/24 via 10.0.0.2",
+        "route del 192.0.2.0/24",
+        "route del 2001:db8:9::/48 table 9",
+        "route add 2001:db8:7::/48 from 2001:db8:99::/64 via 2001:db8:5::1",
+        "route append 198.51.100.0/24 nexthop via 10.0.0.6 nexthop via 10.7.0.7",
+    ];
+    for line in failing {
+        let mut r = router();
+        let before = state(&r);
+        let c = changes(&r, line).remove(0);
+        assert!(r.change(&c).is_err(), "{line}: should fail");
+        assert_eq!(state(&r), before, "{line}");
+    }
+    let landing = [
+        "route add 203.0.113.0/24 via 10.0.0.3",
+        "route add local 192.0.2.9/32 dev veth0 table 9",
+        "route prepend 198.51.100.0/24 nexthop via 10.0.0.6 weight 2 nexthop via 10.0.0.7",
+        "route del 198.51.100.0/24",
+        "route replace 2001:db8:1::/48 via 2001:db8::3",
+        "route add 2001:db8:1::/48 from 2001:db8:99::/64 via 2001:db8::5",
+    ];
+    for line in landing {
+        let (mut alone, mut in_set) = (router(), router());
+        let c = changes(&alone, line).remove(0);
+        alone.change(&c).unwrap();
+        in_set.apply(std::slice::from_ref(&c)).unwrap();
+        assert_eq!(state(&alone), state(&in_set), "{line}");
+        assert_ne!(state(&alone), state(&router()), "{line}");
+    }
+}
+
 #[test]
 fn atomic_batches_keep_nothing_of_a_failed_batch() {
     let r = router();

@@ -153,7 +153,8 @@ impl LinkState for Links {
 
 #[derive(Clone, Debug)]
 struct Snapshot {
-    links: Arc<Links>,
+    /// `None` where the set is one route change (see `FamilySnapshot::small`).
+    links: Option<Arc<Links>>,
     last_nhid: u32,
     v4: FamilySnapshot<Ipv4Addr>,
     v6: FamilySnapshot<Ipv6Addr>,
@@ -237,12 +238,19 @@ impl Router {
 
     /// Opens a change set.
     pub fn begin(&mut self) {
+        self.open(true);
+    }
+
+    /// Opens a change set; `shared`: whether its snapshot shares the links and the families'
+    /// small parts (rules, addresses, derived routes, next-hop objects) to put them back. Only
+    /// a set of one route change, which edits none of them, goes without.
+    fn open(&mut self, shared: bool) {
         assert!(self.snapshot.is_none(), "change sets do not nest");
         self.snapshot = Some(Snapshot {
-            links: self.links.clone(),
+            links: shared.then(|| self.links.clone()),
             last_nhid: self.last_nhid,
-            v4: FamilySnapshot::take(&self.v4),
-            v6: FamilySnapshot::take(&self.v6),
+            v4: FamilySnapshot::take(&self.v4, shared),
+            v6: FamilySnapshot::take(&self.v6, shared),
         });
         self.v4.nhs.begin();
         self.v6.nhs.begin();
@@ -251,7 +259,11 @@ impl Router {
     }
     /// Keeps every change since [`Router::begin`]; the FIBs follow (one publication each).
     pub fn commit(&mut self) {
-        if self.snapshot.take().is_some() {
+        if let Some(s) = self.snapshot.take() {
+            debug_assert!(
+                s.v4.small_parts_kept(&self.v4) && s.v6.small_parts_kept(&self.v6),
+                "a change set that did not share the small parts changed one"
+            );
             self.version = Version::next();
             // A load leaves its tables' indexes half full, or some of its destinations in a
             // run (see `PrefixMap::pack`); packed first, the FIBs' build reads them in order.
@@ -275,7 +287,9 @@ impl Router {
     /// Undoes every change since [`Router::begin`].
     pub fn rollback(&mut self) {
         if let Some(s) = self.snapshot.take() {
-            self.links = s.links;
+            if let Some(links) = s.links {
+                self.links = links;
+            }
             self.last_nhid = s.last_nhid;
             let v4 = s.v4.restore(&mut self.v4);
             let v6 = s.v6.restore(&mut self.v6);
@@ -303,8 +317,13 @@ impl Router {
     /// Applies one change. Outside a change set it is atomic by itself; inside one, a failure
     /// may leave earlier parts of *this* change applied until the set is rolled back.
     pub fn change(&mut self, c: &Change) -> Result<(), ChangeError> {
+        let route = |c: &Change| match c {
+            Change::Inet(c) => matches!(c, FamilyChange::Route(..) | FamilyChange::RouteDel(..)),
+            Change::Inet6(c) => matches!(c, FamilyChange::Route(..) | FamilyChange::RouteDel(..)),
+            _ => false,
+        };
         if self.snapshot.is_none() {
-            self.begin();
+            self.open(!route(c));
             let r = self.change(c);
             match &r {
                 Err(e) if !e.partial => self.rollback(),
@@ -312,11 +331,6 @@ impl Router {
             }
             return r;
         }
-        let route = |c: &Change| match c {
-            Change::Inet(c) => matches!(c, FamilyChange::Route(..) | FamilyChange::RouteDel(..)),
-            Change::Inet6(c) => matches!(c, FamilyChange::Route(..) | FamilyChange::RouteDel(..)),
-            _ => false,
-        };
         if !route(c) {
             // Links, addresses, rules and next-hop objects decide gateway checks too.
             self.forget_gateways();
