@@ -127,6 +127,29 @@ impl<A: RouterFamily> FamilyState<A> {
     ///
     /// Gives the counts of edits by table, which the FIBs follow with (one pass over the
     /// journal for both).
+    /// Its part of opening a change set (see `Router::open`): the snapshot to put back.
+    pub(super) fn open(&mut self, shared: bool) -> FamilySnapshot<A> {
+        self.nhs.begin();
+        self.created_tables.clear();
+        FamilySnapshot::take(self, shared)
+    }
+
+    /// Its part of a change set's commit (see `Router::commit`): the FIBs follow the edits,
+    /// and the set's bookkeeping empties.
+    pub(super) fn commit(&mut self, snap: FamilySnapshot<A>, links: &Links) {
+        snap.debug_check(self);
+        // A load leaves its tables' indexes half full, or some of its destinations in a run
+        // (see `PrefixMap::pack`); packed first, the FIBs' build reads them in order. Slots,
+        // and so FIB ids, do not move.
+        let counts = self.pack_after();
+        self.follow_commit(links, &counts);
+        self.gateways.follow(&self.journal);
+        self.gateways.journal_cleared();
+        self.journal.clear();
+        self.nhs.commit();
+        self.created_tables.clear();
+    }
+
     pub(super) fn pack_after(&mut self) -> EditCounts {
         let counts = count_by_table(self.journal.destinations_from(0));
         for &(t, edits) in &counts {
@@ -375,6 +398,15 @@ impl<A: RouterFamily> FamilySnapshot<A> {
     /// Whether the small parts are as the snapshot found them, where it did not share them.
     pub(super) fn small_parts_kept(&self, s: &FamilyState<A>) -> bool {
         self.small.is_some() || self.small_at == Self::small_at(s)
+    }
+
+    /// Checks, in debug builds, that a snapshot that did not share the small parts finds them
+    /// as they were.
+    fn debug_check(&self, s: &FamilyState<A>) {
+        debug_assert!(
+            self.small_parts_kept(s),
+            "a change set that did not share the small parts changed one"
+        );
     }
 
     /// Undoes the journal (route lists), then puts the small parts back. Returns the
