@@ -355,6 +355,11 @@ pub struct Fibs<A: KernelSemantics + FibFamily> {
     pub links_changed: bool,
     /// Off: every lookup walks the RIB (the reference the FIB path is tested against).
     pub disabled: bool,
+    /// How many tables the family had, and whether its rules were customised, when the FIBs
+    /// last matched its tables ([`Fibs::match_tables`]). Tables come only with the change set
+    /// that makes them and go only with its rollback, so while both are the same the tables
+    /// are too, and a route change skips the match (see `Fibs::follow_one`).
+    pub(super) matched: Option<(usize, bool)>,
 }
 
 impl<A: KernelSemantics + FibFamily> Default for Fibs<A> {
@@ -364,6 +369,7 @@ impl<A: KernelSemantics + FibFamily> Default for Fibs<A> {
             merged: None,
             links_changed: false,
             disabled: false,
+            matched: None,
         }
     }
 }
@@ -393,6 +399,7 @@ impl<A: RouterFamily> Fibs<A> {
             merged,
             links_changed: false,
             disabled: false,
+            matched: None,
         }
     }
 
@@ -490,15 +497,22 @@ impl<A: RouterFamily> Fibs<A> {
         dst: Prefix<A>,
         links: &dyn LinkState,
     ) {
+        let mut matched = self.matched == Some((st.tables.len(), st.rules.customised));
         if Self::own_fib(st, t) {
             match self.tables.get_mut(&t) {
                 Some(tf) => tf.refresh(st, &[dst], links),
                 None => {
+                    // A table new in the set, or (a rollback) gone with it: matched below.
                     self.tables.insert(t, TableFib::build(st, vec![t], links));
+                    matched = false;
                 }
             }
         }
-        self.match_tables(st, links);
+        if matched {
+            debug_assert!(self.tables_match(st), "the FIBs follow the tables");
+        } else {
+            self.match_tables(st, links);
+        }
         if t == TABLE_LOCAL || t == TABLE_MAIN {
             if let Some(m) = self.merged.as_mut() {
                 m.refresh(st, &[dst], links);
@@ -531,6 +545,13 @@ impl<A: RouterFamily> Fibs<A> {
                 self.tables.insert(t, TableFib::build(st, vec![t], links));
             }
         }
+        self.matched = Some((st.tables.len(), st.rules.customised));
+    }
+
+    /// Whether the FIBs are those [`Fibs::match_tables`] would leave (debug checks).
+    fn tables_match(&self, st: &FamilyState<A>) -> bool {
+        let want = st.tables.keys().filter(|&&t| Self::own_fib(st, t));
+        self.tables.keys().eq(want)
     }
 
     /// A change set that touches a good part of a FIB (a table load) builds it anew: one pass
