@@ -73,12 +73,37 @@ fn a_route_change_alone_is_all_or_nothing() {
         "route add 2001:db8:7::/48 from 2001:db8:99::/64 via 2001:db8:5::1",
         "route append 198.51.100.0/24 nexthop via 10.0.0.6 nexthop via 10.7.0.7",
     ];
+    // After each: no set is left open (a set of each family's lone change and an explicit one
+    // land), and the FIBs answer as the RIB's walk does.
+    let probes = [
+        "198.51.100.9",
+        "203.0.113.9",
+        "192.0.2.9",
+        "10.0.0.7",
+        "2001:db8:1::9",
+        "2001:db8:7::1",
+    ];
+    let go_on = |r: &mut Router, line: &str| {
+        for more in [
+            "route add 192.0.2.128/25 via 10.0.0.2",
+            "route add 2001:db8:2::/48 via 2001:db8::2",
+        ] {
+            let c = changes(r, more).remove(0);
+            r.change(&c)
+                .unwrap_or_else(|e| panic!("{line}, then {more}: {e:?}"));
+        }
+        r.begin();
+        r.commit();
+        let (fib, rib) = answers_both_ways(r, &probes);
+        assert_eq!(fib, rib, "{line}: the FIBs follow");
+    };
     for line in failing {
         let mut r = router();
         let before = state(&r);
         let c = changes(&r, line).remove(0);
         assert!(r.change(&c).is_err(), "{line}: should fail");
         assert_eq!(state(&r), before, "{line}");
+        go_on(&mut r, line);
     }
     let landing = [
         "route add 203.0.113.0/24 via 10.0.0.3",
@@ -95,6 +120,7 @@ fn a_route_change_alone_is_all_or_nothing() {
         in_set.apply(std::slice::from_ref(&c)).unwrap();
         assert_eq!(state(&alone), state(&in_set), "{line}");
         assert_ne!(state(&alone), state(&router()), "{line}");
+        go_on(&mut alone, line);
     }
 }
 

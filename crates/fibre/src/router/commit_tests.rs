@@ -59,3 +59,46 @@ fn a_rollback_leaves_no_run() {
     assert_eq!(table(&r), 40);
     assert_eq!(run_len(&r), 0, "the rollback settles what it put back");
 }
+
+/// A lone route change's set shares neither the links nor the small parts (see
+/// `router::set_snapshot`); debug builds catch a set of that kind that came to edit one, at
+/// commit as at rollback, where a release build could not put it back.
+#[test]
+#[cfg(debug_assertions)]
+fn a_lone_route_change_set_that_edits_a_small_part_is_caught() {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    type Edit = fn(&mut Router);
+    let edits: [(&str, Edit); 2] = [
+        ("rules", |r| {
+            Arc::make_mut(&mut r.v4.rules).customised = true
+        }),
+        ("links", |r| {
+            Arc::make_mut(&mut r.links);
+        }),
+    ];
+    for (what, edit) in edits {
+        for commit in [true, false] {
+            let mut r = Router::new();
+            r.change(&add(1)).unwrap();
+            r.open(Some(Family::Inet));
+            edit(&mut r);
+            let end = catch_unwind(AssertUnwindSafe(|| {
+                if commit {
+                    r.commit()
+                } else {
+                    r.rollback()
+                }
+            }));
+            assert!(end.is_err(), "{what}, commit {commit}: not caught");
+            // The same edit in a set that shares them is fine.
+            let mut r = Router::new();
+            r.begin();
+            edit(&mut r);
+            if commit {
+                r.commit()
+            } else {
+                r.rollback()
+            }
+        }
+    }
+}

@@ -351,7 +351,8 @@ pub struct Fibs<A: KernelSemantics + FibFamily> {
     /// to copy twice.
     pub merged: Option<Box<TableFib<A>>>,
     /// Links changed since the FIBs were built (or nothing was built yet): they are rebuilt at
-    /// the next commit, and the RIB answers until then.
+    /// the next commit the family takes part in (a lone route change of the other family's
+    /// does not), and the RIB answers until then.
     pub links_changed: bool,
     /// Off: every lookup walks the RIB (the reference the FIB path is tested against).
     pub disabled: bool,
@@ -501,9 +502,11 @@ impl<A: RouterFamily> Fibs<A> {
         if Self::own_fib(st, t) {
             match self.tables.get_mut(&t) {
                 Some(tf) => tf.refresh(st, &[dst], links),
+                // A table new in the set gets its FIB; one gone with a rollback, none.
                 None => {
-                    // A table new in the set, or (a rollback) gone with it: matched below.
-                    self.tables.insert(t, TableFib::build(st, vec![t], links));
+                    if st.tables.contains_key(&t) {
+                        self.tables.insert(t, TableFib::build(st, vec![t], links));
+                    }
                     matched = false;
                 }
             }

@@ -4,7 +4,9 @@
 //! Changes go through [`Router::begin`] / [`Router::commit`] / [`Router::rollback`] (or
 //! [`Router::apply`], which wraps them): a change set either lands whole or leaves everything as
 //! it was. Route lists record their old contents before each edit; next-hop releases wait for the
-//! commit; the small parts (links, addresses, rules) are copied at `begin`.
+//! commit; the small parts (links, addresses, rules) are shared with the set's snapshot at
+//! `begin`, and copied by the first change to one. A route change outside a set is a set of its
+//! own that shares none of them and takes in its own family only (see `set_snapshot`).
 use crate::addr::{Address, Family};
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
@@ -42,13 +44,15 @@ mod plain;
 use plain::Prepared;
 mod query;
 mod route_classes;
+mod set_snapshot;
 mod state;
 
 pub use change::{Change, FamilyChange};
 use gateways::GatewayMemo;
 pub use query::{AnswerHops, CacheFlags, Matched, RouteAnswer, RouteQuery};
+use set_snapshot::Snapshot;
 pub use state::FamilyState;
-use state::{FamilySnapshot, FlowNames};
+use state::FlowNames;
 
 use family::Kernel;
 
@@ -151,18 +155,6 @@ impl LinkState for Links {
     }
 }
 
-#[derive(Clone, Debug)]
-struct Snapshot {
-    /// `None` where the set is one route change (see `FamilySnapshot::small`).
-    links: Option<Arc<Links>>,
-    last_nhid: u32,
-    /// `None`: the family is not part of the set (a route change of the other family alone),
-    /// and neither its open nor its commit runs: their code for the other family's types is
-    /// about a tenth of the instruction-cache lines a route change runs (callgrind).
-    v4: Option<FamilySnapshot<Ipv4Addr>>,
-    v6: Option<FamilySnapshot<Ipv6Addr>>,
-}
-
 /// A network namespace's routing state.
 ///
 /// Sealed: [`Router::links`] and [`Router::family`] are read-only views, and every change
@@ -170,7 +162,8 @@ struct Snapshot {
 /// [`Router::begin`]…[`Router::commit`]), so the FIBs and next-hop groups always follow.
 #[derive(Clone, Debug, Default)]
 pub struct Router {
-    /// Shared with an open change set's snapshot until the first link change copies it.
+    /// Shared with an open change set's snapshot until the first link change copies it (a lone
+    /// route change's set does not share it: see `router::set_snapshot`).
     links: Arc<Links>,
     v4: FamilyState<Ipv4Addr>,
     v6: FamilyState<Ipv6Addr>,
@@ -245,23 +238,15 @@ impl Router {
     }
 
     /// Opens a change set. `route_of`: `None` for any set; the family of a set of one route
-    /// change, which edits only that family's route lists: its snapshot then shares neither the
-    /// links nor the small parts (rules, addresses, derived routes, next-hop objects), and the
-    /// other family takes no part.
+    /// change, which edits only that family's route lists (see `router::set_snapshot`).
     fn open(&mut self, route_of: Option<Family>) {
         assert!(self.snapshot.is_none(), "change sets do not nest");
-        let shared = route_of.is_none();
-        let part = |f: Family| route_of.is_none_or(|r| r == f);
-        self.snapshot = Some(Snapshot {
-            links: shared.then(|| self.links.clone()),
-            last_nhid: self.last_nhid,
-            v4: part(Family::Inet).then(|| self.v4.open(shared)),
-            v6: part(Family::Inet6).then(|| self.v6.open(shared)),
-        });
+        self.snapshot = Some(Snapshot::take(self, route_of));
     }
     /// Keeps every change since [`Router::begin`]; the FIBs follow (one publication each).
     pub fn commit(&mut self) {
         if let Some(s) = self.snapshot.take() {
+            s.check_links(&self.links);
             self.version = Version::next();
             if let Some(snap) = s.v4 {
                 self.v4.commit(snap, &self.links);
@@ -274,7 +259,7 @@ impl Router {
     /// Undoes every change since [`Router::begin`].
     pub fn rollback(&mut self) {
         if let Some(s) = self.snapshot.take() {
-            if let Some(links) = s.links {
+            if let Some(links) = s.links_to_restore(&self.links) {
                 self.links = links;
             }
             self.last_nhid = s.last_nhid;

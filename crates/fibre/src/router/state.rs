@@ -3,6 +3,7 @@
 use super::fibs::Fibs;
 use super::gateways::GatewayMemo;
 use super::journal::{count_by_table, EditCounts, Journal};
+use super::set_snapshot::FamilySnapshot;
 use super::{Matched, RouterFamily};
 use crate::error::{ChangeError, Errno};
 use crate::fib::FibFamily;
@@ -116,17 +117,6 @@ impl<A: RouterFamily> FamilyState<A> {
         })
     }
 
-    /// At a commit, packs the index of each table the change set may have loaded: at least
-    /// [`PACK_EDITS`] edits of it, and at least half as many as it has destinations (see
-    /// [`crate::prefix_map::PrefixMap::pack`]). A set of a few changes never packs: a table
-    /// grown one change at a time would otherwise pay for a rebuild of its whole index inside
-    /// one ordinary change, each time it doubled. Every other table the set edited is settled
-    /// (see [`crate::prefix_map::PrefixMap::settle`]): the set may have left destinations in a
-    /// run (routes added in prefix order), and none outlives it. Tables the set did not edit
-    /// have no run (a rollback settles what it edits, see [`FamilySnapshot::restore`]).
-    ///
-    /// Gives the counts of edits by table, which the FIBs follow with (one pass over the
-    /// journal for both).
     /// Its part of opening a change set (see `Router::open`): the snapshot to put back.
     pub(super) fn open(&mut self, shared: bool) -> FamilySnapshot<A> {
         self.nhs.begin();
@@ -137,7 +127,7 @@ impl<A: RouterFamily> FamilyState<A> {
     /// Its part of a change set's commit (see `Router::commit`): the FIBs follow the edits,
     /// and the set's bookkeeping empties.
     pub(super) fn commit(&mut self, snap: FamilySnapshot<A>, links: &Links) {
-        snap.debug_check(self);
+        snap.check_small_parts(self);
         // A load leaves its tables' indexes half full, or some of its destinations in a run
         // (see `PrefixMap::pack`); packed first, the FIBs' build reads them in order. Slots,
         // and so FIB ids, do not move.
@@ -150,6 +140,17 @@ impl<A: RouterFamily> FamilyState<A> {
         self.created_tables.clear();
     }
 
+    /// At a commit, packs the index of each table the change set may have loaded: at least
+    /// [`PACK_EDITS`] edits of it, and at least half as many as it has destinations (see
+    /// [`crate::prefix_map::PrefixMap::pack`]). A set of a few changes never packs: a table
+    /// grown one change at a time would otherwise pay for a rebuild of its whole index inside
+    /// one ordinary change, each time it doubled. Every other table the set edited is settled
+    /// (see [`crate::prefix_map::PrefixMap::settle`]): the set may have left destinations in a
+    /// run (routes added in prefix order), and none outlives it. Tables the set did not edit
+    /// have no run (a rollback settles what it edits, see [`FamilySnapshot::restore`]).
+    ///
+    /// Gives the counts of edits by table, which the FIBs follow with (one pass over the
+    /// journal for both).
     pub(super) fn pack_after(&mut self) -> EditCounts {
         let counts = count_by_table(self.journal.destinations_from(0));
         for &(t, edits) in &counts {
@@ -347,97 +348,4 @@ impl<A: RouterFamily> FamilyState<A> {
 pub(super) struct FlowNames<'a> {
     pub(super) iif: Option<&'a str>,
     pub(super) oif: Option<&'a str>,
-}
-
-/// The small parts of a family, shared with a change set's snapshot while it is open.
-#[derive(Clone, Debug)]
-struct SmallParts<A: RouterFamily> {
-    rules: Arc<RuleSet<A>>,
-    addrs: Arc<Vec<IfAddr<A>>>,
-    derived: Arc<Vec<RouteSpec<A>>>,
-    objects: Arc<BTreeMap<u32, NhObject<A>>>,
-}
-
-/// What a change set's rollback puts back of a family besides its route lists.
-#[derive(Clone, Debug)]
-pub(super) struct FamilySnapshot<A: RouterFamily> {
-    /// `None` in the change set of one route change (`Router::change` outside a set), which
-    /// changes none of them: sharing them and letting go cost eight atomic counts a family, a
-    /// tenth of a warm change's time.
-    small: Option<SmallParts<A>>,
-    /// Where the small parts were (`small` being `None`): checked at rollback and, in debug
-    /// builds, at commit, so that a route change that came to edit one is caught by the tests.
-    small_at: [usize; 4],
-    custom_local_routes: bool,
-}
-
-impl<A: RouterFamily> FamilySnapshot<A> {
-    /// `shared`: whether the small parts are shared with the snapshot (see `small`).
-    pub(super) fn take(s: &FamilyState<A>, shared: bool) -> Self {
-        FamilySnapshot {
-            small: shared.then(|| SmallParts {
-                rules: s.rules.clone(),
-                addrs: s.addrs.clone(),
-                derived: s.derived.clone(),
-                objects: s.objects.clone(),
-            }),
-            small_at: Self::small_at(s),
-            custom_local_routes: s.custom_local_routes,
-        }
-    }
-
-    fn small_at(s: &FamilyState<A>) -> [usize; 4] {
-        [
-            Arc::as_ptr(&s.rules) as usize,
-            Arc::as_ptr(&s.addrs) as usize,
-            Arc::as_ptr(&s.derived) as usize,
-            Arc::as_ptr(&s.objects) as usize,
-        ]
-    }
-
-    /// Whether the small parts are as the snapshot found them, where it did not share them.
-    pub(super) fn small_parts_kept(&self, s: &FamilyState<A>) -> bool {
-        self.small.is_some() || self.small_at == Self::small_at(s)
-    }
-
-    /// Checks, in debug builds, that a snapshot that did not share the small parts finds them
-    /// as they were.
-    fn debug_check(&self, s: &FamilyState<A>) {
-        debug_assert!(
-            self.small_parts_kept(s),
-            "a change set that did not share the small parts changed one"
-        );
-    }
-
-    /// Undoes the journal (route lists), then puts the small parts back. Returns the
-    /// destinations put back (table, prefix): their entries may sit at other indexes now.
-    pub(super) fn restore(self, s: &mut FamilyState<A>) -> Vec<(TableId, Prefix<A>)> {
-        let journal = std::mem::take(&mut s.journal);
-        let touched: Vec<_> = journal.destinations_from(0).collect();
-        for (table, saved) in journal.into_undo_order() {
-            s.table_mut(table).restore(saved);
-        }
-        // Put back in order, deleted destinations may make a run: none outlives the set.
-        for (t, _) in count_by_table(touched.iter().copied()) {
-            if let Some(rib) = s.tables.get_mut(&t) {
-                rib.settle_index();
-            }
-        }
-        for id in s.created_tables.drain(..) {
-            s.tables.remove(&id);
-        }
-        s.nhs.rollback();
-        assert!(
-            self.small_parts_kept(s),
-            "a change set that did not share the small parts changed one"
-        );
-        if let Some(small) = self.small {
-            s.rules = small.rules;
-            s.addrs = small.addrs;
-            s.derived = small.derived;
-            s.objects = small.objects;
-        }
-        s.custom_local_routes = self.custom_local_routes;
-        touched
-    }
 }
