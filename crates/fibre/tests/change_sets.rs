@@ -1,6 +1,8 @@
 //! Change sets are all or nothing: a failure anywhere leaves links, addresses, routes, rules and
 //! the interned next hops exactly as they were.
+use fibre::fib::NO_ROUTE;
 use fibre::io::iproute2::{parse_line, Batch, BatchMode, Command};
+use fibre::route::TABLE_MAIN;
 use fibre::{Change, Errno, Router};
 use proptest::prelude::*;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -92,10 +94,29 @@ fn a_route_change_alone_is_all_or_nothing() {
             r.change(&c)
                 .unwrap_or_else(|e| panic!("{line}, then {more}: {e:?}"));
         }
-        r.begin();
-        r.commit();
+        // Each family's FIB took its lone change (a FIB left behind would not hold it).
+        let v4 = r
+            .family::<Ipv4Addr>()
+            .merged_fib()
+            .expect("IPv4's merged FIB");
+        assert_ne!(
+            v4.fib().lookup("192.0.2.129".parse().unwrap()),
+            NO_ROUTE,
+            "{line}"
+        );
+        let v6 = r
+            .family::<Ipv6Addr>()
+            .table_fib(TABLE_MAIN)
+            .expect("IPv6 main's FIB");
+        assert_ne!(
+            v6.fib().lookup("2001:db8:2::1".parse().unwrap()),
+            NO_ROUTE,
+            "{line}"
+        );
         let (fib, rib) = answers_both_ways(r, &probes);
         assert_eq!(fib, rib, "{line}: the FIBs follow");
+        r.begin();
+        r.commit();
     };
     for line in failing {
         let mut r = router();

@@ -68,9 +68,16 @@ fn a_rollback_leaves_no_run() {
 fn a_lone_route_change_set_that_edits_a_small_part_is_caught() {
     use std::panic::{catch_unwind, AssertUnwindSafe};
     type Edit = fn(&mut Router);
-    let edits: [(&str, Edit); 2] = [
+    let edits: [(&str, Edit); 5] = [
         ("rules", |r| {
             Arc::make_mut(&mut r.v4.rules).customised = true
+        }),
+        ("addresses", |r| Arc::make_mut(&mut r.v4.addrs).clear()),
+        ("derived routes", |r| {
+            Arc::make_mut(&mut r.v4.derived).clear()
+        }),
+        ("next-hop objects", |r| {
+            Arc::make_mut(&mut r.v4.objects).clear()
         }),
         ("links", |r| {
             Arc::make_mut(&mut r.links);
@@ -89,7 +96,11 @@ fn a_lone_route_change_set_that_edits_a_small_part_is_caught() {
                     r.rollback()
                 }
             }));
-            assert!(end.is_err(), "{what}, commit {commit}: not caught");
+            let said = end
+                .err()
+                .and_then(|e| e.downcast_ref::<&str>().map(|s| s.to_string()));
+            let caught = said.is_some_and(|s| s.starts_with("a lone route change's set changed"));
+            assert!(caught, "{what}, commit {commit}: not caught");
             // The same edit in a set that shares them is fine.
             let mut r = Router::new();
             r.begin();
@@ -101,4 +112,24 @@ fn a_lone_route_change_set_that_edits_a_small_part_is_caught() {
             }
         }
     }
+}
+
+/// A failed link change leaves both families' FIBs waiting for a rebuild (`links_changed`),
+/// which the next commit did for both: a lone route change of one family takes the other in
+/// for it, so neither is left answering through the RIB.
+#[test]
+fn a_lone_route_change_rebuilds_the_other_familys_waiting_fibs() {
+    let mut r = Router::new();
+    let mut v6 = RouteSpec::<std::net::Ipv6Addr>::new("2001:db8::/32".parse().unwrap(), Vec::new());
+    v6.kind = RouteType::Blackhole;
+    r.apply(&[add(1), FamilyChange::Route(v6, InsertMode::Add).into()])
+        .unwrap();
+    assert!(r.v4.fibs_current() && r.v6.fibs_current());
+    assert!(r.change(&Change::LinkDel { dev: 999 }).is_err());
+    assert!(
+        r.v6.fibs.links_changed,
+        "the failed change leaves them waiting"
+    );
+    r.change(&add(2)).unwrap();
+    assert!(r.v4.fibs_current() && r.v6.fibs_current());
 }

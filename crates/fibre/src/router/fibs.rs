@@ -351,8 +351,8 @@ pub struct Fibs<A: KernelSemantics + FibFamily> {
     /// to copy twice.
     pub merged: Option<Box<TableFib<A>>>,
     /// Links changed since the FIBs were built (or nothing was built yet): they are rebuilt at
-    /// the next commit the family takes part in (a lone route change of the other family's
-    /// does not), and the RIB answers until then.
+    /// the next commit, and the RIB answers until then. (A lone route change's set of the other
+    /// family takes this one in for it: see `router::set_snapshot`.)
     pub links_changed: bool,
     /// Off: every lookup walks the RIB (the reference the FIB path is tested against).
     pub disabled: bool,
@@ -360,7 +360,7 @@ pub struct Fibs<A: KernelSemantics + FibFamily> {
     /// last matched its tables ([`Fibs::match_tables`]). Tables come only with the change set
     /// that makes them and go only with its rollback, so while both are the same the tables
     /// are too, and a route change skips the match (see `Fibs::follow_one`).
-    pub(super) matched: Option<(usize, bool)>,
+    pub(super) tables_matched_at: Option<(usize, bool)>,
 }
 
 impl<A: KernelSemantics + FibFamily> Default for Fibs<A> {
@@ -370,7 +370,7 @@ impl<A: KernelSemantics + FibFamily> Default for Fibs<A> {
             merged: None,
             links_changed: false,
             disabled: false,
-            matched: None,
+            tables_matched_at: None,
         }
     }
 }
@@ -400,7 +400,7 @@ impl<A: RouterFamily> Fibs<A> {
             merged,
             links_changed: false,
             disabled: false,
-            matched: None,
+            tables_matched_at: None,
         }
     }
 
@@ -498,7 +498,7 @@ impl<A: RouterFamily> Fibs<A> {
         dst: Prefix<A>,
         links: &dyn LinkState,
     ) {
-        let mut matched = self.matched == Some((st.tables.len(), st.rules.customised));
+        let mut matched = self.tables_matched_at == Some((st.tables.len(), st.rules.customised));
         if Self::own_fib(st, t) {
             match self.tables.get_mut(&t) {
                 Some(tf) => tf.refresh(st, &[dst], links),
@@ -548,7 +548,7 @@ impl<A: RouterFamily> Fibs<A> {
                 self.tables.insert(t, TableFib::build(st, vec![t], links));
             }
         }
-        self.matched = Some((st.tables.len(), st.rules.customised));
+        self.tables_matched_at = Some((st.tables.len(), st.rules.customised));
     }
 
     /// Whether the FIBs are those [`Fibs::match_tables`] would leave (debug checks).

@@ -286,7 +286,9 @@ impl Router {
         if from.v4.rules.customised && !self.v4.rules.customised {
             Arc::make_mut(&mut self.v4.rules).customised = true;
             // IPv4 local and main get FIBs of their own.
+            let disabled = self.v4.fibs.disabled;
             self.v4.fibs = super::fibs::Fibs::rebuild(&self.v4, &*self.links);
+            self.v4.fibs.disabled = disabled;
         }
         if from.v6.rules.customised {
             Arc::make_mut(&mut self.v6.rules).customised = true;

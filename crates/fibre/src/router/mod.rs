@@ -6,7 +6,8 @@
 //! it was. Route lists record their old contents before each edit; next-hop releases wait for the
 //! commit; the small parts (links, addresses, rules) are shared with the set's snapshot at
 //! `begin`, and copied by the first change to one. A route change outside a set is a set of its
-//! own that shares none of them and takes in its own family only (see `set_snapshot`).
+//! own that (in release builds) shares none of them and takes in its own family only (see
+//! `set_snapshot`).
 use crate::addr::{Address, Family};
 use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
@@ -162,8 +163,8 @@ impl LinkState for Links {
 /// [`Router::begin`]…[`Router::commit`]), so the FIBs and next-hop groups always follow.
 #[derive(Clone, Debug, Default)]
 pub struct Router {
-    /// Shared with an open change set's snapshot until the first link change copies it (a lone
-    /// route change's set does not share it: see `router::set_snapshot`).
+    /// Shared with an open change set's snapshot until the first link change copies it (in
+    /// release builds a lone route change's set does not share it: see `router::set_snapshot`).
     links: Arc<Links>,
     v4: FamilyState<Ipv4Addr>,
     v6: FamilyState<Ipv6Addr>,

@@ -5,11 +5,13 @@
 //! (`Arc::make_mut`), and a rollback puts the shared one back.
 //!
 //! A set of one route change (`Router::change` outside a set: the update bench's changes, a
-//! routing daemon's) edits none of them. Its snapshot does not share them, which saves 18
-//! atomic counts a change taken and given back, and takes in the route's own family only: the
-//! other family's open and commit ran about 100 instructions a change, in code of their own
-//! (the routines are generic over the family). Debug builds share them all the same, so that an
-//! edit would copy one and the check at commit and rollback (`Arc::ptr_eq`) would catch it.
+//! routing daemon's) edits none of them. In release builds its snapshot does not share them,
+//! which saves 18 atomic counts a change taken and given back. Debug builds share them all the
+//! same, so that an edit would copy one and the check at commit and rollback (`Arc::ptr_eq`)
+//! would catch it. Such a set also takes in the route's own family only, unless the other
+//! family's FIBs wait for a rebuild (`Fibs::links_changed`: a failed link change leaves it set,
+//! and every commit used to rebuild them): the other family's open and commit ran about 100
+//! instructions a change, in code of their own (the routines are generic over the family).
 use super::state::FamilyState;
 use super::{Router, RouterFamily};
 use crate::addr::Family;
@@ -27,8 +29,8 @@ use std::sync::Arc;
 pub(super) struct Snapshot {
     /// Whether the set may edit the links and the small parts: any set but a lone route
     /// change's.
-    shared: bool,
-    /// The links: to put back where `shared`, to check in debug builds.
+    may_edit: bool,
+    /// The links: to put back where `may_edit`, to check in debug builds.
     links: Option<Arc<Links>>,
     pub(super) last_nhid: u32,
     /// `None`: the family takes no part in the set (a lone route change of the other family).
@@ -39,28 +41,34 @@ pub(super) struct Snapshot {
 impl Snapshot {
     /// `route_of`: `None` for any set; a lone route change's family (see the module docs).
     pub(super) fn take(r: &mut Router, route_of: Option<Family>) -> Self {
-        let shared = route_of.is_none();
-        let part = |f: Family| route_of.is_none_or(|r| r == f);
+        let may_edit = route_of.is_none();
+        let part = |f: Family, rebuild: bool| rebuild || route_of.is_none_or(|r| r == f);
         Snapshot {
-            shared,
-            links: (shared || cfg!(debug_assertions)).then(|| r.links.clone()),
+            may_edit,
+            links: kept(may_edit).then(|| r.links.clone()),
             last_nhid: r.last_nhid,
-            v4: part(Family::Inet).then(|| r.v4.open(shared)),
-            v6: part(Family::Inet6).then(|| r.v6.open(shared)),
+            v4: part(Family::Inet, r.v4.fibs.links_changed).then(|| r.v4.open(may_edit)),
+            v6: part(Family::Inet6, r.v6.fibs.links_changed).then(|| r.v6.open(may_edit)),
         }
     }
 
     /// The links to put back at a rollback, where the set may have changed them.
     pub(super) fn links_to_restore(&self, now: &Arc<Links>) -> Option<Arc<Links>> {
         self.check_links(now);
-        self.links.clone().filter(|_| self.shared)
+        self.links.clone().filter(|_| self.may_edit)
     }
 
     /// Panics where a set that did not share the links changed them (debug builds).
     pub(super) fn check_links(&self, now: &Arc<Links>) {
-        let kept = self.shared || self.links.as_ref().is_none_or(|l| Arc::ptr_eq(l, now));
-        assert!(kept, "a lone route change's set changed the links");
+        let same = self.may_edit || self.links.as_ref().is_none_or(|l| Arc::ptr_eq(l, now));
+        assert!(same, "a lone route change's set changed the links");
     }
+}
+
+/// Whether a snapshot keeps the links and small parts: to put them back where the set may edit
+/// them, and in debug builds to check that a set that may not left them alone.
+fn kept(may_edit: bool) -> bool {
+    may_edit || cfg!(debug_assertions)
 }
 
 /// The small parts of a family, shared with a change set's snapshot.
@@ -75,18 +83,18 @@ struct SmallParts<A: RouterFamily> {
 /// What a change set's rollback puts back of a family besides its route lists.
 #[derive(Clone, Debug)]
 pub(super) struct FamilySnapshot<A: RouterFamily> {
-    /// Whether the set may edit the small parts (see [`Snapshot::shared`]).
-    shared: bool,
-    /// The small parts: to put back where `shared`, to check in debug builds.
+    /// Whether the set may edit the small parts (see [`Snapshot::may_edit`]).
+    may_edit: bool,
+    /// The small parts: to put back where `may_edit`, to check in debug builds.
     small: Option<SmallParts<A>>,
     custom_local_routes: bool,
 }
 
 impl<A: RouterFamily> FamilySnapshot<A> {
-    pub(super) fn take(s: &FamilyState<A>, shared: bool) -> Self {
+    pub(super) fn take(s: &FamilyState<A>, may_edit: bool) -> Self {
         FamilySnapshot {
-            shared,
-            small: (shared || cfg!(debug_assertions)).then(|| SmallParts {
+            may_edit,
+            small: kept(may_edit).then(|| SmallParts {
                 rules: s.rules.clone(),
                 addrs: s.addrs.clone(),
                 derived: s.derived.clone(),
@@ -104,9 +112,9 @@ impl<A: RouterFamily> FamilySnapshot<A> {
                 && Arc::ptr_eq(&m.derived, &s.derived)
                 && Arc::ptr_eq(&m.objects, &s.objects)
         };
-        let kept = self.shared || self.small.as_ref().is_none_or(same);
+        let unchanged = self.may_edit || self.small.as_ref().is_none_or(same);
         assert!(
-            kept,
+            unchanged,
             "a lone route change's set changed a family's small parts"
         );
     }
@@ -130,7 +138,7 @@ impl<A: RouterFamily> FamilySnapshot<A> {
         }
         s.nhs.rollback();
         self.check_small_parts(s);
-        if let Some(small) = self.small.filter(|_| self.shared) {
+        if let Some(small) = self.small.filter(|_| self.may_edit) {
             s.rules = small.rules;
             s.addrs = small.addrs;
             s.derived = small.derived;

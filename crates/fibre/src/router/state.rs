@@ -118,10 +118,10 @@ impl<A: RouterFamily> FamilyState<A> {
     }
 
     /// Its part of opening a change set (see `Router::open`): the snapshot to put back.
-    pub(super) fn open(&mut self, shared: bool) -> FamilySnapshot<A> {
+    pub(super) fn open(&mut self, may_edit: bool) -> FamilySnapshot<A> {
         self.nhs.begin();
         self.created_tables.clear();
-        FamilySnapshot::take(self, shared)
+        FamilySnapshot::take(self, may_edit)
     }
 
     /// Its part of a change set's commit (see `Router::commit`): the FIBs follow the edits,
