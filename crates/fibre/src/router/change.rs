@@ -1,6 +1,6 @@
 //! The changes a router applies, in change sets.
 use super::RouterFamily;
-use crate::addr::Address;
+use crate::addr::{Address, Family};
 use crate::link::IfAddr;
 use crate::nexthop::NhObject;
 use crate::rib::{InsertMode, RouteSelector};
@@ -34,6 +34,20 @@ pub enum Change {
     Inet(FamilyChange<Ipv4Addr>),
     /// A change to IPv6 addresses, routes or rules.
     Inet6(FamilyChange<Ipv6Addr>),
+}
+
+impl Change {
+    /// The family of a route change (an add or a delete); `None` for any other change. A route
+    /// change edits only its family's route lists: its own set shares nothing else (see
+    /// `router::set_snapshot`), and it leaves the gateway checks remembered.
+    pub(super) fn route_family(&self) -> Option<Family> {
+        use FamilyChange::{Route, RouteDel};
+        match self {
+            Change::Inet(Route(..) | RouteDel(..)) => Some(Family::Inet),
+            Change::Inet6(Route(..) | RouteDel(..)) => Some(Family::Inet6),
+            _ => None,
+        }
+    }
 }
 
 /// A change to one family's addresses, routes or rules.

@@ -294,17 +294,8 @@ impl Router {
     /// Applies one change. Outside a change set it is atomic by itself; inside one, a failure
     /// may leave earlier parts of *this* change applied until the set is rolled back.
     pub fn change(&mut self, c: &Change) -> Result<(), ChangeError> {
-        let route_of = |c: &Change| match c {
-            Change::Inet(FamilyChange::Route(..) | FamilyChange::RouteDel(..)) => {
-                Some(Family::Inet)
-            }
-            Change::Inet6(FamilyChange::Route(..) | FamilyChange::RouteDel(..)) => {
-                Some(Family::Inet6)
-            }
-            _ => None,
-        };
         if self.snapshot.is_none() {
-            self.open(route_of(c));
+            self.open(c.route_family());
             let r = self.change(c);
             match &r {
                 Err(e) if !e.partial => self.rollback(),
@@ -312,7 +303,7 @@ impl Router {
             }
             return r;
         }
-        if route_of(c).is_none() {
+        if c.route_family().is_none() {
             // Links, addresses, rules and next-hop objects decide gateway checks too.
             self.forget_gateways();
         }

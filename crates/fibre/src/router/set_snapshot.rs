@@ -9,9 +9,13 @@
 //! which saves 18 atomic counts a change taken and given back. Debug builds share them all the
 //! same, so that an edit would copy one and the check at commit and rollback (`Arc::ptr_eq`)
 //! would catch it. Such a set also takes in the route's own family only, unless the other
-//! family's FIBs wait for a rebuild (`Fibs::links_changed`: a failed link change leaves it set,
-//! and every commit used to rebuild them): the other family's open and commit ran about 100
+//! family's FIBs wait for a rebuild (`Fibs::links_changed`: a new router's, or a loaded
+//! image's), which every commit did: the other family's open and commit ran about 100
 //! instructions a change, in code of their own (the routines are generic over the family).
+//!
+//! A rollback puts back whether the FIBs waited for a rebuild: a link change flags it before it
+//! can fail, and a failed one left both families' FIBs to be rebuilt whole at the next commit
+//! (tens of milliseconds on a full view) for links put back as they were.
 use super::state::FamilyState;
 use super::{Router, RouterFamily};
 use crate::addr::Family;
@@ -88,6 +92,9 @@ pub(super) struct FamilySnapshot<A: RouterFamily> {
     /// The small parts: to put back where `may_edit`, to check in debug builds.
     small: Option<SmallParts<A>>,
     custom_local_routes: bool,
+    /// Whether the FIBs waited for a rebuild: a link change flags them before it can fail, and
+    /// a rollback puts the links back as the FIBs know them.
+    links_changed: bool,
 }
 
 impl<A: RouterFamily> FamilySnapshot<A> {
@@ -101,6 +108,7 @@ impl<A: RouterFamily> FamilySnapshot<A> {
                 objects: s.objects.clone(),
             }),
             custom_local_routes: s.custom_local_routes,
+            links_changed: s.fibs.links_changed,
         }
     }
 
@@ -145,6 +153,7 @@ impl<A: RouterFamily> FamilySnapshot<A> {
             s.objects = small.objects;
         }
         s.custom_local_routes = self.custom_local_routes;
+        s.fibs.links_changed = self.links_changed;
         touched
     }
 }
