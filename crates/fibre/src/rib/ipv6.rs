@@ -231,7 +231,7 @@ impl KernelSemantics for Ipv6Addr {
         let hops = nhs.get(route.hops).to_vec();
         // Multipath: one route per leg; the first leg takes the request's mode, the others join
         // it as siblings (ip6_route_multipath_add). The whole request fails if one leg does.
-        let before = list.clone();
+        let before = super::stored::copy_of(list);
         let mut displaced = Vec::new();
         let mut legs = Vec::new();
         for (i, h) in hops.iter().enumerate() {
