@@ -14,6 +14,12 @@
 //! lookups on the first CPU while the changes run on the last). A delete finds its route
 //! cold; the add that follows finds what the delete brought into the caches.
 //!
+//! Other values of `FIBRE_PROFILE_READER` put another thread of this process on the first CPU
+//! instead, to tell apart what a reader costs the changes: `spin` (a loop that reads nothing),
+//! `mem64` (random reads over 64 MiB of its own; any size in MiB), `load` (takes the FIB's
+//! version and lets it go, once every 0.4 µs or so, as the bench's reader takes one a batch)
+//! and `single` (the same, with one lookup in each version taken).
+//!
 //! `FIBRE_PROFILE_WARM` lists (comma-separated) what is read before each delete, untimed:
 //! `index` (the route's destination searched in table main's RIB index), `rib` (that search,
 //! then the destination's entry and its stored routes), `set` (its prefix in the FIB's own set)
@@ -107,7 +113,8 @@ fn warm_up<A: StudyFamily>(router: &Router, route: &BenchRoute<A::K>, warm: &War
 
 fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     let warm = Warm::from_env();
-    let with_reader = std::env::var("FIBRE_PROFILE_READER").is_ok_and(|v| v == "1");
+    let reader_mode = std::env::var("FIBRE_PROFILE_READER").unwrap_or_default();
+    let with_reader = reader_mode == "1";
     let routes: Vec<BenchRoute<A::K>> = with_next_hops(prefixes);
     let (mut router, dev, _) = loaded_router::<A>(&routes).expect("router loads");
     // As the update bench: the writer on the last CPU, the reader on the first.
@@ -128,6 +135,10 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
             Arc::new(AtomicU64::new(0)),
         )
     });
+    let other = match reader_mode.as_str() {
+        "" | "1" => None,
+        mode => Some(other_thread::<A>(mode, &router, &routes, stop.clone())),
+    };
     let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
     let chosen: Vec<&BenchRoute<A::K>> = routes.choose_multiple(&mut rng, n).collect();
     let (mut deletes, mut adds) = (Vec::new(), Vec::new());
@@ -144,6 +155,7 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     }
     stop.store(true, Ordering::Relaxed);
     let reader = reader_thread.map(|h| h.join().expect("reader"));
+    let other = other.map(|h| (h.join().expect("other thread"), reader_mode));
     let all: Vec<f64> = deletes.iter().chain(&adds).copied().collect();
     let show = |v: &[f64]| {
         let q = |x| quantile(v, x);
@@ -153,14 +165,71 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
         "{} (read first: {}; reader: {}), ns, p10 / median / p90: deletes {}; adds {}; all {}",
         A::LABEL,
         warm.describe(),
-        reader.map_or("none".into(), |r| format!(
-            "{:.1} ns a lookup on {}",
-            r.ns, r.on
-        )),
+        match (reader, other) {
+            (Some(r), _) => format!("{:.1} ns a lookup on {}", r.ns, r.on),
+            (_, Some((_, mode))) => format!("none; {mode} on cpu 0"),
+            _ => "none".into(),
+        },
         show(&deletes),
         show(&adds),
         show(&all),
     );
+}
+
+/// A thread on the first CPU beside the changes, for `FIBRE_PROFILE_READER` other than `1`
+/// (see the module docs), until `stop`. Its result is returned so that its work is not
+/// optimised away.
+fn other_thread<A: StudyFamily>(
+    mode: &str,
+    router: &Router,
+    routes: &[BenchRoute<A::K>],
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    let state = router.family::<A>();
+    let fib = state
+        .merged_fib_reader()
+        .or_else(|| state.fib_reader(TABLE_MAIN))
+        .expect("table main has a FIB");
+    let keys = workload::inside_prefixes::<A>(routes, 1 << 16, 7);
+    let mib: Option<usize> = mode.strip_prefix("mem").and_then(|m| m.parse().ok());
+    let (load, lookup) = match mode {
+        "spin" => (false, false),
+        "load" => (true, false),
+        "single" => (true, true),
+        _ if mib.is_some() => (false, false),
+        _ => panic!("FIBRE_PROFILE_READER: {mode:?} is none of 1, spin, mem<MiB>, load, single"),
+    };
+    std::thread::spawn(move || {
+        let _ = pin_thread(0);
+        let words = mib.unwrap_or(0) << 17;
+        let memory: Vec<u64> = (0..words as u64).collect();
+        let (mut x, mut i) = (0u64, 1u64);
+        while !stop.load(Ordering::Relaxed) {
+            for chunk in keys.chunks_exact(64) {
+                if load {
+                    let version = fib.load();
+                    if lookup {
+                        x = x.wrapping_add(version.lookup(chunk[0]) as u64);
+                    }
+                }
+                if words > 0 {
+                    // Random reads (an LCG's high bits), as many as a bulk batch's keys.
+                    for _ in 0..64 {
+                        i = i
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        x = x.wrapping_add(memory[(i >> 20) as usize % words]);
+                    }
+                } else {
+                    // About the bench reader's time for a batch of 64 keys (0.4 µs).
+                    for _ in 0..600 {
+                        x = std::hint::black_box(x.wrapping_add(1));
+                    }
+                }
+            }
+        }
+        x
+    })
 }
 
 fn main() {

@@ -164,10 +164,16 @@ pub trait FibFamily: Address {
 impl FibFamily for Ipv4Addr {
     /// 2^18 slots: /24s, most of the table, end in the first node level (18 + 6).
     const DP_BITS: u32 = 18;
-    /// A root of 4 KiB and chunks of 1 KiB, the chunk a change copies (see
-    /// [`FibFamily::MIN_ROOT_BITS`]), whatever the table.
-    const MIN_ROOT_BITS: u32 = 10;
-    const MAX_ROOT_BITS: u32 = 10;
+    /// A root of 16 KiB and chunks of 256 bytes, the chunk a change copies (see
+    /// [`FibFamily::MIN_ROOT_BITS`]), whatever the table. With a reader busy on another core,
+    /// the lines a change writes are lines that reader holds: each costs the writer a
+    /// transfer. Chunks of 1 KiB (a root of 10 bits) made a router change with the bench's
+    /// reader about 6% slower (`change_misses 4 20000` with `FIBRE_PROFILE_READER=1`, three
+    /// pairs in turn: medians 2,083-2,164 ns against 1,935-2,037), lookups level. 14 bits
+    /// (chunks of one line) gained little more, and the 64 KiB root left L1 (dependent
+    /// latency 28-29 ns against 26-27).
+    const MIN_ROOT_BITS: u32 = 12;
+    const MAX_ROOT_BITS: u32 = 12;
     /// One: most keys end in the first node level (a /24); a second stage was no faster.
     const BULK_NODE_STAGES: u32 = 1;
     const FEW_PAST_ROOT: u32 = 0;
