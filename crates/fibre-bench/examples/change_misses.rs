@@ -115,6 +115,7 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     let warm = Warm::from_env();
     let reader_mode = std::env::var("FIBRE_PROFILE_READER").unwrap_or_default();
     let with_reader = reader_mode == "1";
+    let other_mode = OtherMode::parse(&reader_mode);
     let routes: Vec<BenchRoute<A::K>> = with_next_hops(prefixes);
     let (mut router, dev, _) = loaded_router::<A>(&routes).expect("router loads");
     // As the update bench: the writer on the last CPU, the reader on the first.
@@ -135,10 +136,7 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
             Arc::new(AtomicU64::new(0)),
         )
     });
-    let other = match reader_mode.as_str() {
-        "" | "1" => None,
-        mode => Some(other_thread::<A>(mode, &router, &routes, stop.clone())),
-    };
+    let other = other_mode.map(|m| other_thread::<A>(m, &router, &routes, stop.clone()));
     let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
     let chosen: Vec<&BenchRoute<A::K>> = routes.choose_multiple(&mut rng, n).collect();
     let (mut deletes, mut adds) = (Vec::new(), Vec::new());
@@ -156,6 +154,7 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     stop.store(true, Ordering::Relaxed);
     let reader = reader_thread.map(|h| h.join().expect("reader"));
     let other = other.map(|h| (h.join().expect("other thread"), reader_mode));
+    let batch_ns = other.as_ref().map(|((_, ns), _)| *ns);
     let all: Vec<f64> = deletes.iter().chain(&adds).copied().collect();
     let show = |v: &[f64]| {
         let q = |x| quantile(v, x);
@@ -167,7 +166,10 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
         warm.describe(),
         match (reader, other) {
             (Some(r), _) => format!("{:.1} ns a lookup on {}", r.ns, r.on),
-            (_, Some((_, mode))) => format!("none; {mode} on cpu 0"),
+            (_, Some((_, mode))) => format!(
+                "none; {mode} on cpu 0, {:.0} ns a batch",
+                batch_ns.unwrap_or(0.0)
+            ),
             _ => "none".into(),
         },
         show(&deletes),
@@ -176,60 +178,100 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     );
 }
 
-/// A thread on the first CPU beside the changes, for `FIBRE_PROFILE_READER` other than `1`
-/// (see the module docs), until `stop`. Its result is returned so that its work is not
-/// optimised away.
+/// What the thread beside the changes does, for `FIBRE_PROFILE_READER` other than `1` (see
+/// the module docs).
+#[derive(Clone, Copy)]
+enum OtherMode {
+    Spin,
+    /// Random reads over this many MiB of its own.
+    Memory(usize),
+    /// A version taken and let go a batch; with `true`, one lookup in it.
+    Load(bool),
+}
+
+impl OtherMode {
+    /// `None` for no such thread (unset, empty, `0`, or `1`: the bench's reader); exits on a
+    /// name it does not know, before the view's load.
+    fn parse(mode: &str) -> Option<OtherMode> {
+        let memory = mode
+            .strip_prefix("mem")
+            .and_then(|m| m.parse::<usize>().ok());
+        match mode {
+            "" | "0" | "1" => None,
+            "spin" => Some(OtherMode::Spin),
+            "load" => Some(OtherMode::Load(false)),
+            "single" => Some(OtherMode::Load(true)),
+            _ if memory.is_some_and(|m| m > 0) => memory.map(OtherMode::Memory),
+            other => {
+                eprintln!(
+                    "FIBRE_PROFILE_READER: {other:?} is none of 1, spin, mem<MiB>, load, single"
+                );
+                std::process::exit(2);
+            }
+        }
+    }
+}
+
+/// The thread of `mode` on the first CPU, until `stop`, started once it is ready (its memory
+/// filled). It returns its result (so that its work is not optimised away) and its ns a
+/// batch: 64 random reads in `Memory`, else a version's load (and lookup) and a spin of about
+/// the bench reader's time for a batch of 64 keys.
 fn other_thread<A: StudyFamily>(
-    mode: &str,
+    mode: OtherMode,
     router: &Router,
     routes: &[BenchRoute<A::K>],
     stop: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<u64> {
+) -> std::thread::JoinHandle<(u64, f64)> {
     let state = router.family::<A>();
     let fib = state
         .merged_fib_reader()
         .or_else(|| state.fib_reader(TABLE_MAIN))
         .expect("table main has a FIB");
     let keys = workload::inside_prefixes::<A>(routes, 1 << 16, 7);
-    let mib: Option<usize> = mode.strip_prefix("mem").and_then(|m| m.parse().ok());
-    let (load, lookup) = match mode {
-        "spin" => (false, false),
-        "load" => (true, false),
-        "single" => (true, true),
-        _ if mib.is_some() => (false, false),
-        _ => panic!("FIBRE_PROFILE_READER: {mode:?} is none of 1, spin, mem<MiB>, load, single"),
-    };
-    std::thread::spawn(move || {
+    let ready = Arc::new(AtomicBool::new(false));
+    let started = ready.clone();
+    let thread = std::thread::spawn(move || {
         let _ = pin_thread(0);
-        let words = mib.unwrap_or(0) << 17;
+        let words = match mode {
+            OtherMode::Memory(mib) => mib << 17,
+            _ => 0,
+        };
         let memory: Vec<u64> = (0..words as u64).collect();
-        let (mut x, mut i) = (0u64, 1u64);
+        started.store(true, Ordering::Release);
+        let (mut x, mut i, mut batches) = (0u64, 1u64, 0u64);
+        let start = Instant::now();
         while !stop.load(Ordering::Relaxed) {
             for chunk in keys.chunks_exact(64) {
-                if load {
-                    let version = fib.load();
-                    if lookup {
-                        x = x.wrapping_add(version.lookup(chunk[0]) as u64);
+                batches += 1;
+                match mode {
+                    OtherMode::Memory(_) => {
+                        for _ in 0..64 {
+                            i = i
+                                .wrapping_mul(6364136223846793005)
+                                .wrapping_add(1442695040888963407);
+                            x = x.wrapping_add(memory[(i >> 20) as usize % words]);
+                        }
+                        continue;
                     }
+                    OtherMode::Load(lookup) => {
+                        let version = fib.load();
+                        if lookup {
+                            x = x.wrapping_add(version.lookup(chunk[0]) as u64);
+                        }
+                    }
+                    OtherMode::Spin => {}
                 }
-                if words > 0 {
-                    // Random reads (an LCG's high bits), as many as a bulk batch's keys.
-                    for _ in 0..64 {
-                        i = i
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        x = x.wrapping_add(memory[(i >> 20) as usize % words]);
-                    }
-                } else {
-                    // About the bench reader's time for a batch of 64 keys (0.4 µs).
-                    for _ in 0..600 {
-                        x = std::hint::black_box(x.wrapping_add(1));
-                    }
+                for _ in 0..600 {
+                    x = std::hint::black_box(x.wrapping_add(1));
                 }
             }
         }
-        x
-    })
+        (x, start.elapsed().as_nanos() as f64 / batches.max(1) as f64)
+    });
+    while !ready.load(Ordering::Acquire) {
+        std::hint::spin_loop();
+    }
+    thread
 }
 
 fn main() {

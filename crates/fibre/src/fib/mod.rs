@@ -168,8 +168,9 @@ impl FibFamily for Ipv4Addr {
     /// [`FibFamily::MIN_ROOT_BITS`]), whatever the table. With a reader busy on another core,
     /// the lines a change writes are lines that reader holds: each costs the writer a
     /// transfer. Chunks of 1 KiB (a root of 10 bits) made a router change with the bench's
-    /// reader about 6% slower (`change_misses 4 20000` with `FIBRE_PROFILE_READER=1`, three
-    /// pairs in turn: medians 2,083-2,164 ns against 1,935-2,037), lookups level. 14 bits
+    /// reader 6-8% slower (`change_misses 4 20000` with `FIBRE_PROFILE_READER=1`, three
+    /// rounds of the builds in turn: medians 2,083-2,164 ns against 1,935-2,037), lookups
+    /// level (docs/fib.md, thirty-second round). 14 bits
     /// (chunks of one line) gained little more, and the 64 KiB root left L1 (dependent
     /// latency 28-29 ns against 26-27).
     const MIN_ROOT_BITS: u32 = 12;

@@ -5,7 +5,7 @@
 //!   The 2^S entries are cut into chunks of 2^(S-R) entries under a root of 2^R, R chosen at
 //!   each build within the family's bounds (`root_bits`); a chunk whose entries are all one
 //!   leaf is not stored, its root entry holds the leaf. Chunking is what makes an update cheap
-//!   to publish: a new version copies the chunks it changes (1 KiB each in a full view) and
+//!   to publish: a new version copies the chunks it changes (256 bytes for IPv4, 1 KiB for the IPv6 full view) and
 //!   writes the root entries it changes into a spare root (`RootLog`), never the whole 2^S
 //!   array.
 //! - An entry is a leaf id, or ([`INDEX`] bit set) the index of a subtree's top node, tagged
@@ -243,6 +243,16 @@ impl Node {
 }
 
 /// The arrays of one generation (one full build and the updates after it).
+///
+/// Aligned to 128 bytes (a line and the line the L2 fetches with it), as is [`PoptrieView`]:
+/// inside an `Arc` the fields are then on lines of their own, apart from the counts. Every
+/// lookup reads the fields, and every publication changes the counts (a clone of this for the
+/// new version, a downgrade and a drop of the old one): on a shared line each of those locked
+/// operations waited for the line to come back from a reader's core, and made that reader miss
+/// it again. The update bench's IPv4 router change median went from 2,158-2,381 to 1,913-2,074
+/// ns (six pairs in turn, faster in every pair), IPv6 2,683-2,852 to 2,661-2,791 (five of six);
+/// see docs/fib.md, thirty-second round.
+#[repr(align(128))]
 struct Arenas {
     nodes: RawArena<Node>,
     /// Cells as narrow as the generation's ids ([`Leaves`]).
@@ -272,7 +282,7 @@ impl Block {
 }
 
 /// Roots and block lists the writer keeps for reuse (more come back only when readers lag).
-/// (A root is 4-256 KiB, too large for the allocator's per-thread cache: allocating one per
+/// (A root is 16-256 KiB, too large for the allocator's per-thread cache: allocating one per
 /// publication and freeing it later cost a thousand instructions a change.) Four roots of the
 /// IPv6 full view's 256 KiB are 6.5 bytes a prefix. With one kept, a publication behind a
 /// reader often found none free and made a root (256 KiB allocated and copied): the bare
@@ -346,7 +356,9 @@ fn reclaim_budget(waiting: usize, short_of_room: bool) -> usize {
     }
 }
 
-/// One published version: what readers load and look up in. It never changes.
+/// One published version: what readers load and look up in. It never changes. Aligned apart
+/// from its `Arc`'s counts (see [`Arenas`]).
+#[repr(align(128))]
 pub struct PoptrieView<A: FibFamily> {
     root: Arc<[u32]>,
     /// `S - R`: the bits of a slot its chunk resolves (the root is 2^R entries long).
