@@ -18,7 +18,9 @@
 //! instead, to tell apart what a reader costs the changes: `spin` (a loop that reads nothing),
 //! `mem64` (random reads over 64 MiB of its own; any size in MiB), `load` (takes the FIB's
 //! version and lets it go, once every 0.4 µs or so, as the bench's reader takes one a batch)
-//! and `single` (the same, with one lookup in each version taken).
+//! and `single` (the same, with one lookup in each version taken). With
+//! `FIBRE_PROFILE_APART=1` that thread reads a second router's FIB, loaded with the same routes,
+//! so that it shares no line of the FIB with the changes.
 //!
 //! `FIBRE_PROFILE_WARM` lists (comma-separated) what is read before each delete, untimed:
 //! `index` (the route's destination searched in table main's RIB index), `rib` (that search,
@@ -136,7 +138,10 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
             Arc::new(AtomicU64::new(0)),
         )
     });
-    let other = other_mode.map(|m| other_thread::<A>(m, &router, &routes, stop.clone()));
+    let apart = std::env::var("FIBRE_PROFILE_APART").is_ok_and(|v| v == "1");
+    let twin = apart.then(|| loaded_router::<A>(&routes).expect("router loads").0);
+    let other = other_mode
+        .map(|m| other_thread::<A>(m, twin.as_ref().unwrap_or(&router), &routes, stop.clone()));
     let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
     let chosen: Vec<&BenchRoute<A::K>> = routes.choose_multiple(&mut rng, n).collect();
     let (mut deletes, mut adds) = (Vec::new(), Vec::new());

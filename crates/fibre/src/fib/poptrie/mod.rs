@@ -244,8 +244,9 @@ impl Node {
 
 /// The arrays of one generation (one full build and the updates after it).
 ///
-/// Aligned to 128 bytes (a line and the line the L2 fetches with it), as is [`PoptrieView`]:
-/// inside an `Arc` the fields are then on lines of their own, apart from the counts. Every
+/// Aligned to 128 bytes (a line and the line the L2 fetches with it): inside an `Arc` the
+/// fields are then on lines of their own, apart from the counts ([`PoptrieView`]'s are too,
+/// by padding: it is allocated at every publication). Every
 /// lookup reads the fields, and every publication changes the counts (a clone of this for the
 /// new version, a downgrade and a drop of the old one): on a shared line each of those locked
 /// operations waited for the line to come back from a reader's core, and made that reader miss
@@ -356,10 +357,15 @@ fn reclaim_budget(waiting: usize, short_of_room: bool) -> usize {
     }
 }
 
-/// One published version: what readers load and look up in. It never changes. Aligned apart
-/// from its `Arc`'s counts (see [`Arenas`]).
-#[repr(align(128))]
+/// One published version: what readers load and look up in. It never changes. Its fields are
+/// kept apart from its `Arc`'s counts (see `Arenas`).
+#[repr(C)]
 pub struct PoptrieView<A: FibFamily> {
+    /// Puts the fields 128 bytes past the `Arc`'s counts (which come first, 16 bytes): on
+    /// other lines, and in another pair of lines, wherever the allocator put the version.
+    /// Padding rather than `align(128)`: an aligned allocation at every publication (glibc's
+    /// `memalign`, past its per-thread cache) cost a router change 650 instructions.
+    _apart: [u8; 112],
     root: Arc<[u32]>,
     /// `S - R`: the bits of a slot its chunk resolves (the root is 2^R entries long).
     chunk_bits: u32,
@@ -379,6 +385,7 @@ impl<A: FibFamily> PoptrieView<A> {
             root.len()
         );
         PoptrieView {
+            _apart: [0; 112],
             chunk_bits: A::DP_BITS - bits,
             root,
             arenas,

@@ -943,3 +943,27 @@ fn the_node_lane_mask_marks_exactly_the_node_entries() {
         assert_eq!(at_node(&entry), expect, "entries {entry:08x?}");
     }
 }
+
+/// A version's fields and the arenas' sit 128 bytes or more past their `Arc`'s counts (16
+/// bytes, first), which every publication changes while readers read the fields.
+#[test]
+fn versions_and_arenas_keep_their_fields_apart_from_their_counts() {
+    use std::mem::{align_of, offset_of};
+    type View = super::PoptrieView<Ipv4Addr>;
+    let first = [
+        offset_of!(View, root),
+        offset_of!(View, chunk_bits),
+        offset_of!(View, arenas),
+        offset_of!(View, version),
+    ];
+    assert_eq!(
+        first.iter().min(),
+        Some(&112),
+        "16 + 112: 128 past the counts"
+    );
+    assert!(
+        align_of::<View>() <= 16,
+        "no aligned allocation at each publication"
+    );
+    assert_eq!(align_of::<super::Arenas>(), 128);
+}
