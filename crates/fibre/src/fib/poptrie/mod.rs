@@ -250,9 +250,8 @@ impl Node {
 /// lookup reads the fields, and every publication changes the counts (a clone of this for the
 /// new version, a downgrade and a drop of the old one): on a shared line each of those locked
 /// operations waited for the line to come back from a reader's core, and made that reader miss
-/// it again. The update bench's IPv4 router change median went from 2,158-2,381 to 1,913-2,074
-/// ns (six pairs in turn, faster in every pair), IPv6 2,683-2,852 to 2,661-2,791 (five of six);
-/// see docs/fib.md, thirty-second round.
+/// it again. A router change with the bench's reader: 5-10% faster (docs/fib.md, thirty-second
+/// round).
 #[repr(align(128))]
 struct Arenas {
     nodes: RawArena<Node>,
