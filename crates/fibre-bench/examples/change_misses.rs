@@ -17,10 +17,12 @@
 //! Other values of `FIBRE_PROFILE_READER` put another thread of this process on the first CPU
 //! instead, to tell apart what a reader costs the changes: `spin` (a loop that reads nothing),
 //! `mem64` (random reads over 64 MiB of its own; any size in MiB), `load` (takes the FIB's
-//! version and lets it go, once every 0.4 µs or so, as the bench's reader takes one a batch)
-//! and `single` (the same, with one lookup in each version taken). With
-//! `FIBRE_PROFILE_APART=1` that thread reads a second router's FIB, loaded with the same routes,
-//! so that it shares no line of the FIB with the changes.
+//! version and lets it go once a batch, a batch padded with a spin: about 0.2 µs here, where
+//! the bench's reader takes one every 64 lookups, 0.4 µs) and `single` (the same, with one
+//! lookup in each version taken). Each prints its ns a batch. With `FIBRE_PROFILE_APART=1`
+//! that thread reads a second router's FIB, loaded with the same routes, so that it shares no
+//! line of the FIB with the changes (and that FIB's version never changes: no version is
+//! swapped or dropped under the thread).
 //!
 //! `FIBRE_PROFILE_WARM` lists (comma-separated) what is read before each delete, untimed:
 //! `index` (the route's destination searched in table main's RIB index), `rib` (that search,
@@ -139,7 +141,9 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
         )
     });
     let apart = std::env::var("FIBRE_PROFILE_APART").is_ok_and(|v| v == "1");
-    let twin = apart.then(|| loaded_router::<A>(&routes).expect("router loads").0);
+    // Only where such a thread reads it.
+    let twin = (apart && other_mode.is_some())
+        .then(|| loaded_router::<A>(&routes).expect("router loads").0);
     let other = other_mode
         .map(|m| other_thread::<A>(m, twin.as_ref().unwrap_or(&router), &routes, stop.clone()));
     let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
@@ -172,7 +176,12 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
         match (reader, other) {
             (Some(r), _) => format!("{:.1} ns a lookup on {}", r.ns, r.on),
             (_, Some((_, mode))) => format!(
-                "none; {mode} on cpu 0, {:.0} ns a batch",
+                "none; {mode} on cpu 0{}, {:.0} ns a batch",
+                if twin.is_some() {
+                    " in another router's FIB"
+                } else {
+                    ""
+                },
                 batch_ns.unwrap_or(0.0)
             ),
             _ => "none".into(),
@@ -196,7 +205,7 @@ enum OtherMode {
 
 impl OtherMode {
     /// `None` for no such thread (unset, empty, `0`, or `1`: the bench's reader); exits on a
-    /// name it does not know, before the view's load.
+    /// name it does not know, before the router's load.
     fn parse(mode: &str) -> Option<OtherMode> {
         let memory = mode
             .strip_prefix("mem")
@@ -219,8 +228,8 @@ impl OtherMode {
 
 /// The thread of `mode` on the first CPU, until `stop`, started once it is ready (its memory
 /// filled). It returns its result (so that its work is not optimised away) and its ns a
-/// batch: 64 random reads in `Memory`, else a version's load (and lookup) and a spin of about
-/// the bench reader's time for a batch of 64 keys.
+/// batch: 64 random reads in `Memory`, else a version's load (and lookup) and a spin of 600
+/// additions (about 0.2 µs here).
 fn other_thread<A: StudyFamily>(
     mode: OtherMode,
     router: &Router,
@@ -238,7 +247,7 @@ fn other_thread<A: StudyFamily>(
     let thread = std::thread::spawn(move || {
         let _ = pin_thread(0);
         let words = match mode {
-            OtherMode::Memory(mib) => mib << 17,
+            OtherMode::Memory(mib) => mib.checked_mul(1 << 17).expect("mem<MiB>: too large"),
             _ => 0,
         };
         let memory: Vec<u64> = (0..words as u64).collect();

@@ -246,12 +246,12 @@ impl Node {
 ///
 /// Aligned to 128 bytes (a line and the line the L2 fetches with it): inside an `Arc` the
 /// fields are then on lines of their own, apart from the counts ([`PoptrieView`]'s are too,
-/// by padding: it is allocated at every publication). Every
-/// lookup reads the fields, and every publication changes the counts (a clone of this for the
-/// new version, a downgrade and a drop of the old one): on a shared line each of those locked
-/// operations waited for the line to come back from a reader's core, and made that reader miss
-/// it again. A router change with the bench's reader: 5-10% faster (docs/fib.md, thirty-second
-/// round).
+/// by padding: it is allocated at every publication). Every lookup reads the fields, and
+/// every publication changes the counts (this `Arc` cloned for the new version, and dropped
+/// with each version dropped; the version's own `Arc` downgraded and dropped): on a shared
+/// line each of those locked operations waited for the line to come back from a reader's
+/// core, and made that reader miss it again. A router change with the bench's reader was
+/// 5-10% faster in `change_misses` (docs/fib.md, thirty-second round).
 #[repr(align(128))]
 struct Arenas {
     nodes: RawArena<Node>,

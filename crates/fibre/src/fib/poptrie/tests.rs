@@ -944,7 +944,7 @@ fn the_node_lane_mask_marks_exactly_the_node_entries() {
     }
 }
 
-/// A version's fields and the arenas' sit 128 bytes or more past their `Arc`'s counts (16
+/// A version's fields and the arenas' sit 128 bytes past their `Arc`'s counts (16
 /// bytes, first), which every publication changes while readers read the fields.
 #[test]
 fn versions_and_arenas_keep_their_fields_apart_from_their_counts() {
