@@ -170,9 +170,8 @@ impl FibFamily for Ipv4Addr {
     /// transfer. Chunks of 1 KiB (a root of 10 bits) made a router change with the bench's
     /// reader 6-8% slower (`change_misses 4 20000` with `FIBRE_PROFILE_READER=1`, three
     /// rounds of the builds in turn: medians 2,083-2,164 ns against 1,935-2,037), lookups
-    /// level (docs/fib.md, thirty-second round). 14 bits
-    /// (chunks of one line) gained little more, and the 64 KiB root left L1 (dependent
-    /// latency 28-29 ns against 26-27).
+    /// level (docs/fib.md, thirty-second round). 14 bits (chunks of one line) gained little
+    /// more, and the 64 KiB root left L1 (dependent latency 28-29 ns against 26-27).
     const MIN_ROOT_BITS: u32 = 12;
     const MAX_ROOT_BITS: u32 = 12;
     /// One: most keys end in the first node level (a /24); a second stage was no faster.

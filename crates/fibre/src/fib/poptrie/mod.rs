@@ -5,9 +5,9 @@
 //!   The 2^S entries are cut into chunks of 2^(S-R) entries under a root of 2^R, R chosen at
 //!   each build within the family's bounds (`root_bits`); a chunk whose entries are all one
 //!   leaf is not stored, its root entry holds the leaf. Chunking is what makes an update cheap
-//!   to publish: a new version copies the chunks it changes (256 bytes for IPv4, 1 KiB for the IPv6 full view) and
-//!   writes the root entries it changes into a spare root (`RootLog`), never the whole 2^S
-//!   array.
+//!   to publish: a new version copies the chunks it changes (256 bytes for IPv4, 1 KiB for
+//!   the IPv6 full view) and writes the root entries it changes into a spare root
+//!   (`RootLog`), never the whole 2^S array.
 //! - An entry is a leaf id, or ([`INDEX`] bit set) the index of a subtree's top node, tagged
 //!   `LEAVES_ONLY` where that node has no child (the vector lookups skip a gather there), or
 //!   (`FLAT`) the first of 64 leaves, one per slot of the next 6 bits: a top node without a
@@ -667,8 +667,8 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
 
     /// The chunk entry of the prefix's first slot, and the chunk's first line (the chunk is
     /// copied before its entry is set: `chunk_for_write`): what a long prefix's update reads
-    /// first. The root entry is read here (IPv4's root is 16 KiB, its entries read on every change;
-    /// IPv6's, up to 256 KiB, may miss). A short prefix's other slots, or a change that ends in
+    /// first. The root entry is read here (IPv4's root is 16 KiB, its entries read on every
+    /// change; IPv6's, up to 256 KiB, may miss). A short prefix's other slots, or a change that ends in
     /// a full build, make the hint a wasted one, not a wrong one.
     fn prefetch_update(&self, prefix: &Prefix<A>) {
         let slot = lookup::top(prefix.bits(), A::DP_BITS);
