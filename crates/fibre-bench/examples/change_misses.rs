@@ -30,6 +30,7 @@
 //! and `trie` (a FIB lookup of its address: the encoding's path). What a delete then saves is
 //! what those misses cost it.
 use fibre::route::TABLE_MAIN;
+use fibre::router::fibs::TableFib;
 use fibre::{Prefix, Router};
 use fibre_bench::host::{online_cpus, pin_thread};
 use fibre_bench::scenario::{with_next_hops, workspace_views, BenchRoute, StudyFamily};
@@ -87,16 +88,26 @@ impl Warm {
     }
 }
 
+/// The FIB that answers table main's plain flows: local and main merged, or main's own.
+fn main_fib<A: StudyFamily>(router: &Router) -> &TableFib<A> {
+    let state = router.family::<A>();
+    state
+        .merged_fib()
+        .or_else(|| state.table_fib(TABLE_MAIN))
+        .expect("table main has a FIB")
+}
+
+/// The keys a thread beside the changes looks up: W1 addresses, as the bench's reader's.
+fn reader_keys<A: StudyFamily>(routes: &[BenchRoute<A::K>]) -> Vec<A::K> {
+    workload::inside_prefixes::<A>(routes, 1 << 16, 7)
+}
+
 /// Reads what `warm` names of `route`'s state (see the module docs).
 fn warm_up<A: StudyFamily>(router: &Router, route: &BenchRoute<A::K>, warm: &Warm) {
     let state = router.family::<A>();
     let dst = Prefix::new(A::from_bits(route.addr), route.len);
     let main = state.table(TABLE_MAIN).expect("table main");
-    let fib = state
-        .merged_fib()
-        .or_else(|| state.table_fib(TABLE_MAIN))
-        .expect("table main has a FIB")
-        .fib();
+    let fib = main_fib::<A>(router).fib();
     if warm.index {
         black_box(main.entry_index(&dst));
     }
@@ -127,14 +138,9 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     let _ = pin_thread(cpus - 1);
     let stop = Arc::new(AtomicBool::new(false));
     let reader_thread = with_reader.then(|| {
-        let state = router.family::<A>();
-        let fib = state
-            .merged_fib_reader()
-            .or_else(|| state.fib_reader(TABLE_MAIN));
-        let keys = workload::inside_prefixes::<A>(&routes, 1 << 16, 7);
         reader::<A, _>(
-            fib.expect("table main has a FIB"),
-            Arc::new(keys),
+            main_fib::<A>(&router).reader(),
+            Arc::new(reader_keys::<A>(&routes)),
             stop.clone(),
             (cpus > 1).then_some(0),
             Arc::new(AtomicU64::new(0)),
@@ -162,8 +168,7 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
     }
     stop.store(true, Ordering::Relaxed);
     let reader = reader_thread.map(|h| h.join().expect("reader"));
-    let other = other.map(|h| (h.join().expect("other thread"), reader_mode));
-    let batch_ns = other.as_ref().map(|((_, ns), _)| *ns);
+    let batch_ns = other.map(|h| h.join().expect("other thread").1);
     let all: Vec<f64> = deletes.iter().chain(&adds).copied().collect();
     let show = |v: &[f64]| {
         let q = |x| quantile(v, x);
@@ -173,16 +178,15 @@ fn run<A: StudyFamily>(prefixes: &[(A::K, u8)], n: usize) {
         "{} (read first: {}; reader: {}), ns, p10 / median / p90: deletes {}; adds {}; all {}",
         A::LABEL,
         warm.describe(),
-        match (reader, other) {
+        match (reader, batch_ns) {
             (Some(r), _) => format!("{:.1} ns a lookup on {}", r.ns, r.on),
-            (_, Some((_, mode))) => format!(
-                "none; {mode} on cpu 0{}, {:.0} ns a batch",
+            (_, Some(ns)) => format!(
+                "none; {reader_mode} on cpu 0{}, {ns:.0} ns a batch",
                 if twin.is_some() {
                     " in another router's FIB"
                 } else {
                     ""
                 },
-                batch_ns.unwrap_or(0.0)
             ),
             _ => "none".into(),
         },
@@ -236,12 +240,8 @@ fn other_thread<A: StudyFamily>(
     routes: &[BenchRoute<A::K>],
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<(u64, f64)> {
-    let state = router.family::<A>();
-    let fib = state
-        .merged_fib_reader()
-        .or_else(|| state.fib_reader(TABLE_MAIN))
-        .expect("table main has a FIB");
-    let keys = workload::inside_prefixes::<A>(routes, 1 << 16, 7);
+    let fib = main_fib::<A>(router).reader();
+    let keys = reader_keys::<A>(routes);
     let ready = Arc::new(AtomicBool::new(false));
     let started = ready.clone();
     let thread = std::thread::spawn(move || {
