@@ -117,6 +117,15 @@ fn run(args: &MirrorArgs) -> Result<(), String> {
         sync.routes[1],
         sync.skipped
     );
+    match sync.hidden {
+        Some(0) => {}
+        Some(n) => eprintln!(
+            "fibre mirror: the kernel holds {n} IPv6 routes its dump does not list (between the legs of ECMP routes); each is read once a change brings it into view"
+        ),
+        None => eprintln!(
+            "fibre mirror: too many IPv6 routes to count those the kernel's dump hides between ECMP legs; a change at a destination with legs brings a resync"
+        ),
+    }
     save(args, &mirror.router())?;
     if args.once {
         return Ok(());

@@ -212,6 +212,58 @@ pub(crate) fn route<A: Address>(
     Ok(Some(vec![r]))
 }
 
+/// The destination and source of an IPv6 route the model does not read (see [`route`]), and
+/// how many kernel routes it stands for (one a leg, one through an object); `None` for a cloned
+/// route or a message that says no prefix. A sync counts them beside the routes it reads
+/// (`hidden`).
+pub(crate) fn route6_key(payload: &[u8]) -> Option<(super::hidden::Key, usize)> {
+    let h = RouteHeader::parse(payload).ok()?;
+    if h.flags.bits() & RTM_F_CLONED != 0 {
+        return None;
+    }
+    let (mut dst, mut src) = (None, None);
+    let (mut legs, mut object) = (1, false);
+    for nla in NlasIterator::new(payload.get(RTMSG_LEN..)?) {
+        let nla: NlaBuffer<&[u8]> = nla.ok()?;
+        let addr = || {
+            <[u8; 16]>::try_from(nla.value())
+                .ok()
+                .map(std::net::Ipv6Addr::from)
+        };
+        match nla.kind() {
+            1 => dst = addr(),
+            2 => src = addr(),
+            // RTA_MULTIPATH: one rtnexthop of at least 8 bytes a leg.
+            9 => legs = rtnexthops(nla.value()).unwrap_or(1),
+            // RTA_NH_ID.
+            30 => object = true,
+            _ => {}
+        }
+    }
+    let prefix = |a: Option<std::net::Ipv6Addr>, len| {
+        Prefix::new_strict(a.unwrap_or(std::net::Ipv6Addr::UNSPECIFIED), len)
+    };
+    let key = (
+        prefix(dst, h.destination_prefix_length)?,
+        prefix(src, h.source_prefix_length)?,
+    );
+    Some((key, if object { 1 } else { legs }))
+}
+
+/// The legs of an `RTA_MULTIPATH` value: `struct rtnexthop`s, each `rtnh_len` long (aligned).
+fn rtnexthops(mut value: &[u8]) -> Option<usize> {
+    let mut n = 0;
+    while value.len() >= 8 {
+        let len = usize::from(u16::from_ne_bytes([value[0], value[1]]));
+        if len < 8 {
+            return None;
+        }
+        n += 1;
+        value = value.get((len + 3) & !3..).unwrap_or(&[]);
+    }
+    Some(n.max(1))
+}
+
 /// A policy rule of family `A`.
 pub(crate) fn rule<A: Address>(payload: &[u8]) -> Result<Rule<A>, String> {
     let m = RuleMessage::parse(payload).map_err(|e| e.to_string())?;

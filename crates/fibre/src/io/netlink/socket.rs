@@ -23,7 +23,7 @@ pub(crate) struct Conn {
 }
 
 /// Runs `f` on a thread that joined namespace `name`: a socket made there stays in it.
-fn in_netns<T: Send + 'static>(
+pub(crate) fn in_netns<T: Send + 'static>(
     name: &str,
     f: impl FnOnce() -> io::Result<T> + Send + 'static,
 ) -> io::Result<T> {
