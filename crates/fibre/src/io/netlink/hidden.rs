@@ -11,9 +11,8 @@
 //! counts only up to [`COUNT_AT_MOST`] routes; past that, every destination with legs may hide
 //! one. The mirror syncs again, at the next quiet moment, after any change that may bring a
 //! hidden route into view ([`may_reveal`]).
-use super::events::Event;
+use super::socket::Notification;
 use crate::prefix::Prefix;
-use crate::rib::InsertMode;
 use crate::route::RouteSpec;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -141,15 +140,19 @@ fn hidden(kernel: &Counts, dumped: &Counts, keys: HashSet<Key>) -> (HashSet<Key>
     (keys, more)
 }
 
-/// Whether `event` may bring a hidden route at `keys` into view: a route deleted or replaced
-/// there (its legs may be what hid it), or a device changed or gone (the kernel takes IPv6
-/// legs through a device that goes down, telling nothing).
-pub(crate) fn may_reveal(event: &Event, keys: &HashSet<Key>) -> bool {
-    match event {
-        Event::Route6(r, None | Some(InsertMode::Replace)) => keys.contains(&(r.dst, r.src)),
-        Event::Link(_) | Event::LinkGone(_) => true,
-        _ => false,
-    }
+/// Whether notification `n` may bring a hidden route at `keys` into view: an IPv6 route
+/// deleted or replaced there (its legs may be what hid it), whether or not the model reads
+/// that route. A device going down takes legs with a notification of their own (unless
+/// `skip_notify_on_dev_down` is set, which the mirror does not follow: docs/semantics.md).
+pub(crate) fn may_reveal(n: &Notification, keys: &HashSet<Key>) -> bool {
+    const RTM_NEWROUTE: u16 = 24;
+    const RTM_DELROUTE: u16 = 25;
+    const NLM_F_REPLACE: u16 = 0x100;
+    let route_gone =
+        n.kind == RTM_DELROUTE || (n.kind == RTM_NEWROUTE && n.flags & NLM_F_REPLACE != 0);
+    route_gone
+        && n.payload.first() == Some(&(libc::AF_INET6 as u8))
+        && super::decode::route6_key(&n.payload).is_some_and(|(key, _)| keys.contains(&key))
 }
 
 #[cfg(test)]

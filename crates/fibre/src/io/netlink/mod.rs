@@ -93,9 +93,9 @@ pub struct SyncReport {
     pub skipped: usize,
     /// IPv6 routes the kernel holds but its dump did not list (a route between the legs of
     /// an ECMP route: see [`Mirror::sync`]), counted in `/proc/net/ipv6_route`; `None` where
-    /// they were not counted (over 8,192 IPv6 routes, whose count costs the kernel too long),
-    /// and every destination with ECMP legs may hide one. The mirror syncs again once a
-    /// change may have brought one into view.
+    /// they were not counted (over 8,192 IPv6 routes, whose count costs the kernel too long,
+    /// or the file could not be read), and every destination with ECMP legs may hide one.
+    /// The mirror syncs again once a change may have brought one into view.
     pub hidden: Option<usize>,
     /// What this sync found different from what the mirror held before it (devices,
     /// addresses, rules, objects and routes added or gone): the drift a resync mended. 0 for
@@ -347,13 +347,11 @@ impl Mirror {
                     self.pending_since
                         .get_or_insert_with(std::time::Instant::now);
                     for n in &messages {
+                        if !self.hidden.is_empty() && hidden::may_reveal(n, &self.hidden) {
+                            self.unsure = true;
+                        }
                         match events::decode(n, &mut self.objects) {
-                            Ok(Some(e)) => {
-                                if !self.hidden.is_empty() && hidden::may_reveal(&e, &self.hidden) {
-                                    self.unsure = true;
-                                }
-                                self.pending.push(e)
-                            }
+                            Ok(Some(e)) => self.pending.push(e),
                             Ok(None) => {}
                             Err(e) => failure = Some(format!("message {}: {e}", n.kind)),
                         }
@@ -511,13 +509,14 @@ impl Mirror {
     ///   kernel's list (`fib6_dump_node` goes on after the last leg). The kernel lists it once
     ///   the legs go, and tells nothing. A sync counts such routes in `/proc/net/ipv6_route`
     ///   ([`SyncReport::hidden`]) and syncs again at the next quiet moment after a change that
-    ///   may bring one into view: a route deleted or replaced at its destination, or a device
-    ///   changed. Past 8,192 IPv6 routes it cannot count them (the kernel takes time quadratic
-    ///   in its routes to write that file: 30 s for a full table), and any destination with
-    ///   legs may hide one: a route deleted or replaced at any of those brings a resync at the
-    ///   next quiet moment. The seeded churn test with a small buffer lost `blackhole 2001:db8:10e:2::/64
-    ///   table 100` so, now and then, when the last resync before the legs went came after
-    ///   the blackhole was hidden (the kernel held 50 such routes at that point).
+    ///   may bring one into view: a route deleted or replaced at its destination. Past 8,192
+    ///   IPv6 routes it does not count them (the kernel takes time quadratic in its routes to
+    ///   write that file: 30 s for a full table), and any destination with legs may hide one:
+    ///   a route deleted or replaced at any of those brings a resync at the next quiet moment,
+    ///   a full one (1.1 s for full tables of both families here). The seeded churn test
+    ///   with a small buffer lost `blackhole 2001:db8:10e:2::/64 table 100` so, now and then,
+    ///   when the last resync before the legs went came after the blackhole was hidden (the
+    ///   kernel held 50 such routes at that point).
     pub fn sync(&mut self) -> Result<SyncReport, MirrorError> {
         const TRIES: u32 = 8;
         let mut tries = 0;
