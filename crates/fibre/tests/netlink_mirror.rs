@@ -323,6 +323,7 @@ fn hidden_route_comes_into_view(tag: &str, filler: u32) {
         eprintln!("this kernel lists a route between ECMP legs: nothing is hidden");
     }
     let (mut mirror, report) = Mirror::open(Some(ns.name())).expect("mirror syncs");
+    // A sync counts hidden routes among at most 8,192 IPv6 routes.
     let counted = filler < 8000;
     let expected = counted.then_some(usize::from(hides));
     assert_eq!(report.hidden, expected, "{report:?}");
@@ -358,7 +359,10 @@ fn hidden_route_comes_into_view(tag: &str, filler: u32) {
     let r = mirror
         .follow(Duration::from_secs(5), Duration::from_millis(300))
         .expect("follow");
-    assert_eq!(r.rechecks, usize::from(hides || !counted), "{r:?}");
+    // (At least: a late notification of the devices can make a recheck unsure again.)
+    if hides || !counted {
+        assert!(r.rechecks >= 1, "{r:?}");
+    }
     same(&mirror, "after the legs went");
 }
 

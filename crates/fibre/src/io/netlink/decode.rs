@@ -212,10 +212,10 @@ pub(crate) fn route<A: Address>(
     Ok(Some(vec![r]))
 }
 
-/// The destination and source of an IPv6 route the model does not read (see [`route`]), and
-/// how many kernel routes it stands for (one a leg, one through an object); `None` for a cloned
-/// route or a message that says no prefix. A sync counts them beside the routes it reads
-/// (`hidden`).
+/// The destination and source of an IPv6 route message, and how many kernel routes it stands
+/// for (one a leg, one through an object); `None` for a cloned route or a message that says
+/// no prefix. For routes the model does not read (see [`route`]), which a sync counts beside
+/// those it reads, and for any route a notification names (`hidden`).
 pub(crate) fn route6_key(payload: &[u8]) -> Option<(super::hidden::Key, usize)> {
     let h = RouteHeader::parse(payload).ok()?;
     if h.flags.bits() & RTM_F_CLONED != 0 {

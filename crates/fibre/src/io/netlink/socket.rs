@@ -22,7 +22,8 @@ pub(crate) struct Conn {
     buf: Vec<u8>,
 }
 
-/// Runs `f` on a thread that joined namespace `name`: a socket made there stays in it.
+/// Runs `f` on a thread that joined namespace `name`: a socket made there stays in it, and so
+/// does a `/proc/thread-self/net` file opened there.
 pub(crate) fn in_netns<T: Send + 'static>(
     name: &str,
     f: impl FnOnce() -> io::Result<T> + Send + 'static,
