@@ -8,6 +8,8 @@
 //!
 //! Run twice: with a roomy notification buffer every notification applies and no resync is
 //! needed; with a 4 KiB one the buffer overruns (asserted) and resyncs mend what was lost.
+//! `FIBRE_CHURN_SEED=N` runs both with seed N (a sweep by hand); `FIBRE_CHURN_DUMP=DIR` writes
+//! each chunk as `ip -batch` ran it, to replay a failure into a namespace.
 //!
 //! Needs root and `ip netns`; skips with a message elsewhere, fails when FIBRE_KERNEL_TESTS=required.
 use fibre::io::iproute2::{Batch, BatchMode};
@@ -467,6 +469,11 @@ fn compare(ns: &Netns, router: &Router, rng: &mut SmallRng, at: &str) -> usize {
 fn churn(tag: &str, rcvbuf: Option<usize>, seed: u64) -> (usize, usize, FollowReport) {
     let ns = veths::namespace(tag, &setup());
     let (mut mirror, _) = Mirror::open_with(Some(ns.name()), rcvbuf).expect("mirror syncs");
+    // Another seed, for a sweep by hand (each test keeps its own by default).
+    let seed = std::env::var("FIBRE_CHURN_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(seed);
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut probe_rng = SmallRng::seed_from_u64(seed + 1);
     let (mut changes, mut probed) = (0, 0);
