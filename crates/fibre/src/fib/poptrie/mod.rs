@@ -668,8 +668,8 @@ impl<A: FibFamily> LpmAlgorithm<A> for Poptrie<A> {
     /// The chunk entry of the prefix's first slot, and the chunk's first line (the chunk is
     /// copied before its entry is set: `chunk_for_write`): what a long prefix's update reads
     /// first. The root entry is read here (IPv4's root is 16 KiB, its entries read on every
-    /// change; IPv6's, up to 256 KiB, may miss). A short prefix's other slots, or a change that ends in
-    /// a full build, make the hint a wasted one, not a wrong one.
+    /// change; IPv6's, up to 256 KiB, may miss). A short prefix's other slots, or a change
+    /// that ends in a full build, make the hint a wasted one, not a wrong one.
     fn prefetch_update(&self, prefix: &Prefix<A>) {
         let slot = lookup::top(prefix.bits(), A::DP_BITS);
         let chunk = self.chunk_len();
