@@ -58,6 +58,7 @@ mod lookup;
 mod patch;
 mod repaint;
 mod simd;
+mod simd4;
 
 use build::{
     block_end, children, encode_node, encode_own, encode_slot, leaf_runs, span_edges, Scratch,

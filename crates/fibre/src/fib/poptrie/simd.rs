@@ -10,10 +10,13 @@
 //!
 //! Lanes are 64 bits wide for both families: a key is carried as its top 64 bits (`hi`) and
 //! the 64 after them (`lo`, zero for IPv4), shifted left as levels consume them; node words
-//! are gathered as 64-bit values. One kernel per instruction set serves both families.
+//! are gathered as 64-bit values. One kernel per instruction set serves both families, but
+//! for AVX-512 IPv4 has its own since issue 15's thirty-third round (`simd4`: 16 lanes of 32
+//! bits, widened only at node levels).
 #![cfg(target_arch = "x86_64")]
 use super::leaves::with_leaves;
 use super::lookup::{padded, top};
+use super::simd4::avx512_v4;
 use super::{Node, PoptrieView, FLAT, INDEX, LEAVES_ONLY};
 use crate::addr::Bits;
 use crate::fib::FibFamily;
@@ -30,23 +33,23 @@ pub(super) const GROUP: usize = 64;
 pub(super) const WIDE_GROUP: usize = 128;
 
 /// What a kernel reads: the published version's arrays and its shape.
-struct Tables {
-    chunks: *const i32,
+pub(super) struct Tables {
+    pub(super) chunks: *const i32,
     /// The node arena as 64-bit words: node `n`'s `vector`, `leafvec` and `base0 | base1 << 32`
     /// are words `3n`, `3n + 1` and `3n + 2`.
-    words: *const i64,
+    pub(super) words: *const i64,
     /// The leaf arena's first byte: a leaf is read as the 4 bytes at byte offset cell x width,
     /// which are its node's or flat block's own (their pad cells: see `leaves`), and
     /// `leaf_bits` of them kept.
-    leaves: *const u8,
+    pub(super) leaves: *const u8,
     /// Log2 of a leaf's width in bytes.
-    leaf_shift: u32,
+    pub(super) leaf_shift: u32,
     /// A leaf's bits, all ones in a lane of 64 bits; a narrow cell of all ones stands for
     /// [`NO_ROUTE`] (a 4-byte one is never all ones: ids stop at `MAX_ID`).
-    leaf_bits: i64,
+    pub(super) leaf_bits: i64,
     /// Root bits, direct-pointing bits.
-    r: u32,
-    s: u32,
+    pub(super) r: u32,
+    pub(super) s: u32,
     /// [`FibFamily::LEAVES_ONLY_TOPS`].
     leaves_only_tops: bool,
 }
@@ -54,7 +57,7 @@ struct Tables {
 const _: () = assert!(std::mem::size_of::<Node>() == 24 && std::mem::align_of::<Node>() == 8);
 
 impl<A: FibFamily> PoptrieView<A> {
-    fn tables(&self) -> Tables {
+    pub(super) fn tables(&self) -> Tables {
         let ar = &*self.arenas;
         Tables {
             chunks: ar.chunks.addr(0) as *const i32,
@@ -94,9 +97,13 @@ impl<A: FibFamily> PoptrieView<A> {
         assert!(keys.len() == out.len() && keys.len() <= A::AVX512_GROUP);
         // SAFETY (both): the caller vouches for the CPU.
         if A::AVX512_GROUP == WIDE_GROUP && keys.len() > GROUP {
-            unsafe { self.group_of_avx512::<WIDE_GROUP, { WIDE_GROUP / 8 }>(keys, out) }
+            unsafe {
+                self.group_of_avx512::<WIDE_GROUP, { WIDE_GROUP / 8 }, { WIDE_GROUP / 16 }>(
+                    keys, out,
+                )
+            }
         } else {
-            unsafe { self.group_of_avx512::<GROUP, { GROUP / 8 }>(keys, out) }
+            unsafe { self.group_of_avx512::<GROUP, { GROUP / 8 }, { GROUP / 16 }>(keys, out) }
         }
     }
 
@@ -106,17 +113,17 @@ impl<A: FibFamily> PoptrieView<A> {
     /// # Safety
     /// As [`PoptrieView::group_avx512`].
     #[inline(always)]
-    unsafe fn group_of_avx512<const N: usize, const V: usize>(
+    unsafe fn group_of_avx512<const N: usize, const V: usize, const W: usize>(
         &self,
         keys: &[A::Bits],
         out: &mut [u32],
     ) {
         // SAFETY (both): the caller vouches for the CPU.
         match (keys.try_into(), out.try_into()) {
-            (Ok(k), Ok(o)) => unsafe { self.whole_group_avx512::<N, V>(k, o) },
+            (Ok(k), Ok(o)) => unsafe { self.whole_group_avx512::<N, V, W>(k, o) },
             _ => {
                 let mut answers = [0u32; N];
-                unsafe { self.whole_group_avx512::<N, V>(&padded(keys), &mut answers) };
+                unsafe { self.whole_group_avx512::<N, V, W>(&padded(keys), &mut answers) };
                 out.copy_from_slice(&answers[..out.len()]);
             }
         }
@@ -126,12 +133,12 @@ impl<A: FibFamily> PoptrieView<A> {
     /// [`FibFamily::FEW_PAST_ROOT`] keys go past the root, they walk one at a time as
     /// [`PoptrieView::lookup`] does and the vector kernel is not run: its stages cost their
     /// gathers' microcode however few lanes they carry. `N` is [`GROUP`] or [`WIDE_GROUP`], in
-    /// `V` vectors of 8 lanes.
+    /// `V` vectors of 8 lanes of 64 bits, or for IPv4 (`simd4`'s kernel) `W` of 16 of 32.
     ///
     /// # Safety
     /// As [`PoptrieView::group_avx512`].
     #[inline(always)]
-    unsafe fn whole_group_avx512<const N: usize, const V: usize>(
+    unsafe fn whole_group_avx512<const N: usize, const V: usize, const W: usize>(
         &self,
         keys: &[A::Bits; N],
         out: &mut [u32; N],
@@ -157,8 +164,17 @@ impl<A: FibFamily> PoptrieView<A> {
             }
         }
         // SAFETY: the caller vouches for the CPU; the tables are this published version's; the
-        // kernel reads N keys and N root entries, and writes N answers.
-        unsafe { avx512::<A, N, V>(&self.tables(), keys, &roots, out.as_mut_ptr()) }
+        // kernel reads N keys and N root entries, and writes N answers (IPv4's reads a key as
+        // the u32 it is).
+        unsafe {
+            if A::WIDTH == 32 {
+                const { assert!(A::WIDTH != 32 || std::mem::size_of::<A::Bits>() == 4) };
+                let keys = keys.as_ptr() as *const u32;
+                avx512_v4::<N, W>(&self.tables(), keys, &roots, out.as_mut_ptr())
+            } else {
+                avx512::<A, N, V>(&self.tables(), keys, &roots, out.as_mut_ptr())
+            }
+        }
     }
 
     /// The root entry of each key, read one at a time: the root is small and in L1, and N
