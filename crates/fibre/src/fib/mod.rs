@@ -139,8 +139,8 @@ pub trait FibFamily: Address {
     /// (Measured before flat blocks: with one-byte leaves every such top node is flat now,
     /// since issue 15's twenty-ninth round, and the tag serves wider ids' FIBs, the router's.)
     const LEAVES_ONLY_TOPS: bool;
-    /// Keys per call of the AVX-512 bulk kernel where a batch has that many: 64 (8 vectors of
-    /// 8 lanes) or 128 (16); a batch's last keys go in a call of 64 where they are that few.
+    /// Keys per call of the AVX-512 bulk kernel where a batch has that many: 64 or 128; a
+    /// batch's last keys go in a call of 64 where they are that few.
     /// Measured per family on an Intel Xeon (Emerald Rapids; `fib_profile 4|6 1000000 time`,
     /// one batch of a million keys, the binaries before and after in turn, which first
     /// alternating, six pairs): IPv4's W1 bulk lookups took 0.87 of the time with 128 (median
@@ -148,7 +148,9 @@ pub trait FibFamily: Address {
     /// IPv6's W1 took 1.01-1.10 of the time with 128 in four noisier pairs (its keys' two
     /// halves fill twice the registers). On Zen 4, 128 was last measured in issue 15's ninth
     /// round, no faster than 64, before later changes to the kernel; not measured since.
-    /// Batches of 64 (the bench's bursts) are not changed by it.
+    /// Batches of 64 (the bench's bursts) are not changed by it. Measured before IPv4 had a
+    /// kernel of its own in 16 lanes of 32 bits (issue 15's thirty-third round), with 8 of 64;
+    /// not measured again since.
     const AVX512_GROUP: usize;
     /// A prefix longer than [`FibFamily::DP_BITS`] packed as a key in [`Prefix`] order among
     /// the prefixes of its slot (the slot's bits left out): what the FIB's set keeps per

@@ -15,7 +15,8 @@ pub enum LookupPath {
     Scalar,
     /// 4 lanes a vector, gathers, a population count from nibble tables (x86-64 with AVX2).
     Avx2,
-    /// 8 lanes a vector, gathers and VPOPCNTQ (x86-64 with AVX-512F and AVX512-VPOPCNTDQ).
+    /// 8 lanes a vector (IPv4: 16 of 32 bits), gathers and VPOPCNTQ (x86-64 with AVX-512F and
+    /// AVX512-VPOPCNTDQ).
     Avx512,
 }
 

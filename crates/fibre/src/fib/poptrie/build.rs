@@ -453,7 +453,9 @@ impl<A: FibFamily> Poptrie<A> {
         let allocs = [
             BlockAlloc::new(nodes as u32, arenas.nodes.cap().min(MAX_CELLS)),
             BlockAlloc::new(leaves as u32, arenas.leaves.cap().min(MAX_CELLS)),
-            BlockAlloc::new(enc.chunks.len() as u32, arenas.chunks.cap()),
+            // Chunk cells too stay below `MAX_CELLS`: IPv4's AVX-512 kernel reads them with
+            // 32-bit gather indexes (`simd4`).
+            BlockAlloc::new(enc.chunks.len() as u32, arenas.chunks.cap().min(MAX_CELLS)),
         ];
         (Arc::new(arenas), allocs, enc.root, room)
     }

@@ -8,7 +8,7 @@
 //! scalar path's bookkeeping (callgrind: 68 instructions per IPv4 W1 lookup there, 172 per
 //! IPv6 one since its 24 bits of direct pointing, 184 with 20).
 //!
-//! Lanes are 64 bits wide for both families: a key is carried as its top 64 bits (`hi`) and
+//! Lanes are 64 bits wide for both families here: a key is carried as its top 64 bits (`hi`) and
 //! the 64 after them (`lo`, zero for IPv4), shifted left as levels consume them; node words
 //! are gathered as 64-bit values. One kernel per instruction set serves both families, but
 //! for AVX-512 IPv4 has its own since issue 15's thirty-third round (`simd4`: 16 lanes of 32
@@ -23,12 +23,12 @@ use crate::fib::FibFamily;
 use crate::fib::NO_ROUTE;
 use core::arch::x86_64::*;
 
-/// Keys per kernel call: 16 AVX2 vectors of lanes or 8 AVX-512 vectors, and for AVX-512 a
-/// batch's last keys when they are this few.
+/// Keys per kernel call: 16 AVX2 vectors of lanes or 8 AVX-512 vectors (IPv4: 4 of 16 lanes),
+/// and for AVX-512 a batch's last keys when they are this few.
 pub(super) const GROUP: usize = 64;
 
 /// Keys per AVX-512 kernel call of a family whose [`FibFamily::AVX512_GROUP`] is this (IPv4):
-/// 16 vectors of 8 lanes. Each stage has twice the independent gathers of a [`GROUP`] to
+/// 8 vectors of 16 lanes (`simd4`). Each stage has twice the independent gathers of a [`GROUP`] to
 /// overlap, and pays its loop's fixed work once for twice the keys.
 pub(super) const WIDE_GROUP: usize = 128;
 
@@ -169,6 +169,9 @@ impl<A: FibFamily> PoptrieView<A> {
         unsafe {
             if A::WIDTH == 32 {
                 const { assert!(A::WIDTH != 32 || std::mem::size_of::<A::Bits>() == 4) };
+                // `simd4` skips the top nodes' `vector` gather by the tag, as the IPv4 setting
+                // says.
+                const { assert!(A::WIDTH != 32 || A::LEAVES_ONLY_TOPS) };
                 let keys = keys.as_ptr() as *const u32;
                 avx512_v4::<N, W>(&self.tables(), keys, &roots, out.as_mut_ptr())
             } else {

@@ -37,9 +37,10 @@ pub(super) unsafe fn avx512_v4<const N: usize, const V: usize>(
 ///
 /// `roots` holds each key's root entry (read by the caller). Reads as [`super::simd`]'s
 /// `avx512`: every gather reads cells of the published version that belong to what the lane
-/// reached, and lanes that have their answer are masked off and read nothing. Cells are below
-/// [`FLAT`] (2^29), so a cell, or a leaf's byte offset (at most 4 bytes a cell: below 2^31), is
-/// a non-negative 32-bit gather index.
+/// reached, and lanes that have their answer are masked off and read nothing. Cells of every
+/// arena are below [`FLAT`] (2^29: their allocators stop there), so a cell, a chunk entry's
+/// cell plus the slot's place in its chunk, or a leaf's byte offset (at most 4 bytes a cell:
+/// below 2^31), is a non-negative 32-bit gather index.
 ///
 /// # Safety
 /// The CPU has AVX-512F and AVX512-VPOPCNTDQ; `t` is a published version's; `keys` and `roots`
@@ -138,7 +139,7 @@ unsafe fn back<const V: usize>(t: &Tables, f: &Front<V>, out: *mut u32) {
 
 /// The node levels of the lanes at a node (`live`, starting at node `cell`), in halves of 8
 /// lanes widened to 64 bits, level by level over all of them: each ends at a leaf, whose cell
-/// and lane go into `f`.
+/// and lane go into `f` at the level it ends.
 ///
 /// # Safety
 /// As [`front`]; each live lane's `cell` is a node of the published version.
@@ -155,97 +156,78 @@ unsafe fn node_levels<const V: usize>(
     let ones = _mm512_set1_epi64(-1);
     let one = _mm512_set1_epi64(1);
     let low32 = _mm512_set1_epi64(u32::MAX as i64);
-    let s = t.s;
-    // Up to two halves a vector: the vector and half it came from, its node cell, its key
-    // past the bits resolved (at the top of 64), its live and branching lanes, and where its
-    // lanes end.
-    let mut from = [(0usize, 0u32); 32];
-    let mut c = [zero; 32];
-    let mut h = [zero; 32];
-    let mut on = [0 as __mmask8; 32];
-    let mut br = [0 as __mmask8; 32];
-    let mut at = [zero; 32];
-    let mut ended = [0 as __mmask8; 32];
-    let mut n = 0;
-    let widen = |v: __m512i, half: u32| {
+    let past_slot = _mm_cvtsi64_si128(32 + t.s as i64);
+    let widen = |v: __m512i, half: usize| {
         _mm512_cvtepu32_epi64(if half == 0 {
             _mm512_castsi512_si256(v)
         } else {
             _mm512_extracti64x4_epi64::<1>(v)
         })
     };
-    for j in 0..V {
-        for half in 0..2 {
-            let m = (live[j] >> (8 * half)) as __mmask8;
-            if m == 0 {
-                continue;
-            }
-            from[n & 31] = (j, half);
-            c[n & 31] = widen(cell[j], half);
-            h[n & 31] = _mm512_sll_epi64(widen(key[j], half), _mm_cvtsi64_si128(32 + s as i64));
-            on[n & 31] = m;
-            br[n & 31] = (branching[j] >> (8 * half)) as __mmask8;
-            n += 1;
-        }
-    }
-    debug_assert!(n <= 2 * V && 2 * V <= 32);
+    // Each vector's two halves (made in place: arrays of vectors set to zero first cost a
+    // `memset` a group): its node cells, its keys past the bits resolved (at the top of 64
+    // bits), its live lanes and those whose node may have a child.
+    let mut c: [[__m512i; 2]; V] = core::array::from_fn(|j| [widen(cell[j], 0), widen(cell[j], 1)]);
+    let mut h: [[__m512i; 2]; V] = core::array::from_fn(|j| {
+        [0, 1].map(|half| _mm512_sll_epi64(widen(key[j], half), past_slot))
+    });
+    let halves = |m: __mmask16| [m as __mmask8, (m >> 8) as __mmask8];
+    let mut on: [[__mmask8; 2]; V] = core::array::from_fn(|j| halves(live[j]));
+    let mut br: [[__mmask8; 2]; V] = core::array::from_fn(|j| halves(branching[j]));
     // SAFETY (every gather): node words of published nodes, for live lanes only.
     unsafe {
         loop {
             let mut any: __mmask8 = 0;
-            for i in 0..n.min(32) {
-                let m = on[i];
-                if m == 0 {
-                    continue;
-                }
-                let w = _mm512_add_epi64(_mm512_add_epi64(c[i], c[i]), c[i]);
-                // Lanes all at top nodes without a child skip a gather (as in `simd::avx512`).
-                let vector = if br[i] == 0 {
-                    zero
-                } else {
-                    _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words)
-                };
-                let leafvec = _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words.add(1));
-                let bases = _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words.add(2));
-                let v = _mm512_srli_epi64::<58>(h[i]);
-                let below = _mm512_srlv_epi64(ones, _mm512_xor_si512(v, _mm512_set1_epi64(63)));
-                let child = _mm512_mask_test_epi64_mask(m, vector, _mm512_sllv_epi64(one, v));
-                let leaf = m & !child;
-                if leaf != 0 {
-                    let a = _mm512_add_epi64(
-                        _mm512_and_si512(bases, low32),
-                        _mm512_popcnt_epi64(_mm512_and_si512(leafvec, below)),
+            for j in 0..V {
+                for half in 0..2 {
+                    let m = on[j][half];
+                    if m == 0 {
+                        continue;
+                    }
+                    let cj = c[j][half];
+                    let w = _mm512_add_epi64(_mm512_add_epi64(cj, cj), cj);
+                    // Lanes all at top nodes without a child skip a gather (as in
+                    // `simd::avx512`).
+                    let vector = if br[j][half] == 0 {
+                        zero
+                    } else {
+                        _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words)
+                    };
+                    let leafvec = _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words.add(1));
+                    let bases = _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words.add(2));
+                    let v = _mm512_srli_epi64::<58>(h[j][half]);
+                    let below = _mm512_srlv_epi64(ones, _mm512_xor_si512(v, _mm512_set1_epi64(63)));
+                    let child = _mm512_mask_test_epi64_mask(m, vector, _mm512_sllv_epi64(one, v));
+                    let leaf = m & !child;
+                    if leaf != 0 {
+                        let at = _mm512_add_epi64(
+                            _mm512_and_si512(bases, low32),
+                            _mm512_popcnt_epi64(_mm512_and_si512(leafvec, below)),
+                        );
+                        // Narrowed into the lanes of the half: a cell fits in 32 bits.
+                        let at = _mm512_cvtepi64_epi32(_mm512_sub_epi64(at, one));
+                        let (cells, lanes) = if half == 0 {
+                            (_mm512_castsi256_si512(at), leaf as __mmask16)
+                        } else {
+                            (_mm512_inserti64x4::<1>(zero, at), (leaf as __mmask16) << 8)
+                        };
+                        f.leaf_at[j] = _mm512_mask_mov_epi32(f.leaf_at[j], lanes, cells);
+                        f.at_leaf[j] |= lanes;
+                    }
+                    let next = _mm512_add_epi64(
+                        _mm512_srli_epi64::<32>(bases),
+                        _mm512_popcnt_epi64(_mm512_and_si512(vector, below)),
                     );
-                    at[i] = _mm512_mask_mov_epi64(at[i], leaf, _mm512_sub_epi64(a, one));
-                    ended[i] |= leaf;
+                    c[j][half] = _mm512_sub_epi64(next, one);
+                    h[j][half] = _mm512_slli_epi64::<6>(h[j][half]);
+                    on[j][half] = child;
+                    br[j][half] = child;
+                    any |= child;
                 }
-                let next = _mm512_add_epi64(
-                    _mm512_srli_epi64::<32>(bases),
-                    _mm512_popcnt_epi64(_mm512_and_si512(vector, below)),
-                );
-                c[i] = _mm512_sub_epi64(next, one);
-                h[i] = _mm512_slli_epi64::<6>(h[i]);
-                on[i] = child;
-                br[i] = child;
-                any |= child;
             }
             if any == 0 {
                 break;
             }
         }
-    }
-    for i in 0..n.min(32) {
-        let (j, half) = from[i];
-        let narrow = _mm512_cvtepi64_epi32(at[i]);
-        let (cells, lanes) = if half == 0 {
-            (_mm512_castsi256_si512(narrow), ended[i] as __mmask16)
-        } else {
-            (
-                _mm512_inserti64x4::<1>(zero, narrow),
-                (ended[i] as __mmask16) << 8,
-            )
-        };
-        f.leaf_at[j] = _mm512_mask_mov_epi32(f.leaf_at[j], lanes, cells);
-        f.at_leaf[j] |= lanes;
     }
 }
