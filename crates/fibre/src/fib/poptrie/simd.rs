@@ -284,9 +284,6 @@ unsafe fn avx512<A: FibFamily, const N: usize, const V: usize>(
     let leaves_only = _mm512_set1_epi64(LEAVES_ONLY as i64);
     let flat_tag = _mm512_set1_epi64(FLAT as i64);
     let tags = _mm512_set1_epi64((INDEX | LEAVES_ONLY | FLAT) as i64);
-    let ones = _mm512_set1_epi64(-1);
-    let one = _mm512_set1_epi64(1);
-    let low32 = _mm512_set1_epi64(u32::MAX as i64);
     let leaf_bits = _mm512_set1_epi64(t.leaf_bits);
     let no_route = _mm512_set1_epi64(NO_ROUTE as i64);
     let shift = |n: u32| _mm_cvtsi64_si128(n as i64);
@@ -350,40 +347,25 @@ unsafe fn avx512<A: FibFamily, const N: usize, const V: usize>(
                 if m == 0 {
                     continue;
                 }
-                let w = _mm512_add_epi64(_mm512_add_epi64(cell[j], cell[j]), cell[j]);
-                let zero = _mm512_setzero_si512();
-                // Lanes all at top nodes without a child (`LEAVES_ONLY`, an IPv4 W1 key's
-                // usual case) skip a gather (`FibFamily::LEAVES_ONLY_TOPS`).
-                let vector = if A::LEAVES_ONLY_TOPS && branching[j] == 0 {
-                    zero
-                } else {
-                    _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words)
-                };
-                let leafvec = _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words.add(1));
-                let bases = _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words.add(2));
-                let v = _mm512_srli_epi64::<58>(h[j]);
-                let below = _mm512_srlv_epi64(ones, _mm512_xor_si512(v, _mm512_set1_epi64(63)));
-                let child = _mm512_mask_test_epi64_mask(m, vector, _mm512_sllv_epi64(one, v));
-                let leaf = m & !child;
-                if leaf != 0 {
-                    let at = _mm512_add_epi64(
-                        _mm512_and_si512(bases, low32),
-                        _mm512_popcnt_epi64(_mm512_and_si512(leafvec, below)),
-                    );
-                    let at = _mm512_sub_epi64(at, one);
-                    leaf_at[j] = _mm512_mask_mov_epi64(leaf_at[j], leaf, at);
-                    at_leaf[j] |= leaf;
-                }
-                let next = _mm512_add_epi64(
-                    _mm512_srli_epi64::<32>(bases),
-                    _mm512_popcnt_epi64(_mm512_and_si512(vector, below)),
+                // Lanes all at top nodes without a child (`LEAVES_ONLY`) skip a gather
+                // (`FibFamily::LEAVES_ONLY_TOPS`).
+                let step = node_step(
+                    t,
+                    m,
+                    cell[j],
+                    h[j],
+                    A::LEAVES_ONLY_TOPS && branching[j] == 0,
                 );
-                cell[j] = _mm512_sub_epi64(next, one);
+                if step.leaf != 0 {
+                    leaf_at[j] = _mm512_mask_mov_epi64(leaf_at[j], step.leaf, step.leaf_at);
+                    at_leaf[j] |= step.leaf;
+                }
+                cell[j] = step.next;
                 h[j] = _mm512_or_si512(_mm512_slli_epi64::<6>(h[j]), _mm512_srli_epi64::<58>(l[j]));
                 l[j] = _mm512_slli_epi64::<6>(l[j]);
-                live[j] = child;
-                branching[j] = child;
-                any |= child;
+                live[j] = step.child;
+                branching[j] = step.child;
+                any |= step.child;
             }
             if any == 0 {
                 break;
@@ -412,6 +394,76 @@ unsafe fn avx512<A: FibFamily, const N: usize, const V: usize>(
             let ids = _mm512_cvtepi64_epi32(*a);
             _mm256_storeu_si256(out.add(8 * j) as *mut __m256i, ids);
         }
+    }
+}
+
+/// What one node level gives 8 lanes of 64 bits ([`node_step`]).
+pub(super) struct NodeStep {
+    /// The lanes that go on to a child, and its cell.
+    pub(super) child: __mmask8,
+    pub(super) next: __m512i,
+    /// The lanes that end at a leaf of the node, and its cell (zero where none ends).
+    pub(super) leaf: __mmask8,
+    pub(super) leaf_at: __m512i,
+}
+
+/// One node level of the AVX-512 kernels, on 8 lanes of 64 bits: lanes `m` at node `cell`, the
+/// key's next 6 bits at the top of `h`. The node's three words are gathered (`vector` not
+/// where `no_child` says that none of the lanes' nodes has a child: `LEAVES_ONLY`), and each
+/// lane goes on to its slot's child or ends at its slot's leaf, found by counting the bits
+/// below the slot.
+///
+/// # Safety
+/// The CPU has AVX-512F and AVX512-VPOPCNTDQ; each lane of `m` is at a node of the published
+/// version `t` is of.
+#[inline]
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+pub(super) unsafe fn node_step(
+    t: &Tables,
+    m: __mmask8,
+    cell: __m512i,
+    h: __m512i,
+    no_child: bool,
+) -> NodeStep {
+    let zero = _mm512_setzero_si512();
+    let ones = _mm512_set1_epi64(-1);
+    let one = _mm512_set1_epi64(1);
+    let low32 = _mm512_set1_epi64(u32::MAX as i64);
+    let w = _mm512_add_epi64(_mm512_add_epi64(cell, cell), cell);
+    // SAFETY (the gathers): the words of published nodes, for the lanes of `m` only.
+    let (vector, leafvec, bases) = unsafe {
+        (
+            if no_child {
+                zero
+            } else {
+                _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words)
+            },
+            _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words.add(1)),
+            _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words.add(2)),
+        )
+    };
+    let v = _mm512_srli_epi64::<58>(h);
+    let below = _mm512_srlv_epi64(ones, _mm512_xor_si512(v, _mm512_set1_epi64(63)));
+    let child = _mm512_mask_test_epi64_mask(m, vector, _mm512_sllv_epi64(one, v));
+    let leaf = m & !child;
+    let leaf_at = if leaf != 0 {
+        let at = _mm512_add_epi64(
+            _mm512_and_si512(bases, low32),
+            _mm512_popcnt_epi64(_mm512_and_si512(leafvec, below)),
+        );
+        _mm512_sub_epi64(at, one)
+    } else {
+        zero
+    };
+    let next = _mm512_add_epi64(
+        _mm512_srli_epi64::<32>(bases),
+        _mm512_popcnt_epi64(_mm512_and_si512(vector, below)),
+    );
+    NodeStep {
+        child,
+        next: _mm512_sub_epi64(next, one),
+        leaf,
+        leaf_at,
     }
 }
 

@@ -5,7 +5,7 @@
 //! 64-bit lanes (a node's words are 64 bits): the few lanes that reach a node go through them
 //! in halves of 8, widened, and come back narrowed.
 #![cfg(target_arch = "x86_64")]
-use super::simd::Tables;
+use super::simd::{node_step, Tables};
 use super::{FLAT, INDEX, LEAVES_ONLY};
 use crate::fib::NO_ROUTE;
 use core::arch::x86_64::*;
@@ -153,9 +153,6 @@ unsafe fn node_levels<const V: usize>(
     f: &mut Front<V>,
 ) {
     let zero = _mm512_setzero_si512();
-    let ones = _mm512_set1_epi64(-1);
-    let one = _mm512_set1_epi64(1);
-    let low32 = _mm512_set1_epi64(u32::MAX as i64);
     let past_slot = _mm_cvtsi64_si128(32 + t.s as i64);
     let widen = |v: __m512i, half: usize| {
         _mm512_cvtepu32_epi64(if half == 0 {
@@ -184,28 +181,13 @@ unsafe fn node_levels<const V: usize>(
                     if m == 0 {
                         continue;
                     }
-                    let cj = c[j][half];
-                    let w = _mm512_add_epi64(_mm512_add_epi64(cj, cj), cj);
                     // Lanes all at top nodes without a child skip a gather (as in
                     // `simd::avx512`).
-                    let vector = if br[j][half] == 0 {
-                        zero
-                    } else {
-                        _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words)
-                    };
-                    let leafvec = _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words.add(1));
-                    let bases = _mm512_mask_i64gather_epi64::<8>(zero, m, w, t.words.add(2));
-                    let v = _mm512_srli_epi64::<58>(h[j][half]);
-                    let below = _mm512_srlv_epi64(ones, _mm512_xor_si512(v, _mm512_set1_epi64(63)));
-                    let child = _mm512_mask_test_epi64_mask(m, vector, _mm512_sllv_epi64(one, v));
-                    let leaf = m & !child;
+                    let step = node_step(t, m, c[j][half], h[j][half], br[j][half] == 0);
+                    let leaf = step.leaf;
                     if leaf != 0 {
-                        let at = _mm512_add_epi64(
-                            _mm512_and_si512(bases, low32),
-                            _mm512_popcnt_epi64(_mm512_and_si512(leafvec, below)),
-                        );
                         // Narrowed into the lanes of the half: a cell fits in 32 bits.
-                        let at = _mm512_cvtepi64_epi32(_mm512_sub_epi64(at, one));
+                        let at = _mm512_cvtepi64_epi32(step.leaf_at);
                         let (cells, lanes) = if half == 0 {
                             (_mm512_castsi256_si512(at), leaf as __mmask16)
                         } else {
@@ -214,15 +196,11 @@ unsafe fn node_levels<const V: usize>(
                         f.leaf_at[j] = _mm512_mask_mov_epi32(f.leaf_at[j], lanes, cells);
                         f.at_leaf[j] |= lanes;
                     }
-                    let next = _mm512_add_epi64(
-                        _mm512_srli_epi64::<32>(bases),
-                        _mm512_popcnt_epi64(_mm512_and_si512(vector, below)),
-                    );
-                    c[j][half] = _mm512_sub_epi64(next, one);
+                    c[j][half] = step.next;
                     h[j][half] = _mm512_slli_epi64::<6>(h[j][half]);
-                    on[j][half] = child;
-                    br[j][half] = child;
-                    any |= child;
+                    on[j][half] = step.child;
+                    br[j][half] = step.child;
+                    any |= step.child;
                 }
             }
             if any == 0 {
