@@ -8,11 +8,11 @@
 //! scalar path's bookkeeping (callgrind: 68 instructions per IPv4 W1 lookup there, 172 per
 //! IPv6 one since its 24 bits of direct pointing, 184 with 20).
 //!
-//! Lanes are 64 bits wide for both families here: a key is carried as its top 64 bits (`hi`) and
-//! the 64 after them (`lo`, zero for IPv4), shifted left as levels consume them; node words
-//! are gathered as 64-bit values. One kernel per instruction set serves both families, but
-//! for AVX-512 IPv4 has its own since issue 15's thirty-third round (`simd4`: 16 lanes of 32
-//! bits, widened only at node levels).
+//! Lanes are 64 bits wide for both families here: a key is carried as its top 64 bits (`hi`)
+//! and the 64 after them (`lo`, zero for IPv4), shifted left as levels consume them; node
+//! words are gathered as 64-bit values. One kernel per instruction set serves both families,
+//! but for AVX-512 IPv4 has its own since issue 15's thirty-third round (`simd4`: 16 lanes of
+//! 32 bits, widened only at node levels, which both kernels take through [`node_step`]).
 #![cfg(target_arch = "x86_64")]
 use super::leaves::with_leaves;
 use super::lookup::{padded, top};
@@ -28,8 +28,8 @@ use core::arch::x86_64::*;
 pub(super) const GROUP: usize = 64;
 
 /// Keys per AVX-512 kernel call of a family whose [`FibFamily::AVX512_GROUP`] is this (IPv4):
-/// 8 vectors of 16 lanes (`simd4`). Each stage has twice the independent gathers of a [`GROUP`] to
-/// overlap, and pays its loop's fixed work once for twice the keys.
+/// 8 vectors of 16 lanes (`simd4`). Each stage has twice the independent gathers of a
+/// [`GROUP`] to overlap, and pays its loop's fixed work once for twice the keys.
 pub(super) const WIDE_GROUP: usize = 128;
 
 /// What a kernel reads: the published version's arrays and its shape.
@@ -414,8 +414,8 @@ pub(super) struct NodeStep {
 /// below the slot.
 ///
 /// # Safety
-/// The CPU has AVX-512F and AVX512-VPOPCNTDQ; each lane of `m` is at a node of the published
-/// version `t` is of.
+/// The CPU has AVX-512F and AVX512-VPOPCNTDQ; `t` holds a published version's tables, and
+/// each lane of `m` is at one of its nodes.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
 pub(super) unsafe fn node_step(
