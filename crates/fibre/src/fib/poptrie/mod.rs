@@ -59,6 +59,7 @@ mod patch;
 mod repaint;
 mod simd;
 mod simd4;
+mod simd_tables;
 
 use build::{
     block_end, children, encode_node, encode_own, encode_slot, leaf_runs, span_edges, Scratch,

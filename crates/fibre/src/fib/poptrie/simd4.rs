@@ -5,7 +5,7 @@
 //! 64-bit lanes (a node's words are 64 bits): the few lanes that reach a node go through them
 //! in halves of 8, widened, and come back narrowed.
 #![cfg(target_arch = "x86_64")]
-use super::simd::{node_step, Tables};
+use super::simd_tables::{node_step, Tables};
 use super::{FLAT, INDEX, LEAVES_ONLY};
 use crate::fib::NO_ROUTE;
 use core::arch::x86_64::*;
