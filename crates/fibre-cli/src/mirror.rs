@@ -123,7 +123,8 @@ fn run(args: &MirrorArgs) -> Result<(), String> {
             "fibre mirror: the kernel holds {n} IPv6 routes its dump does not list (between the legs of ECMP routes); each is read once a change brings it into view"
         ),
         None => eprintln!(
-            "fibre mirror: IPv6 routes the kernel's dump hides between ECMP legs not counted (over 8,192 IPv6 routes, or /proc/net/ipv6_route unreadable); a change at a destination with legs brings a resync"
+            "fibre mirror: IPv6 routes the kernel's dump hides between ECMP legs not counted (over {} IPv6 routes, or /proc/net/ipv6_route unreadable); a change at a destination with legs brings a resync",
+            fibre::io::netlink::HIDDEN_COUNT_AT_MOST
         ),
     }
     save(args, &mirror.router())?;

@@ -130,9 +130,10 @@ pub trait FibFamily: Address {
     /// IPv4 keys rarely end there, and with the check its W1 and W2 bulk lookups measured
     /// 2-4% slower in three of four rounds of pairs (level in the fourth).
     const FEW_PAST_ROOT: u32;
-    /// Whether the vector bulk paths (AVX-512, AVX2) read the chunk entries' `LEAVES_ONLY` tag
-    /// and skip gathering the top nodes' child vectors for a vector of lanes all at nodes
-    /// without a child. Measured per family on the AVX-512 path (`fib_profile`, pairs in
+    /// Whether the vector bulk paths (AVX2, and IPv4's AVX-512 kernel, which requires it: the
+    /// shared AVX-512 kernel serves IPv6 only, without the skip) read the chunk entries'
+    /// `LEAVES_ONLY` tag and skip gathering the top nodes' child vectors for a vector of lanes
+    /// all at nodes without a child. Measured per family on the AVX-512 path (`fib_profile`, pairs in
     /// turn): IPv4 W1 bulk 3.70-3.80 -> 3.37-3.48 ns, W2 3.08-3.16 -> 2.82-2.92 (a full view's
     /// /24s end at top nodes, and few /18 slots hold a longer prefix); IPv6's top nodes nearly
     /// all have children, and with the check its W1 bulk measured 4-6% slower in six pairs.

@@ -228,6 +228,9 @@ unsafe fn load_keys<A: FibFamily, const N: usize>(
 }
 
 /// The AVX-512 kernel: `V` vectors of 8 lanes, `N` keys; `out` has room for `N` answers.
+/// IPv6's: IPv4 takes `simd4`'s. It gathers every node's `vector`, as IPv6's
+/// [`FibFamily::LEAVES_ONLY_TOPS`] says (the tag skip lives where IPv4 reads it: `simd4`, and
+/// the AVX2 kernel).
 ///
 /// `roots` holds each key's root entry (read by the caller). Every gather below reads cells of
 /// a published version that belong to what the lane reached: a chunk entry at an index the
@@ -243,8 +246,11 @@ unsafe fn avx512<A: FibFamily, const N: usize, const V: usize>(
     out: *mut u32,
 ) {
     const { assert!(N == 8 * V) };
+    debug_assert!(
+        !A::LEAVES_ONLY_TOPS,
+        "a family with the tag skip takes another kernel"
+    );
     let index = _mm512_set1_epi64(INDEX as i64);
-    let leaves_only = _mm512_set1_epi64(LEAVES_ONLY as i64);
     let flat_tag = _mm512_set1_epi64(FLAT as i64);
     let tags = _mm512_set1_epi64((INDEX | LEAVES_ONLY | FLAT) as i64);
     let leaf_bits = _mm512_set1_epi64(t.leaf_bits);
@@ -256,8 +262,6 @@ unsafe fn avx512<A: FibFamily, const N: usize, const V: usize>(
     let mut cell = [_mm512_setzero_si512(); V];
     let mut answer = [_mm512_setzero_si512(); V];
     let mut live = [0 as __mmask8; V];
-    // The live lanes whose node may have a child: all of them below the top nodes.
-    let mut branching = [0 as __mmask8; V];
     let mut leaf_at = [_mm512_setzero_si512(); V];
     let mut at_leaf = [0 as __mmask8; V];
     // SAFETY (the whole body): writes of `out` (N answers, the caller's contract) are in
@@ -300,7 +304,6 @@ unsafe fn avx512<A: FibFamily, const N: usize, const V: usize>(
             leaf_at[j] = _mm512_mask_mov_epi64(leaf_at[j], flat, at);
             at_leaf[j] |= flat;
             live[j] = node & !flat;
-            branching[j] = live[j] & !_mm512_mask_test_epi64_mask(live[j], e, leaves_only);
         }
         // Node levels until every lane has its leaf.
         loop {
@@ -310,15 +313,7 @@ unsafe fn avx512<A: FibFamily, const N: usize, const V: usize>(
                 if m == 0 {
                     continue;
                 }
-                // Lanes all at top nodes without a child (`LEAVES_ONLY`) skip a gather
-                // (`FibFamily::LEAVES_ONLY_TOPS`).
-                let step = node_step(
-                    t,
-                    m,
-                    cell[j],
-                    h[j],
-                    A::LEAVES_ONLY_TOPS && branching[j] == 0,
-                );
+                let step = node_step(t, m, cell[j], h[j], false);
                 if step.leaf != 0 {
                     leaf_at[j] = _mm512_mask_mov_epi64(leaf_at[j], step.leaf, step.leaf_at);
                     at_leaf[j] |= step.leaf;
@@ -327,7 +322,6 @@ unsafe fn avx512<A: FibFamily, const N: usize, const V: usize>(
                 h[j] = _mm512_or_si512(_mm512_slli_epi64::<6>(h[j]), _mm512_srli_epi64::<58>(l[j]));
                 l[j] = _mm512_slli_epi64::<6>(l[j]);
                 live[j] = step.child;
-                branching[j] = step.child;
                 any |= step.child;
             }
             if any == 0 {

@@ -230,13 +230,18 @@ pub(crate) fn route6_key(payload: &[u8]) -> Option<(super::hidden::Key, usize)> 
                 .ok()
                 .map(std::net::Ipv6Addr::from)
         };
+        // Read raw, as `route`'s unmodelled kinds are: the library parses `RTA_MULTIPATH`
+        // with an encapsulation it must be told, and these routes are the ones `route` left.
+        const RTA_DST: u16 = 1;
+        const RTA_SRC: u16 = 2;
+        const RTA_MULTIPATH: u16 = 9;
+        const RTA_NH_ID: u16 = 30;
         match nla.kind() {
-            1 => dst = addr(),
-            2 => src = addr(),
-            // RTA_MULTIPATH: one rtnexthop of at least 8 bytes a leg.
-            9 => legs = rtnexthops(nla.value()).unwrap_or(1),
-            // RTA_NH_ID.
-            30 => object = true,
+            RTA_DST => dst = addr(),
+            RTA_SRC => src = addr(),
+            // One rtnexthop of at least 8 bytes a leg.
+            RTA_MULTIPATH => legs = rtnexthops(nla.value()).unwrap_or(1),
+            RTA_NH_ID => object = true,
             _ => {}
         }
     }

@@ -33,7 +33,7 @@ pub(crate) type Counts = HashMap<Key, usize>;
 /// for 5,000 routes, 0.39 s for 20,000 and 30 s for 160,000 here (kernel 6.18; `time ip
 /// netns exec NS cat /proc/net/ipv6_route` in a namespace given the first N of
 /// `full-table-2024`'s IPv6 prefixes, each `via` one gateway).
-pub(crate) const COUNT_AT_MOST: usize = 8192;
+pub const COUNT_AT_MOST: usize = 8192;
 
 /// The kernel's `/proc/net/ipv6_route`, opened in the mirror's namespace (a proc file of the
 /// network stack keeps the namespace it was opened in).

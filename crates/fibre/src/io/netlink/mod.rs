@@ -30,6 +30,8 @@ mod events;
 mod hidden;
 mod socket;
 
+pub use hidden::COUNT_AT_MOST as HIDDEN_COUNT_AT_MOST;
+
 use crate::addr::Family;
 use crate::nexthop::{NhObject, NhObjectKind};
 use crate::route::RouteSpec;
