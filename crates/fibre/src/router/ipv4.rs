@@ -97,10 +97,26 @@ fn address_type(r: &Router, a: Ipv4Addr) -> RouteType {
     if zeronet(a) || a.is_broadcast() {
         return RouteType::Broadcast;
     }
-    let local = r.v4.tables.get(&TABLE_LOCAL);
-    match local.map(|t| t.lookup(&Flow::to(a), &r.v4.nhs, &AllUp)) {
-        Some(TableLookup::Match { route, .. }) => route.kind,
+    match local_table_lookup(r, a) {
+        TableLookup::Match { route, .. } => route.kind,
         _ => RouteType::Unicast,
+    }
+}
+
+/// A lookup of `a` in what `fib_get_table(net, RT_TABLE_LOCAL)` gives `__ip_dev_find` and
+/// `inet_addr_type`: while no rule was ever changed, the local table is an alias of main's trie
+/// (`fib_new_table`), so a longer route of main hides a local one (a unicast 127.1.0.0/16 makes
+/// 127.1.2.3 no address of lo's), local's routes first at equal prefixes; after the first rule
+/// change (`fib_unmerge`), the local table alone.
+fn local_table_lookup(r: &Router, a: Ipv4Addr) -> TableLookup<Ipv4Addr> {
+    let st = &r.v4;
+    let flow = Flow::to(a);
+    match (st.tables.get(&TABLE_LOCAL), st.tables.get(&TABLE_MAIN)) {
+        (Some(local), Some(main)) if !st.rules.customised => {
+            Rib::lookup_merged(local, main, &flow, &st.nhs, &AllUp)
+        }
+        (Some(local), _) => local.lookup(&flow, &st.nhs, &AllUp),
+        (None, _) => TableLookup::None,
     }
 }
 
@@ -431,6 +447,21 @@ impl family::Kernel for Ipv4Addr {
                         ChangeError::with(Errno::EINVAL, "Nexthop device required for onlink")
                     })?;
                     r.links.by_index(dev).ok_or(Errno::ENODEV)?;
+                    if !r.links.is_up(dev) {
+                        return Err(ChangeError::with(
+                            Errno::ENETDOWN,
+                            "Nexthop device is not up",
+                        ));
+                    }
+                    // `inet_addr_type_dev_table`, though given the device, refuses our own
+                    // address, a broadcast or a loopback address on any device (kernel 6.18,
+                    // tests/scenarios/mends.batch): the type alone decides.
+                    if address_type(r, gw) != RouteType::Unicast {
+                        return Err(ChangeError::with(
+                            Errno::EINVAL,
+                            "Nexthop has invalid gateway",
+                        ));
+                    }
                 } else {
                     let key = GatewayKey {
                         gw,
@@ -553,13 +584,12 @@ fn validate_source(r: &Router, flow: &Flow<Ipv4Addr>, out_dev: IfIndex) -> Resul
 }
 
 /// `__ip_dev_find`: the device that owns `a`, an address of a device or covered by a `local`
-/// route of table local (127.1.2.3 is lo's).
+/// route of table local (127.1.2.3 is lo's; see [`local_table_lookup`]).
 fn local_dev(r: &Router, a: Ipv4Addr) -> Option<IfIndex> {
     if let Some(x) = r.v4.addrs.iter().find(|x| x.addr == a) {
         return Some(x.dev);
     }
-    let local = r.v4.tables.get(&TABLE_LOCAL)?;
-    match local.lookup(&Flow::to(a), &r.v4.nhs, &AllUp) {
+    match local_table_lookup(r, a) {
         TableLookup::Match { route, hop, .. } if route.kind == RouteType::Local => {
             r.v4.nhs.get(route.hops).get(hop).and_then(|h| h.dev)
         }

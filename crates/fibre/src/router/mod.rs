@@ -332,6 +332,20 @@ impl Router {
                 if l.kind == LinkKind::Loopback {
                     return Err(Errno::EOPNOTSUPP.into());
                 }
+                // `unregister_netdevice_many` closes the devices that are up first (all of
+                // them down, then each one's NETDEV_DOWN) and unregisters them after: IPv6
+                // siblings left without a live leg go whole at the down, where the removal
+                // alone takes only the legs on the device.
+                let closing: Vec<IfIndex> = std::iter::once(*dev)
+                    .chain(self.links.peer(*dev))
+                    .filter(|&d| self.links.is_up(d))
+                    .collect();
+                for &d in &closing {
+                    Arc::make_mut(&mut self.links).set_up(d, false);
+                }
+                for &d in &closing {
+                    self.flush_dev(d, false);
+                }
                 for d in Arc::make_mut(&mut self.links).remove(*dev) {
                     self.flush_objects_on(d);
                     Arc::make_mut(&mut self.v4.addrs).retain(|a| a.dev != d);
@@ -402,7 +416,8 @@ impl Router {
     ///   only a removal takes. Dead legs of kept routes come back with their device.
     /// - IPv6 (one route per leg): a removed device takes the legs on it. A device going down
     ///   takes single-path routes on it; ECMP siblings stay with the leg dead while one sibling
-    ///   is on a live device, and go together once none is.
+    ///   is on a live device, and go together once none is. (A device removed while up is
+    ///   taken down first: see `Change::LinkDel` in [`Router::change`].)
     fn flush_dev(&mut self, dev: IfIndex, removed: bool) {
         self.flush_dev_v4(dev, removed);
         let links = &self.links;
