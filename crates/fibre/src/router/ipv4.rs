@@ -443,19 +443,10 @@ impl family::Kernel for Ipv4Addr {
                             "Nexthop has invalid scope",
                         ));
                     }
-                    let dev = hop.dev.ok_or_else(|| {
-                        ChangeError::with(Errno::EINVAL, "Nexthop device required for onlink")
-                    })?;
-                    r.links.by_index(dev).ok_or(Errno::ENODEV)?;
-                    if !r.links.is_up(dev) {
-                        return Err(ChangeError::with(
-                            Errno::ENETDOWN,
-                            "Nexthop device is not up",
-                        ));
-                    }
-                    // `inet_addr_type_dev_table`, though given the device, refuses our own
-                    // address, a broadcast or a loopback address on any device (kernel 6.18,
-                    // tests/scenarios/mends.batch): the type alone decides.
+                    r.check_hop_device(hop, "Nexthop device required for onlink")?;
+                    // `inet_addr_type_dev_table` asks with no device (the device only picks an
+                    // l3mdev's table): our own address, a broadcast or a loopback address is
+                    // refused on any device.
                     if address_type(r, gw) != RouteType::Unicast {
                         return Err(ChangeError::with(
                             Errno::EINVAL,

@@ -332,20 +332,14 @@ impl Router {
                 if l.kind == LinkKind::Loopback {
                     return Err(Errno::EOPNOTSUPP.into());
                 }
-                // `unregister_netdevice_many` closes the devices that are up first (all of
-                // them down, then each one's NETDEV_DOWN) and unregisters them after: IPv6
-                // siblings left without a live leg go whole at the down, where the removal
-                // alone takes only the legs on the device.
+                // `unregister_netdevice_many` closes the devices that are up first and
+                // unregisters them after: IPv6 siblings left without a live leg go whole at
+                // the down, where the removal alone takes only the legs on the device.
                 let closing: Vec<IfIndex> = std::iter::once(*dev)
                     .chain(self.links.peer(*dev))
                     .filter(|&d| self.links.is_up(d))
                     .collect();
-                for &d in &closing {
-                    Arc::make_mut(&mut self.links).set_up(d, false);
-                }
-                for &d in &closing {
-                    self.flush_dev(d, false);
-                }
+                self.close_links(&closing);
                 for d in Arc::make_mut(&mut self.links).remove(*dev) {
                     self.flush_objects_on(d);
                     Arc::make_mut(&mut self.v4.addrs).retain(|a| a.dev != d);
@@ -478,24 +472,36 @@ impl Router {
         });
     }
 
+    /// Devices going down together (`dev_close_many`: all of them down, then each one's
+    /// NETDEV_DOWN): next-hop objects go with a link and with the carrier of its veth peer
+    /// (the routes through an object change with it, before the routes on the device are
+    /// looked at: a group keeps its route with a member fewer), IPv6 addresses with the link
+    /// (keep_addr_on_down is off), then the routes through it ([`Router::flush_dev`]).
+    fn close_links(&mut self, devs: &[IfIndex]) {
+        for &d in devs {
+            Arc::make_mut(&mut self.links).set_up(d, false);
+        }
+        for &d in devs {
+            for x in std::iter::once(d).chain(self.links.peer(d)) {
+                self.flush_objects_on(x);
+            }
+            Arc::make_mut(&mut self.v6.addrs).retain(|a| a.dev != d);
+            self.flush_dev(d, false);
+        }
+    }
+
     fn set_link(&mut self, dev: IfIndex, up: bool) -> Result<(), ChangeError> {
         let link = self.links.by_index(dev).ok_or(Errno::ENODEV)?;
         if link.up == up {
             return Ok(());
         }
         let loopback = link.kind == LinkKind::Loopback;
-        Arc::make_mut(&mut self.links).set_up(dev, up);
         if !up {
-            // Next-hop objects go with the link, and with the carrier of its veth peer.
-            for d in std::iter::once(dev).chain(self.links.peer(dev)) {
-                self.flush_objects_on(d);
-            }
-            // IPv6 addresses go with the link (keep_addr_on_down is off).
-            Arc::make_mut(&mut self.v6.addrs).retain(|a| a.dev != dev);
-            self.flush_dev(dev, false);
+            self.close_links(&[dev]);
             self.sync_derived();
             return Ok(());
         }
+        Arc::make_mut(&mut self.links).set_up(dev, up);
         if loopback {
             // The kernel gives lo its addresses when it first comes up.
             if !self.v4.addrs.iter().any(|a| a.dev == dev) {
