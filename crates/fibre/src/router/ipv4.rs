@@ -91,15 +91,57 @@ fn gateway_route(
 /// `inet_addr_type_dev_table`: what the local table makes of `a` (unicast when nothing there
 /// claims it).
 fn address_type(r: &Router, a: Ipv4Addr) -> RouteType {
+    address_type_in(r, TABLE_LOCAL, a)
+}
+
+/// `inet_addr_type_table`: what table `table` makes of `a` (unicast when nothing there claims
+/// it, broadcast when there is no such table).
+fn address_type_in(r: &Router, table: TableId, a: Ipv4Addr) -> RouteType {
     if a.is_multicast() {
         return RouteType::Multicast;
     }
     if zeronet(a) || a.is_broadcast() {
         return RouteType::Broadcast;
     }
-    match local_table_lookup(r, a) {
+    let found = if table == TABLE_LOCAL {
+        local_table_lookup(r, a)
+    } else {
+        match r.v4.tables.get(&table) {
+            Some(t) => t.lookup(&Flow::to(a), &r.v4.nhs, &AllUp),
+            None => return RouteType::Broadcast,
+        }
+    };
+    match found {
         TableLookup::Match { route, .. } => route.kind,
         _ => RouteType::Unicast,
+    }
+}
+
+/// `fib_valid_prefsrc`: a route's preferred source is local in the route's table (main's: the
+/// local table) or else in the local table, unless the route is a local one to that address.
+/// So an address of lo's 127/8 qualifies, and one whose local route was deleted does not.
+fn valid_prefsrc(r: &Router, spec: &RouteSpec<Ipv4Addr>, p: Ipv4Addr) -> bool {
+    let dst = spec.dst.addr();
+    if spec.kind == RouteType::Local && !dst.is_unspecified() && dst == p {
+        return true;
+    }
+    let table = if spec.table == TABLE_MAIN {
+        TABLE_LOCAL
+    } else {
+        spec.table
+    };
+    address_type_in(r, table, p) == RouteType::Local
+        || (table != TABLE_LOCAL && address_type_in(r, TABLE_LOCAL, p) == RouteType::Local)
+}
+
+/// `fib_create_info`'s check of the preferred source, after the next hops' (a reject route's
+/// is never checked).
+fn check_prefsrc(r: &Router, spec: &RouteSpec<Ipv4Addr>) -> Result<(), ChangeError> {
+    match spec.prefsrc {
+        Some(p) if !valid_prefsrc(r, spec, p) => {
+            Err(ChangeError::with(Errno::EINVAL, "Invalid prefsrc address"))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -393,14 +435,8 @@ impl family::Kernel for Ipv4Addr {
             ));
         }
         r.resolve_nhid(spec)?;
-        if let Some(p) = spec.prefsrc {
-            let own = spec.kind == RouteType::Local && spec.dst == Prefix::host(p);
-            if !own && !r.is_local_address(p) {
-                return Err(ChangeError::with(Errno::EINVAL, "Invalid prefsrc address"));
-            }
-        }
         if spec.nhid.is_some() {
-            return Ok(());
+            return check_prefsrc(r, spec);
         }
         if spec.kind.is_reject() {
             if !spec.hops.is_empty() {
@@ -432,7 +468,7 @@ impl family::Kernel for Ipv4Addr {
                 .dev
                 .ok_or_else(|| ChangeError::with(Errno::EINVAL, "Nexthop device required"))?;
             r.links.by_index(dev).ok_or(Errno::ENODEV)?;
-            return Ok(());
+            return check_prefsrc(r, spec);
         }
         for hop in spec.hops.iter_mut() {
             if let Some(gw) = hop.gateway {
@@ -470,7 +506,7 @@ impl family::Kernel for Ipv4Addr {
             }
             r.check_hop_device(hop, "Nexthop device required")?;
         }
-        Ok(())
+        check_prefsrc(r, spec)
     }
 
     fn matched_hops(st: &FamilyState<Self>, m: &Matched<Self>) -> AnswerHops<Self> {
