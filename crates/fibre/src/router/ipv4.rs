@@ -95,7 +95,7 @@ fn address_type(r: &Router, a: Ipv4Addr) -> RouteType {
 }
 
 /// `inet_addr_type_table`: what table `table` makes of `a` (unicast when nothing there claims
-/// it, broadcast when there is no such table).
+/// it, broadcast when there is no such table: never a route's own, made before its checks).
 fn address_type_in(r: &Router, table: TableId, a: Ipv4Addr) -> RouteType {
     if a.is_multicast() {
         return RouteType::Multicast;
@@ -134,8 +134,8 @@ fn valid_prefsrc(r: &Router, spec: &RouteSpec<Ipv4Addr>, p: Ipv4Addr) -> bool {
         || (table != TABLE_LOCAL && address_type_in(r, TABLE_LOCAL, p) == RouteType::Local)
 }
 
-/// `fib_create_info`'s check of the preferred source, after the next hops' (a reject route's
-/// is never checked).
+/// `fib_create_info`'s check of the preferred source, after the next hops' (a route of a
+/// reject type is never checked; one through a blackhole object is).
 fn check_prefsrc(r: &Router, spec: &RouteSpec<Ipv4Addr>) -> Result<(), ChangeError> {
     match spec.prefsrc {
         Some(p) if !valid_prefsrc(r, spec, p) => {
@@ -477,6 +477,12 @@ impl family::Kernel for Ipv4Addr {
                         return Err(ChangeError::with(
                             Errno::EINVAL,
                             "Nexthop has invalid scope",
+                        ));
+                    }
+                    if hop.dev.is_none() {
+                        return Err(ChangeError::with(
+                            Errno::ENODEV,
+                            "Nexthop device required for onlink",
                         ));
                     }
                     r.check_hop_device(hop, "Nexthop device required for onlink")?;

@@ -7,6 +7,26 @@ fn is_link_local(a: &Ipv6Addr) -> bool {
     a.segments()[0] & 0xffc0 == 0xfe80
 }
 
+/// `ip6_route_info_create`'s check of the preferred source, after the next hop's:
+/// `ipv6_chk_addr` with the next hop's device `dev`, where a link-local or loopback address
+/// counts only on that device (a global one on any; `None`: on any).
+fn check_prefsrc(
+    r: &Router,
+    spec: &RouteSpec<Ipv6Addr>,
+    dev: Option<IfIndex>,
+) -> Result<(), ChangeError> {
+    let Some(p) = spec.prefsrc else {
+        return Ok(());
+    };
+    let narrow = is_link_local(&p) || p.is_loopback();
+    let on = |a: &IfAddr<Ipv6Addr>| a.addr == p && (!narrow || dev.is_none_or(|d| a.dev == d));
+    if r.v6.addrs.iter().any(on) {
+        Ok(())
+    } else {
+        Err(ChangeError::with(Errno::EINVAL, "Invalid source address"))
+    }
+}
+
 /// `rt6_need_strict`: such destinations must be reached by a route on the given device.
 fn need_strict(a: &Ipv6Addr) -> bool {
     is_link_local(a) || a.is_multicast() || a.is_loopback()
@@ -286,13 +306,8 @@ impl family::Kernel for Ipv6Addr {
             ));
         }
         r.resolve_nhid(spec)?;
-        if let Some(p) = spec.prefsrc {
-            if !r.is_local_address(p) {
-                return Err(ChangeError::with(Errno::EINVAL, "Invalid source address"));
-            }
-        }
         if spec.nhid.is_some() {
-            return Ok(());
+            return check_prefsrc(r, spec, None);
         }
         if spec.kind.is_reject() {
             if spec.hops.iter().any(|h| h.gateway.is_some()) {
@@ -302,7 +317,8 @@ impl family::Kernel for Ipv6Addr {
                 ));
             }
             spec.hops.clear();
-            return Ok(());
+            // A reject route's next hop is lo (`fib6_nh_init`).
+            return check_prefsrc(r, spec, Some(LOOPBACK_IFINDEX));
         }
         if spec.hops.is_empty() {
             return Err(ChangeError::with(Errno::ENODEV, "Nexthop device required"));
@@ -326,6 +342,10 @@ impl family::Kernel for Ipv6Addr {
                 hop.dev = dev.or(hop.dev);
             }
             r.check_hop_device(hop, "Egress device not specified")?;
+        }
+        // Each leg is made, and its source checked, on its own (`ip6_route_multipath_add`).
+        for hop in &spec.hops {
+            check_prefsrc(r, spec, hop.dev)?;
         }
         Ok(())
     }

@@ -618,7 +618,8 @@ impl Router {
         self.v6.gateways.clear();
     }
 
-    /// Is `addr` configured on any device (`__ip_dev_find` / `ipv6_chk_addr`)?
+    /// Is `addr` configured on any device (`inet_lookup_ifaddr_rcu`, addresses only; IPv6
+    /// `ipv6_chk_addr` without a device)?
     pub fn is_local_address<A: RouterFamily>(&self, addr: A) -> bool {
         A::state(self).addrs.iter().any(|a| a.addr == addr)
     }

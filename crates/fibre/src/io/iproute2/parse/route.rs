@@ -289,7 +289,9 @@ impl<'a> RouteArgs<'a> {
                     .ok_or_else(|| ParseError::new(t, "address family mismatch").soft())?,
             ),
             None => None,
-        };
+        }
+        // The kernel takes a source of all zeros for none (`fib_prefsrc` 0, `ipv6_addr_any`).
+        .filter(|p| *p != A::unspecified());
         let mut metric = self.metric.unwrap_or(0);
         if A::FAMILY == Family::Inet6 && metric == 0 && !deleting {
             metric = 1024; // IP6_RT_PRIO_USER
