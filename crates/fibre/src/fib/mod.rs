@@ -149,9 +149,9 @@ pub trait FibFamily: Address {
     /// IPv6's W1 took 1.01-1.10 of the time with 128 in four noisier pairs (its keys' two
     /// halves fill twice the registers). On Zen 4, 128 was last measured in issue 15's ninth
     /// round, no faster than 64, before later changes to the kernel; not measured since.
-    /// Batches of 64 (the bench's bursts) are not changed by it. Measured before IPv4 had a
-    /// kernel of its own in 16 lanes of 32 bits (issue 15's thirty-third round), with 8 of 64;
-    /// not measured again since.
+    /// Batches of 64 (the bench's bursts) are not changed by it. Measured again for IPv4's
+    /// kernel in 16 lanes of 32 bits (issue 15's thirty-fourth round, 18 interleaved rounds):
+    /// 128 keeps W2 bulk 8-12% faster and leaves W1 2-5% slower, which its misses bound.
     const AVX512_GROUP: usize;
     /// A prefix longer than [`FibFamily::DP_BITS`] packed as a key in [`Prefix`] order among
     /// the prefixes of its slot (the slot's bits left out): what the FIB's set keeps per
