@@ -12,10 +12,10 @@ fn is_link_local(a: &Ipv6Addr) -> bool {
 /// counts only on that device (a global one on any; `None`: on any).
 fn check_prefsrc(
     r: &Router,
-    spec: &RouteSpec<Ipv6Addr>,
+    prefsrc: Option<Ipv6Addr>,
     dev: Option<IfIndex>,
 ) -> Result<(), ChangeError> {
-    let Some(p) = spec.prefsrc else {
+    let Some(p) = prefsrc else {
         return Ok(());
     };
     let narrow = is_link_local(&p) || p.is_loopback();
@@ -307,7 +307,7 @@ impl family::Kernel for Ipv6Addr {
         }
         r.resolve_nhid(spec)?;
         if spec.nhid.is_some() {
-            return check_prefsrc(r, spec, None);
+            return check_prefsrc(r, spec.prefsrc, None);
         }
         if spec.kind.is_reject() {
             if spec.hops.iter().any(|h| h.gateway.is_some()) {
@@ -318,7 +318,7 @@ impl family::Kernel for Ipv6Addr {
             }
             spec.hops.clear();
             // A reject route's next hop is lo (`fib6_nh_init`).
-            return check_prefsrc(r, spec, Some(LOOPBACK_IFINDEX));
+            return check_prefsrc(r, spec.prefsrc, Some(LOOPBACK_IFINDEX));
         }
         if spec.hops.is_empty() {
             return Err(ChangeError::with(Errno::ENODEV, "Nexthop device required"));
@@ -342,10 +342,8 @@ impl family::Kernel for Ipv6Addr {
                 hop.dev = dev.or(hop.dev);
             }
             r.check_hop_device(hop, "Egress device not specified")?;
-        }
-        // Each leg is made, and its source checked, on its own (`ip6_route_multipath_add`).
-        for hop in &spec.hops {
-            check_prefsrc(r, spec, hop.dev)?;
+            // Each leg is made, its source checked, before the next (`ip6_route_multipath_add`).
+            check_prefsrc(r, spec.prefsrc, hop.dev)?;
         }
         Ok(())
     }

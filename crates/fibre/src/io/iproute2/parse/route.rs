@@ -44,6 +44,20 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
     };
     let mut cur = 0usize;
     while let Some(t) = args.next() {
+        // After the first `nexthop` only next hops follow (`parse_nexthops`, `parse_one_nh`):
+        // anything else ends ip's batch.
+        if r.multipath
+            && !["nexthop", "via", "dev", "weight", "onlink", "encap", "as"].contains(&t)
+            && !matches(t, "realms")
+        {
+            return Err(ParseError {
+                plain: true,
+                ..ParseError::new(
+                    t,
+                    format!("Error: \"nexthop\" or end of line is expected instead of \"{t}\""),
+                )
+            });
+        }
         if t == "src" {
             let v = args.value(t)?;
             r.prefsrc = Some((
