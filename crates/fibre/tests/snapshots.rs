@@ -40,8 +40,9 @@ fn lines(seed: u64, n: usize) -> String {
                 } else {
                     String::new()
                 };
+                // Next hops last: after a `nexthop`, ip takes nothing else.
                 format!(
-                    "route {} {kind}10.{}.{}.0/24{hop} metric {} table {} tos {}",
+                    "route {} {kind}10.{}.{}.0/24 metric {} table {} tos {}{hop}",
                     ["add", "append", "prepend", "replace"][rng.gen_range(0..4)],
                     rng.gen_range(0..4),
                     rng.gen_range(0..4),
