@@ -534,14 +534,16 @@ impl family::Kernel for Ipv4Addr {
             .expect("fewer tables than ids"))
     }
 
-    /// `fib_sync_down_addr`: an address gone from every device takes with it the routes of main
-    /// that name it as preferred source.
+    /// `fib_del_ifaddr`: an address gone takes with it the routes of main that name it as
+    /// preferred source (`fib_sync_down_addr`) once the local table no longer calls it local.
+    /// Its own local route went with it, but another device's, or any local route covering it
+    /// (in main too while the local table is main's), keeps them.
     fn addresses_gone(r: &mut Router, before: &[IfAddr<Self>]) {
-        let addrs = &r.v4.addrs;
         let gone: Vec<Ipv4Addr> = before
             .iter()
+            .filter(|a| !r.v4.addrs.contains(a))
             .map(|a| a.addr)
-            .filter(|a| !addrs.iter().any(|x| x.addr == *a))
+            .filter(|&a| address_type(r, a) != RouteType::Local)
             .collect();
         if !gone.is_empty() {
             r.v4.remove_where(|r, _| {
