@@ -15,7 +15,7 @@ const RTN_MULTICAST: u8 = 5;
 /// A next hop as both sides report it: gateway, device name, weight.
 type Hop = (Option<IpAddr>, Option<String>, u16);
 
-/// The group every IPv4 device that is up joins (`router/ipv4.rs`): its lookups neither fill nor read
+/// The group every IPv4 device that is up joins (`router/ipv4/mod.rs`, `joined`): its lookups neither fill nor read
 /// the cache of resolved routes (`do_cache` is false for a joined group).
 const ALL_HOSTS: IpAddr = IpAddr::V4(Ipv4Addr::new(224, 0, 0, 1));
 
