@@ -113,7 +113,10 @@ pub(super) fn route_output(
         }
     }
     // Step 2: an output device must be up; to link-local groups and the limited broadcast it is
-    // the answer.
+    // the answer. To another group the source is chosen on it now, before the FIB lookup, so
+    // that the rules see it (`inet_select_addr(dev_out, 0, RT_SCOPE_UNIVERSE)`), and it is the
+    // answer's source whatever route is found.
+    let mut chosen = None;
     if let Some(oif) = q.oif {
         let link = r.links.by_index(oif).ok_or(Errno::ENODEV)?;
         if !link.up {
@@ -122,6 +125,8 @@ pub(super) fn route_output(
         if local_multicast(dst) || dst.is_broadcast() {
             let prefsrc = src.or_else(|| r.select_source(Some(oif), dst));
             shortcut = Some(no_fib(dst, src, RouteType::Unicast, oif, prefsrc, None));
+        } else if src.is_none() && dst.is_multicast() {
+            chosen = universe_source(r, oif);
         }
     }
     // Step 3: 0.0.0.0 is this host.
@@ -145,7 +150,7 @@ pub(super) fn route_output(
         // Step 4: the FIB, through the rules.
         None => {
             let flow = Flow {
-                src,
+                src: src.or(chosen),
                 iif: Some(LOOPBACK_IFINDEX),
                 oif: q.oif,
                 mark: q.mark,
@@ -164,12 +169,15 @@ pub(super) fn route_output(
                         // A group reached through the default route goes on-link.
                         a.gateway = None;
                     }
+                    if chosen.is_some() {
+                        a.prefsrc = chosen;
+                    }
                     a
                 }
                 // With an output device the kernel assumes the destination on that link.
                 Err(_) if q.oif.is_some() => {
                     let oif = q.oif.expect("checked");
-                    let prefsrc = src.or_else(|| r.select_source(Some(oif), dst));
+                    let prefsrc = src.or(chosen).or_else(|| r.select_source(Some(oif), dst));
                     no_fib(dst, src, RouteType::Unicast, oif, prefsrc, None)
                 }
                 Err(e) => return Err(e),
@@ -183,6 +191,20 @@ pub(super) fn route_output(
     }
     output_flags(&mut a, dst);
     Ok(a)
+}
+
+/// `inet_select_addr(dev, 0, RT_SCOPE_UNIVERSE)`: the first address of `dev` of global scope
+/// (not 127/8, which the kernel gives host scope), else the first such address of the first
+/// device that has one, in the devices' order (lo's 127.0.0.1 never qualifies).
+fn universe_source(r: &Router, dev: IfIndex) -> Option<Ipv4Addr> {
+    let global = |a: &&IfAddr<Ipv4Addr>| !a.addr.is_loopback();
+    let addrs = &r.v4.addrs;
+    addrs
+        .iter()
+        .filter(global)
+        .find(|a| a.dev == dev)
+        .or_else(|| addrs.iter().filter(global).min_by_key(|a| a.dev))
+        .map(|a| a.addr)
 }
 
 /// Step 5 of `route_output` on a matched route's answer: a local route's packets are delivered
