@@ -5,7 +5,7 @@ use super::batch::LineError;
 use super::format::*;
 use super::parse::{parse_line, Command, IpPrefix, NexthopFilter, ShowFilter, TableFilter};
 use crate::addr::{Address, Family};
-use crate::error::Errno;
+use crate::error::{ChangeError, Errno};
 use crate::nexthop::NhObjectKind;
 use crate::route::{RouteSpec, LOOPBACK_IFINDEX, PROTO_BOOT};
 use crate::router::{RouteAnswer, RouteQuery, Router, RouterFamily};
@@ -103,7 +103,10 @@ impl<'r> Query<'r> {
                 with_family!(Family::of(&q.dst), A => {
                     let q = q.narrow::<A>().expect("the parser checked the families");
                     for _ in 0..times {
-                        let a = self.router.route_get(&q)?;
+                        let a = self
+                            .router
+                            .route_get(&q)
+                            .map_err(|e| route_get_error(e, q.ipproto))?;
                         self.print_answer(&a, &q, stdout);
                     }
                 });
@@ -418,5 +421,15 @@ impl<'w> Lines<'w> {
         if self.json {
             let _ = writeln!(self.out, "]");
         }
+    }
+}
+
+/// How a refused `route get` prints: `rtm_getroute_parse_ip_proto` names its refusal (a protocol
+/// other than TCP, UDP and the family's ICMP) in the kernel's message; the rest print as errnos.
+fn route_get_error(e: Errno, ipproto: Option<u8>) -> LineError {
+    if e == Errno::EOPNOTSUPP && ipproto.is_some() {
+        ChangeError::with(e, "Unsupported ip proto").into()
+    } else {
+        e.into()
     }
 }
