@@ -21,6 +21,7 @@ use crate::nexthop::{NhObject, NhObjectKind, NhObjectRef};
 use crate::rib::{InsertMode, RouteSelector};
 use crate::route::*;
 use crate::rules::Rule;
+use crate::Prefix;
 use std::sync::Arc;
 
 /// IPv6 `ipv6_addr_scope` as `ipv6_link_dev_addr` sorts by it: a device's addresses are kept
@@ -114,7 +115,11 @@ impl Router {
             (None, true) => Arc::make_mut(&mut st.addrs).push(a),
             (Some(i), false) => {
                 let before = st.addrs.clone();
-                let dev = Arc::make_mut(&mut st.addrs).remove(i).dev;
+                let gone = Arc::make_mut(&mut st.addrs).remove(i);
+                let dev = gone.dev;
+                if A::FAMILY == Family::Inet {
+                    self.mirror_own_local_route_gone(&gone, &before);
+                }
                 A::addresses_gone(self, &before);
                 if A::FAMILY == Family::Inet {
                     self.last_v4_address_gone(dev);
@@ -213,6 +218,38 @@ impl Router {
         A::state_mut(self)
             .insert(&spec, mode)
             .map_err(|e| format!("route {}: {e}", spec.dst))
+    }
+
+    /// `fib_del_ifaddr` deletes an IPv4 address's own local route (unless another address of
+    /// the device has the same local) before it asks whether the address is still local, but
+    /// the kernel tells of that deletion only after `RTM_DELADDR` (`__inet_del_ifa`: "send
+    /// message first, then call notifier"). The mirror takes the route now, so that
+    /// [`family::Kernel::addresses_gone`] asks the question in the kernel's state; the
+    /// `RTM_DELROUTE` that follows finds it gone.
+    /// (`before`: the addresses with `gone`, whose order makes it primary or secondary, and
+    /// so its local route's source.)
+    fn mirror_own_local_route_gone<A: RouterFamily>(
+        &mut self,
+        gone: &IfAddr<A>,
+        before: &[IfAddr<A>],
+    ) {
+        let st = A::state(self);
+        if st
+            .addrs
+            .iter()
+            .any(|o| o.dev == gone.dev && o.addr == gone.addr)
+        {
+            return;
+        }
+        let host = Prefix::new(gone.addr, A::WIDTH);
+        let own = A::derive(&self.links, before).into_iter().find(|s| {
+            s.kind == RouteType::Local
+                && s.dst == host
+                && s.hops.iter().any(|h| h.dev == Some(gone.dev))
+        });
+        if let Some(spec) = own {
+            let _ = A::state_mut(self).delete(spec.table, &RouteSelector::exact(&spec));
+        }
     }
 
     /// `RTM_DELROUTE`: the route (each leg, for IPv6 multipath), if still there.

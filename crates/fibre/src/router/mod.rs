@@ -342,11 +342,21 @@ impl Router {
                 self.close_links(&closing);
                 for d in Arc::make_mut(&mut self.links).remove(*dev) {
                     self.flush_objects_on(d);
+                    // The addresses go before the device's routes (`inetdev_event` runs before
+                    // `fib_netdev_event`): each takes its own routes and asks, with the
+                    // device's other routes (a host-scope local one) still there, whether it is
+                    // still local (`fib_del_ifaddr`).
+                    let (v4_before, v6_before) = (self.v4.addrs.clone(), self.v6.addrs.clone());
                     Arc::make_mut(&mut self.v4.addrs).retain(|a| a.dev != d);
                     Arc::make_mut(&mut self.v6.addrs).retain(|a| a.dev != d);
+                    self.sync_derived();
+                    Ipv4Addr::addresses_gone(self, &v4_before);
+                    Ipv6Addr::addresses_gone(self, &v6_before);
                     self.flush_dev(d, true);
                 }
                 self.sync_derived();
+                // Every address gone was seen to above.
+                return Ok(());
             }
             Change::Inet(_) | Change::Inet6(_) => unreachable!("handled above"),
         }
@@ -626,13 +636,19 @@ impl Router {
 
     /// `ip route get`: the kernel's answer to `q`, or its error.
     pub fn route_get<A: RouterFamily>(&self, q: &RouteQuery<A>) -> Result<RouteAnswer<A>, Errno> {
-        // `rtm_getroute_parse_ip_proto`: route queries know TCP, UDP and the family's ICMP only.
-        match q.ipproto {
-            None | Some(6) | Some(17) => {}
-            Some(p) if p == A::ICMP => {}
-            Some(_) => return Err(Errno::EOPNOTSUPP),
+        if !Self::queries_protocol::<A>(q.ipproto) {
+            return Err(Errno::EOPNOTSUPP);
         }
         A::route_get(self, q)
+    }
+
+    /// `rtm_getroute_parse_ip_proto`: route queries know TCP, UDP and the family's ICMP only
+    /// (others are EOPNOTSUPP, "Unsupported ip proto").
+    pub fn queries_protocol<A: RouterFamily>(ipproto: Option<u8>) -> bool {
+        match ipproto {
+            None | Some(6) | Some(17) => true,
+            Some(p) => p == A::ICMP,
+        }
     }
 
     /// The links (devices).

@@ -103,10 +103,14 @@ impl<'r> Query<'r> {
                 with_family!(Family::of(&q.dst), A => {
                     let q = q.narrow::<A>().expect("the parser checked the families");
                     for _ in 0..times {
-                        let a = self
-                            .router
-                            .route_get(&q)
-                            .map_err(|e| route_get_error(e, q.ipproto))?;
+                        if !Router::queries_protocol::<A>(q.ipproto) {
+                            return Err(ChangeError::with(
+                                Errno::EOPNOTSUPP,
+                                "Unsupported ip proto",
+                            )
+                            .into());
+                        }
+                        let a = self.router.route_get(&q)?;
                         self.print_answer(&a, &q, stdout);
                     }
                 });
@@ -421,15 +425,5 @@ impl<'w> Lines<'w> {
         if self.json {
             let _ = writeln!(self.out, "]");
         }
-    }
-}
-
-/// How a refused `route get` prints: `rtm_getroute_parse_ip_proto` names its refusal (a protocol
-/// other than TCP, UDP and the family's ICMP) in the kernel's message; the rest print as errnos.
-fn route_get_error(e: Errno, ipproto: Option<u8>) -> LineError {
-    if e == Errno::EOPNOTSUPP && ipproto.is_some() {
-        ChangeError::with(e, "Unsupported ip proto").into()
-    } else {
-        e.into()
     }
 }

@@ -60,27 +60,6 @@ pub(super) fn check_prefsrc(r: &Router, spec: &RouteSpec<Ipv4Addr>) -> Result<()
     }
 }
 
-/// `fib_find_info_nh`: a route through a next-hop object whose table, protocol, scope,
-/// preferred source, metric and type match a route already there (and that sets no metrics)
-/// shares that route's `fib_info`, which `fib_create_info` then takes without a check: a
-/// source that is no longer local passes. Asked only once the check failed (a walk of the
-/// table).
-pub(super) fn shares_object_info(r: &Router, spec: &RouteSpec<Ipv4Addr>) -> bool {
-    let id = spec.nhid.map(|n| n.id);
-    spec.mtu.is_none()
-        && r.v4.tables.get(&spec.table).is_some_and(|t| {
-            t.iter().any(|x| {
-                x.nhid.map(|n| n.id) == id
-                    && x.protocol == spec.protocol
-                    && x.scope == spec.scope
-                    && x.prefsrc == spec.prefsrc
-                    && x.metric == spec.metric
-                    && x.kind == spec.kind
-                    && x.mtu.is_none()
-            })
-        })
-}
-
 /// A lookup of `a` in what `fib_get_table(net, RT_TABLE_LOCAL)` gives `__ip_dev_find` and
 /// `inet_addr_type`: while no rule was ever changed, the local table is an alias of main's trie
 /// (`fib_new_table`), so a longer route of main hides a local one (a unicast 127.1.0.0/16 makes

@@ -8,7 +8,7 @@ mod output;
 use super::*;
 use crate::rib::AllUp;
 use gateways::GatewayKey;
-use local::{address_type, check_prefsrc, shares_object_info};
+use local::{address_type, check_prefsrc};
 use output::{output_answer, output_source, route_input, route_output, type_flags};
 use plain::Probe;
 
@@ -92,6 +92,28 @@ fn gateway_route(
         return Err(invalid());
     }
     Ok(found)
+}
+
+/// `fib_find_info_nh`: a route through a next-hop object whose table, protocol, scope,
+/// preferred source, metric and type match a route already there (and that sets no metrics)
+/// shares that route's `fib_info`, which `fib_create_info` then takes without a check: a
+/// source that is no longer local passes. Asked only once the check failed (a walk of the
+/// table). The kernel also compares the route's flags (`onlink`, which fibre refuses beside
+/// `nhid` in any case).
+fn shares_object_info(r: &Router, spec: &RouteSpec<Ipv4Addr>) -> bool {
+    let id = spec.nhid.map(|n| n.id);
+    spec.mtu.is_none()
+        && r.v4.tables.get(&spec.table).is_some_and(|t| {
+            t.iter().any(|x| {
+                x.nhid.map(|n| n.id) == id
+                    && x.protocol == spec.protocol
+                    && x.scope == spec.scope
+                    && x.prefsrc == spec.prefsrc
+                    && x.metric == spec.metric
+                    && x.kind == spec.kind
+                    && x.mtu.is_none()
+            })
+        })
 }
 
 impl family::Kernel for Ipv4Addr {

@@ -194,8 +194,10 @@ pub(super) fn route_output(
 }
 
 /// `inet_select_addr(dev, 0, RT_SCOPE_UNIVERSE)`: the first address of `dev` of global scope
-/// (not 127/8, which the kernel gives host scope), else the first such address of the first
-/// device that has one, in the devices' order (lo's 127.0.0.1 never qualifies).
+/// (not 127/8, to which ip gives host scope), else the first such address of the first device
+/// that has one, in the devices' order (lo's 127.0.0.1 never qualifies). fibre keeps no
+/// address scopes: an address added with `scope link` would qualify here too. (Answers'
+/// sources otherwise follow the simpler `FamilyState::select_source`: docs/semantics.md.)
 fn universe_source(r: &Router, dev: IfIndex) -> Option<Ipv4Addr> {
     let global = |a: &&IfAddr<Ipv4Addr>| !a.addr.is_loopback();
     let addrs = &r.v4.addrs;
