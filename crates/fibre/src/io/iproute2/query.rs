@@ -102,14 +102,13 @@ impl<'r> Query<'r> {
             Command::RouteGet(q, times) => {
                 with_family!(Family::of(&q.dst), A => {
                     let q = q.narrow::<A>().expect("the parser checked the families");
+                    // Refused with the kernel's message, once for the line.
+                    if !Router::queries_protocol::<A>(q.ipproto) {
+                        return Err(
+                            ChangeError::with(Errno::EOPNOTSUPP, "Unsupported ip proto").into()
+                        );
+                    }
                     for _ in 0..times {
-                        if !Router::queries_protocol::<A>(q.ipproto) {
-                            return Err(ChangeError::with(
-                                Errno::EOPNOTSUPP,
-                                "Unsupported ip proto",
-                            )
-                            .into());
-                        }
                         let a = self.router.route_get(&q)?;
                         self.print_answer(&a, &q, stdout);
                     }
