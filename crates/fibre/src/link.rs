@@ -1,6 +1,7 @@
 //! Network devices and their addresses: what the kernel derives routes from.
 use crate::addr::Address;
 use crate::prefix::Prefix;
+use crate::route::{Scope, SCOPE_HOST, SCOPE_LINK, SCOPE_SITE, SCOPE_UNIVERSE};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Interface index; 1 is `lo` in every network namespace.
@@ -60,6 +61,10 @@ pub struct IfAddr<A: Address> {
     pub noprefixroute: bool,
     /// Metric of the prefix route (`metric N`).
     pub metric: Option<u32>,
+    /// The address's scope (`scope`, `ifa_scope`): which routes may take it as their source
+    /// (IPv4's `inet_select_addr`). ip gives 127/8 host scope and other IPv4 addresses global
+    /// scope unless told; IPv6's follows from the address.
+    pub scope: Scope,
 }
 
 impl<A: Address> IfAddr<A> {
@@ -237,6 +242,21 @@ impl Links {
     }
 }
 
+/// The scope the kernel gives an IPv6 address (`ipv6_addr_scope`, as `ip addr` shows it): host
+/// for `::1`, link for `fe80::/10`, site for `fec0::/10`, else global.
+pub fn ipv6_scope(a: Ipv6Addr) -> Scope {
+    let top = a.segments()[0] & 0xffc0;
+    if a.is_loopback() {
+        SCOPE_HOST
+    } else if top == 0xfe80 {
+        SCOPE_LINK
+    } else if top == 0xfec0 {
+        SCOPE_SITE
+    } else {
+        SCOPE_UNIVERSE
+    }
+}
+
 /// The loopback addresses the kernel puts on `lo` when it first comes up.
 pub fn loopback_v4() -> IfAddr<Ipv4Addr> {
     IfAddr {
@@ -246,6 +266,7 @@ pub fn loopback_v4() -> IfAddr<Ipv4Addr> {
         broadcast: None,
         noprefixroute: false,
         metric: None,
+        scope: SCOPE_HOST,
     }
 }
 /// `::1/128`, the IPv6 loopback address the kernel puts on `lo`.
@@ -257,5 +278,6 @@ pub fn loopback_v6() -> IfAddr<Ipv6Addr> {
         broadcast: None,
         noprefixroute: false,
         metric: None,
+        scope: SCOPE_HOST,
     }
 }

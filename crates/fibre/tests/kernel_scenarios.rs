@@ -205,6 +205,14 @@ fn gateway_checks_after_what_changes_them_match_the_kernel() {
 }
 
 #[test]
+fn sources_chosen_among_addresses_match_the_kernel() {
+    if skip_or_fail("sources_chosen_among_addresses_match_the_kernel") {
+        return;
+    }
+    scenario(&scenarios().join("sources.batch"));
+}
+
+#[test]
 fn edge_router_example_matches_kernel() {
     if skip_or_fail("edge_router_example_matches_kernel") {
         return;

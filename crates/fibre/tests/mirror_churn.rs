@@ -12,6 +12,7 @@
 //! each chunk as `ip -batch` ran it, to replay a failure into a namespace.
 //!
 //! Needs root and `ip netns`; skips with a message elsewhere, fails when FIBRE_KERNEL_TESTS=required.
+use fibre::io::iproute2::names::scope_name;
 use fibre::io::iproute2::{Batch, BatchMode};
 use fibre::io::netlink::{FollowReport, Mirror};
 use fibre::Router;
@@ -172,11 +173,16 @@ fn other(rng: &mut SmallRng) -> String {
         3 => format!("link add p{pair} type veth peer name q{pair}"),
         4 => format!("link del p{pair}"),
         5 => format!("link set p{pair} up\nlink set q{pair} up"),
-        6 => format!(
-            "addr {} 10.200.{pair}.{}/24 dev p{pair}",
-            ["add", "del"][rng.gen_range(0..2)],
-            rng.gen_range(1..4)
-        ),
+        // A subnet for each scope (a secondary must have its primary's scope).
+        6 => {
+            let s = rng.gen_range(0..3);
+            format!(
+                "addr {} 10.20{s}.{pair}.{}/24 dev p{pair}{}",
+                ["add", "del"][rng.gen_range(0..2)],
+                rng.gen_range(1..4),
+                ["", " scope link", " scope host"][s]
+            )
+        }
         7 => format!(
             "addr {} 2001:db8:20{pair}::{}/64 dev p{pair} nodad",
             ["add", "del"][rng.gen_range(0..2)],
@@ -328,11 +334,12 @@ fn kernel_devices(ns: &Netns) -> (Vec<String>, Vec<String>) {
     for dev in addrs.as_array().unwrap() {
         for i in dev["addr_info"].as_array().unwrap() {
             a.push(format!(
-                "{} {}/{} {}",
+                "{} {}/{} {} scope {}",
                 i["family"].as_str().unwrap(),
                 i["local"].as_str().unwrap(),
                 i["prefixlen"],
-                dev["ifname"].as_str().unwrap()
+                dev["ifname"].as_str().unwrap(),
+                i["scope"].as_str().unwrap()
             ));
         }
     }
@@ -360,13 +367,24 @@ fn mirror_devices(r: &Router) -> (Vec<String>, Vec<String>) {
         .family::<std::net::Ipv4Addr>()
         .addrs()
         .iter()
-        .map(|x| format!("inet {}/{} {}", x.addr, x.len, name(x.dev)))
-        .chain(
-            r.family::<std::net::Ipv6Addr>()
-                .addrs()
-                .iter()
-                .map(|x| format!("inet6 {}/{} {}", x.addr, x.len, name(x.dev))),
-        )
+        .map(|x| {
+            format!(
+                "inet {}/{} {} scope {}",
+                x.addr,
+                x.len,
+                name(x.dev),
+                scope_name(x.scope)
+            )
+        })
+        .chain(r.family::<std::net::Ipv6Addr>().addrs().iter().map(|x| {
+            format!(
+                "inet6 {}/{} {} scope {}",
+                x.addr,
+                x.len,
+                name(x.dev),
+                scope_name(x.scope)
+            )
+        }))
         .collect();
     l.sort();
     a.sort();

@@ -17,8 +17,10 @@ pub enum SourceRule<A> {
 }
 
 impl<A: RouterFamily> FamilyState<A> {
-    /// A first address of `dev` usable as source toward `toward` (prefsrc when the route has
-    /// none).
+    /// IPv6's source on `dev` toward `toward` (prefsrc when the route has none): an address of
+    /// the device in the destination's subnet, else its first, else the first not on lo (a
+    /// simpler choice than `ipv6_dev_get_saddr`'s, docs/semantics.md). IPv4 chooses by
+    /// `inet_select_addr` (`router::ipv4::local`).
     pub(super) fn select_source(&self, dev: Option<IfIndex>, toward: A) -> Option<A> {
         let on_dev = || self.addrs.iter().filter(move |a| Some(a.dev) == dev);
         on_dev()
@@ -29,8 +31,8 @@ impl<A: RouterFamily> FamilyState<A> {
     }
 
     /// How the source an answer reports for `route` through `hop` follows: the route's own;
-    /// none for reject routes; else one of the hop's device's addresses, toward its gateway or,
-    /// on the link, toward the destination.
+    /// none for reject routes; else one of the host's addresses, as the family chooses
+    /// ([`Kernel::hop_source`]).
     pub(super) fn source_rule<H>(
         &self,
         route: &Route<A, H>,
@@ -39,11 +41,12 @@ impl<A: RouterFamily> FamilyState<A> {
         if route.prefsrc.is_some() || route.kind.is_reject() {
             return SourceRule::Known(route.prefsrc);
         }
-        let dev = hop.and_then(|h| h.dev);
-        match hop.and_then(|h| h.gateway) {
-            Some(gw) => SourceRule::Known(self.select_source(dev, gw)),
-            None => SourceRule::OnLink(dev),
-        }
+        A::hop_source(
+            self,
+            hop.and_then(|h| h.dev),
+            hop.and_then(|h| h.gateway),
+            route.scope,
+        )
     }
 
     /// The source `rule` gives toward `dst`.

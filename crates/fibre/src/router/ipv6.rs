@@ -291,6 +291,18 @@ impl family::Kernel for Ipv6Addr {
         st.source_rule(route, hop)
     }
 
+    fn hop_source(
+        st: &FamilyState<Self>,
+        dev: Option<IfIndex>,
+        gateway: Option<Self>,
+        _scope: Scope,
+    ) -> SourceRule<Self> {
+        match gateway {
+            Some(gw) => SourceRule::Known(st.select_source(dev, gw)),
+            None => SourceRule::OnLink(dev),
+        }
+    }
+
     fn prepare(
         r: &Router,
         gateways: &mut GatewayMemo<Self>,

@@ -121,6 +121,14 @@ mod family {
             route: &Route<Self, H>,
             hop: Option<&NextHop<Self>>,
         ) -> SourceRule<Self>;
+        /// How the source of a route of `scope` through a next hop on `dev` (to `gateway`)
+        /// follows from the host's addresses, when the route has none of its own.
+        fn hop_source(
+            st: &FamilyState<Self>,
+            dev: Option<IfIndex>,
+            gateway: Option<Self>,
+            scope: Scope,
+        ) -> SourceRule<Self>;
         /// Checks and completes a route before insert (gateway reachability, device state).
         fn prepare(
             r: &Router,
@@ -566,6 +574,18 @@ impl Router {
                 },
             ));
         }
+        // `__inet_insert_ifa`: an address in a subnet the device already has (a secondary one)
+        // takes the scope of the addresses there.
+        if A::FAMILY == Family::Inet
+            && st.addrs.iter().any(|o| {
+                o.dev == a.dev && o.len == a.len && o.subnet() == a.subnet() && o.scope != a.scope
+            })
+        {
+            return Err(ChangeError::with(
+                Errno::EINVAL,
+                "ipv4: Invalid scope value",
+            ));
+        }
         Arc::make_mut(&mut st.addrs).push(a);
         self.sync_derived();
         Ok(())
@@ -659,21 +679,6 @@ impl Router {
     /// One family's tables, rules, addresses, next-hop groups and FIBs, read-only.
     pub fn family<A: RouterFamily>(&self) -> &FamilyState<A> {
         A::state(self)
-    }
-
-    /// A first address of `dev` usable as source toward `toward` (see
-    /// `FamilyState::select_source`).
-    fn select_source<A: RouterFamily>(&self, dev: Option<IfIndex>, toward: A) -> Option<A> {
-        A::state(self).select_source(dev, toward)
-    }
-
-    /// `inet_select_addr(dev, 0, HOST)`: the first address of `dev`.
-    fn select_source_on<A: RouterFamily>(&self, dev: IfIndex) -> Option<A> {
-        A::state(self)
-            .addrs
-            .iter()
-            .find(|a| a.dev == dev)
-            .map(|a| a.addr)
     }
 
     fn names(

@@ -8,8 +8,7 @@ use kernel_oracle::{Answer, KernelRoute, Probe};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// `rtm_type`s that the comparison names.
-const RTN_UNICAST: u8 = 1;
+/// The `rtm_type` the comparison names.
 const RTN_MULTICAST: u8 = 5;
 
 /// A next hop as both sides report it: gateway, device name, weight.
@@ -141,26 +140,26 @@ fn norm_spec<A: fibre::Address>(spec: &RouteSpec<A>, router: &Router) -> Norm {
     }
 }
 
-/// fibre's answer, and whether the route it matched is of type unicast. For IPv4 the answer
+/// fibre's answer, and the type of the route it matched (0 for none). For IPv4 the answer
 /// reports, as the kernel's fibmatch does, the type of the route resolved (broadcast to
 /// 255.255.255.255, multicast to groups, whatever route carried them); the comparison also
 /// needs the route's own ([`GroupCaches`]).
 pub fn fibre_answer<A: fibre::Address>(
     r: &Result<RouteAnswer<A>, Errno>,
     router: &Router,
-) -> (Norm, bool) {
+) -> (Norm, u8) {
     let a = match r {
-        Err(e) => return (Norm::Error(e.code()), false),
+        Err(e) => return (Norm::Error(e.code()), 0),
         Ok(a) => a,
     };
     let Some(mut spec) = a.route_spec() else {
-        return (Norm::Error(-1), false);
+        return (Norm::Error(-1), 0);
     };
-    let unicast = spec.kind as u8 == RTN_UNICAST;
+    let route_kind = spec.kind as u8;
     if A::FAMILY == Family::Inet {
         spec.kind = a.kind;
     }
-    (norm_spec(&spec, router), unicast)
+    (norm_spec(&spec, router), route_kind)
 }
 
 /// The prefix length of the route an answer matched.
@@ -173,7 +172,8 @@ fn matched_len(n: &Norm) -> Option<u8> {
 
 /// Where the kernel caches the resolved IPv4 output routes of a route, as far as its answer
 /// shows it. A classic route's cache lies in its `fib_info`'s next hops, which every route of
-/// the same table, type, next hops, metric, protocol, scope and preferred source shares
+/// the same table, type (the route's own), next hops, metric, protocol, scope and preferred
+/// source shares
 /// (`fib_find_info`, which compares the table since Linux 6.2; the destination and TOS are not
 /// part of it, and the metrics and next-hop flags, which the answers do not show, only split
 /// `fib_info`s further). A route through a next-hop object uses the object's next hop (a
@@ -183,6 +183,7 @@ fn matched_len(n: &Norm) -> Option<u8> {
 enum RouteCache {
     FibInfo {
         table: u32,
+        kind: u8,
         protocol: u8,
         scope: u8,
         metric: Option<u32>,
@@ -195,9 +196,8 @@ enum RouteCache {
     },
 }
 
-/// The caches a route's lookups may fill or read (the route of type unicast: the type is part
-/// of a `fib_info`, and the callers ask only about unicast routes).
-fn caches_of(n: &Norm) -> Vec<RouteCache> {
+/// The caches the lookups through a route of type `route_kind` may fill or read.
+fn caches_of(n: &Norm, route_kind: u8) -> Vec<RouteCache> {
     match n {
         Norm::Error(_) => Vec::new(),
         Norm::Route {
@@ -221,6 +221,7 @@ fn caches_of(n: &Norm) -> Vec<RouteCache> {
             ..
         } => vec![RouteCache::FibInfo {
             table: *table,
+            kind: route_kind,
             protocol: *protocol,
             scope: *scope,
             metric: *metric,
@@ -233,26 +234,30 @@ fn caches_of(n: &Norm) -> Vec<RouteCache> {
 /// The IPv4 route caches that a probe to a multicast group has filled so far in a run, in the
 /// order the kernel was asked (one socket, one request at a time). The kernel caches resolved
 /// output routes per CPU in the next hop (`nhc_pcpu_rth_output`): a group's lookup through a
-/// unicast route of prefix length 4 or more leaves there a route of type multicast (the group
-/// not joined), and a later output lookup of a unicast address through a route sharing that
-/// cache, on the same CPU, gets it back with its type. Which CPU each probe ran on is not
-/// known, so the comparison allows the type wherever a group went before.
+/// route of prefix length 4 or more, of any type that reaches `__mkroute_output` (unicast,
+/// broadcast, local...), leaves there a route of type multicast (the group not joined), and a
+/// later output lookup of a unicast address through a route sharing that cache, on the same
+/// CPU, gets it back with its type (soak seeds 447, 1081 and 1240: broadcast routes reported
+/// as multicast). Which CPU each probe ran on is not known, so the comparison allows the type
+/// wherever a group went before.
 #[derive(Default)]
 pub struct GroupCaches(BTreeSet<RouteCache>);
 
 impl GroupCaches {
-    /// Notes a probe that fibre answered `ours`, through a route of type unicast where
-    /// `unicast`.
-    pub fn note(&mut self, probe: &Probe, ours: &Norm, unicast: bool) {
-        if unicast && group_lookup_uses_cache(probe, ours) {
-            self.0.extend(caches_of(ours));
+    /// Notes a probe that fibre answered `ours`, through a route of type `route_kind`.
+    pub fn note(&mut self, probe: &Probe, ours: &Norm, route_kind: u8) {
+        if group_lookup_uses_cache(probe, ours) {
+            self.0.extend(caches_of(ours, route_kind));
         }
     }
 
     /// Whether the kernel may have answered a probe (that fibre answered `ours`, through a
-    /// route of type unicast where `unicast`) from a cache a group's lookup filled.
-    pub fn may_hold_a_group(&self, probe: &Probe, ours: &Norm, unicast: bool) -> bool {
-        probe.iif.is_none() && unicast && caches_of(ours).iter().any(|c| self.0.contains(c))
+    /// route of type `route_kind`) from a cache a group's lookup filled.
+    pub fn may_hold_a_group(&self, probe: &Probe, ours: &Norm, route_kind: u8) -> bool {
+        probe.iif.is_none()
+            && caches_of(ours, route_kind)
+                .iter()
+                .any(|c| self.0.contains(c))
     }
 }
 
@@ -270,9 +275,17 @@ fn group_lookup_uses_cache(probe: &Probe, ours: &Norm) -> bool {
 /// Field-by-field equality, less the S-class parts: the router preference an IPv6 ECMP match
 /// reports is that of the leg the flow hash picked; an IPv4 forwarded packet whose route has
 /// several legs is source-checked against the leg the hash picked (fibre passes it if any leg
-/// passes); an IPv4 route's type may be the one its per-CPU cache holds (for a unicast
-/// address only where `cached_group`: see [`GroupCaches`]).
-pub fn same_route(ours: &Norm, theirs: &Norm, probe: &Probe, v6: bool, cached_group: bool) -> bool {
+/// passes); an IPv4 route's type may be the one its per-CPU cache holds (for a group: the type
+/// of the route matched, `route_kind`, which a unicast address's lookup leaves there; for a
+/// unicast address multicast, only where `cached_group`: see [`GroupCaches`]).
+pub fn same_route(
+    ours: &Norm,
+    theirs: &Norm,
+    probe: &Probe,
+    v6: bool,
+    route_kind: u8,
+    cached_group: bool,
+) -> bool {
     let with_kind = |k: u8| {
         let mut a = ours.clone();
         if let Norm::Route { kind, .. } = &mut a {
@@ -308,19 +321,15 @@ pub fn same_route(ours: &Norm, theirs: &Norm, probe: &Probe, v6: bool, cached_gr
                 kind: RTN_MULTICAST,
                 ..
             },
-            Norm::Route {
-                kind: RTN_UNICAST, ..
-            },
-        ) if !v6 && group_lookup_uses_cache(probe, ours) => {
-            // A group not joined may get the unicast route that an output lookup through a
-            // route sharing its cache left there (S-class, docs/semantics.md). The rest must
-            // agree.
-            with_kind(RTN_UNICAST)
+            Norm::Route { kind, .. },
+        ) if !v6 && *kind == route_kind && group_lookup_uses_cache(probe, ours) => {
+            // A group not joined may get the route (of the matched route's type) that an
+            // output lookup of a unicast address through a route sharing its cache left there
+            // (S-class, docs/semantics.md). The rest must agree.
+            with_kind(route_kind)
         }
         (
-            Norm::Route {
-                kind: RTN_UNICAST, ..
-            },
+            Norm::Route { .. },
             Norm::Route {
                 kind: RTN_MULTICAST,
                 ..

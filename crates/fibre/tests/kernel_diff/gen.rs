@@ -93,6 +93,17 @@ pub fn setup() -> Setup {
         let _ = writeln!(t, "addr add {a} dev {d}");
         local_v4.push(a.split('/').next().unwrap().parse().unwrap());
     }
+    // Addresses of link and host scope, which the kernel lists first on their devices (the
+    // sources of routes on the link, and of host-scope ones), and a global address on lo (the
+    // source of routes through devices that lost theirs).
+    for (a, d) in [
+        ("169.254.4.1/16 scope link", "veth4"),
+        ("10.250.5.1/24 scope host", "veth5"),
+        ("10.255.0.1/32", "lo"),
+    ] {
+        let _ = writeln!(t, "addr add {a} dev {d}");
+        local_v4.push(a.split('/').next().unwrap().parse().unwrap());
+    }
     for (a, d) in [("fd00::1/48", "veth2"), ("2001:db8:ff::1/128", "veth3")] {
         let _ = writeln!(t, "addr add {a} dev {d} nodad");
         local_v6.push(a.split('/').next().unwrap().parse().unwrap());

@@ -4,7 +4,9 @@
 //!
 //! Compared (E-class, must agree): which lines of the batch failed; for every probe the error
 //! number, or the matched route's table, type, destination and source prefix, TOS, protocol,
-//! scope, metric, preferred source, router preference and next hops (gateway, device, weight).
+//! scope, metric, preferred source, router preference and next hops (gateway, device, weight);
+//! without `fibmatch`, the verdict and, for IPv4 packets of this host through a classic route
+//! of one next hop, the source the kernel chose (`inet_select_addr`).
 //! IPv6 ECMP next hops are compared as a set: the kernel lists them starting from the leg its
 //! flow hash picked; the other differences allowed are in `compare` (S-class, see
 //! docs/semantics.md).
@@ -371,29 +373,43 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
         let mut groups = GroupCaches::default();
         for (probe, kernel) in ps.iter().zip(&answers) {
             let q = query_of(probe);
-            let (ours, unicast) = if v6 {
-                fibre_answer(&ask::<Ipv6Addr>(&router, &q), &router)
+            // IPv4's chosen source too (IPv6 chooses more simply: docs/semantics.md).
+            let ((ours, route_kind), chosen) = if v6 {
+                (fibre_answer(&ask::<Ipv6Addr>(&router, &q), &router), None)
             } else {
-                fibre_answer(&ask::<Ipv4Addr>(&router, &q), &router)
+                let a = ask::<Ipv4Addr>(&router, &q);
+                let chosen = a.as_ref().ok().map(|a| a.prefsrc.map(IpAddr::V4));
+                (fibre_answer(&a, &router), chosen)
             };
             let theirs = norm_kernel(kernel, &names);
-            let cached_group = !v6 && groups.may_hold_a_group(probe, &ours, unicast);
+            let cached_group = !v6 && groups.may_hold_a_group(probe, &ours, route_kind);
             if !v6 {
-                groups.note(probe, &ours, unicast);
+                groups.note(probe, &ours, route_kind);
             }
-            // Without fibmatch the kernel answers a resolved (cloned) route: compare the verdict.
+            // Without fibmatch the kernel answers a resolved (cloned) route: compare the verdict
+            // and, for a packet of this host without a source through a classic route of one
+            // next hop (no leg chosen by hash; an object's next hop caches the source its first
+            // route's scope chose), the source chosen (`inet_select_addr`).
             let same = if probe.fibmatch {
-                same_route(&ours, &theirs, probe, v6, cached_group)
+                same_route(&ours, &theirs, probe, v6, route_kind, cached_group)
             } else {
                 match (&ours, &theirs) {
                     (Norm::Error(a), Norm::Error(b)) => a == b,
+                    (
+                        Norm::Route {
+                            hops, nhid: None, ..
+                        },
+                        Norm::Route { prefsrc, .. },
+                    ) if hops.len() == 1 && probe.src.is_none() && probe.iif.is_none() => {
+                        chosen.is_none_or(|c| c == *prefsrc)
+                    }
                     (Norm::Route { .. } | Norm::Error(-1), Norm::Route { .. }) => true,
-                    _ => same_route(&ours, &theirs, probe, v6, cached_group),
+                    _ => same_route(&ours, &theirs, probe, v6, route_kind, cached_group),
                 }
             };
             if !same {
                 disagreements.push(format!(
-                    "seed {} {}:\n    kernel {theirs:?}\n    fibre  {ours:?}",
+                    "seed {} {}:\n    kernel {theirs:?}\n    fibre  {ours:?} (source {chosen:?})",
                     p.seed,
                     describe(probe)
                 ));

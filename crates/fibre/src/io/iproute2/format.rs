@@ -251,9 +251,11 @@ pub fn addr_line<A: Address>(a: &IfAddr<A>, links: &Links) -> (String, Value) {
     } else {
         "inet6"
     };
+    let scope = scope_name(a.scope);
     (
-        format!("{family} {}/{} dev {dev}", a.addr, a.len),
-        json!({"family": family, "local": a.addr.to_string(), "prefixlen": a.len, "dev": dev}),
+        format!("{family} {}/{} scope {scope} dev {dev}", a.addr, a.len),
+        json!({"family": family, "local": a.addr.to_string(), "prefixlen": a.len,
+               "scope": scope, "dev": dev}),
     )
 }
 

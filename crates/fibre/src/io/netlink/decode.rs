@@ -93,6 +93,7 @@ pub(crate) fn addr<A: Address>(payload: &[u8]) -> Result<Option<IfAddr<A>>, Stri
         broadcast,
         noprefixroute,
         metric,
+        scope: m.header.scope.into(),
     }))
 }
 

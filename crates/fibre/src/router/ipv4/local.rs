@@ -1,6 +1,6 @@
 //! What IPv4 calls local: the local table's types of addresses (`inet_addr_type`), the check of
-//! a route's preferred source (`fib_valid_prefsrc`) and the device that owns an address
-//! (`__ip_dev_find`).
+//! a route's preferred source (`fib_valid_prefsrc`), the device that owns an address
+//! (`__ip_dev_find`) and the source chosen among the addresses (`inet_select_addr`).
 use super::*;
 
 /// `inet_addr_type_dev_table`: what the local table makes of `a` (unicast when nothing there
@@ -89,4 +89,44 @@ pub(super) fn local_dev(r: &Router, a: Ipv4Addr) -> Option<IfIndex> {
         }
         _ => None,
     }
+}
+
+/// `inet_select_addr(dev, toward, scope)`: the source the kernel picks on `dev` for routes of
+/// `scope`. Among the device's primary addresses (secondaries never), in the kernel's order of
+/// its list (`__inet_insert_ifa` keeps primaries sorted by scope, host before link before
+/// global, in the order added), of a scope no wider than `scope`: the first whose subnet holds
+/// `toward`, else the first. Failing those (or without `dev`), the devices in order (lo first):
+/// the first primary address of neither link scope nor a scope wider than `scope`.
+///
+/// One pass each, without allocating (route gets and every route class's prepared answer call
+/// it): the least place among the candidates is always a primary address, as a secondary comes
+/// after its primary, on its device, with its subnet and its scope (`Router::addr_add`).
+pub(super) fn select_addr(
+    addrs: &[IfAddr<Ipv4Addr>],
+    dev: Option<IfIndex>,
+    toward: Option<Ipv4Addr>,
+    scope: Scope,
+) -> Option<Ipv4Addr> {
+    // Place in the kernel's list of a device: wider scopes (smaller numbers) later.
+    let place = |(i, a): &(usize, &IfAddr<Ipv4Addr>)| (std::cmp::Reverse(a.scope), *i);
+    if let Some(dev) = dev {
+        // route_localnet off: a scope above host counts as host.
+        let usable = addrs
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.dev == dev && a.scope.min(SCOPE_HOST) <= scope);
+        let toward_it = usable
+            .clone()
+            .filter(|(_, a)| toward.is_some_and(|t| a.subnet().contains(t)))
+            .min_by_key(place);
+        if let Some((_, a)) = toward_it.or_else(|| usable.min_by_key(place)) {
+            return Some(a.addr);
+        }
+    }
+    addrs
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.scope != SCOPE_LINK && a.scope <= scope)
+        .min_by_key(|c| (c.1.dev, place(c)))
+        .map(|(_, a)| a.addr)
 }

@@ -8,8 +8,10 @@ mod output;
 use super::*;
 use crate::rib::AllUp;
 use gateways::GatewayKey;
-use local::{address_type, check_prefsrc};
-use output::{output_answer, output_source, route_input, route_output, type_flags};
+use local::{address_type, check_prefsrc, select_addr};
+use output::{
+    leaves_by_lo_only, output_answer, output_source, route_input, route_output, type_flags,
+};
 use plain::Probe;
 
 /// IPv4 route queries without `ipproto` are asked as UDP (`inet_rtm_getroute` builds a UDP
@@ -315,7 +317,9 @@ impl family::Kernel for Ipv4Addr {
         if let Some(p) = Self::prepared_answer(r, q) {
             // Built in place: a prepared answer handed back through an `Option` was copied
             // once more (callgrind).
-            return p.answer_to(&r.v4, q.dst, q.mark);
+            let a = p.answer_to(&r.v4, q.dst, q.mark)?;
+            leaves_by_lo_only(&a, None)?;
+            return Ok(a);
         }
         let dst = q.dst;
         // A source of 0.0.0.0 is no source (the kernel reads 0 as "unset").
@@ -359,6 +363,17 @@ impl family::Kernel for Ipv4Addr {
         hop: Option<&NextHop<Self>>,
     ) -> SourceRule<Self> {
         output_source(st, route, hop)
+    }
+
+    fn hop_source(
+        st: &FamilyState<Self>,
+        dev: Option<IfIndex>,
+        gateway: Option<Self>,
+        scope: Scope,
+    ) -> SourceRule<Self> {
+        // `fib_info_update_nhc_saddr`: toward the gateway (or none), in the route's scope;
+        // whatever the destination.
+        SourceRule::Known(select_addr(&st.addrs, dev, gateway, scope))
     }
 
     fn prepare(

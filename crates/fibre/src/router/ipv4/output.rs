@@ -123,17 +123,17 @@ pub(super) fn route_output(
             return Err(Errno::ENETUNREACH);
         }
         if local_multicast(dst) || dst.is_broadcast() {
-            let prefsrc = src.or_else(|| r.select_source(Some(oif), dst));
+            let prefsrc = src.or_else(|| select_addr(&st.addrs, Some(oif), None, SCOPE_LINK));
             shortcut = Some(no_fib(dst, src, RouteType::Unicast, oif, prefsrc, None));
         } else if src.is_none() && dst.is_multicast() {
-            chosen = universe_source(r, oif);
+            chosen = select_addr(&st.addrs, Some(oif), None, SCOPE_UNIVERSE);
         }
     }
     // Step 3: 0.0.0.0 is this host.
     if shortcut.is_none() && dst.is_unspecified() {
         let prefsrc = src.or_else(|| {
             q.oif
-                .and_then(|o| r.select_source_on(o))
+                .and_then(|o| select_addr(&st.addrs, Some(o), None, SCOPE_HOST))
                 .or(Some(Ipv4Addr::LOCALHOST))
         });
         shortcut = Some(no_fib(
@@ -177,7 +177,9 @@ pub(super) fn route_output(
                 // With an output device the kernel assumes the destination on that link.
                 Err(_) if q.oif.is_some() => {
                     let oif = q.oif.expect("checked");
-                    let prefsrc = src.or(chosen).or_else(|| r.select_source(Some(oif), dst));
+                    let prefsrc = src
+                        .or(chosen)
+                        .or_else(|| select_addr(&st.addrs, Some(oif), None, SCOPE_LINK));
                     no_fib(dst, src, RouteType::Unicast, oif, prefsrc, None)
                 }
                 Err(e) => return Err(e),
@@ -186,27 +188,22 @@ pub(super) fn route_output(
     };
     // Step 6 (`__mkroute_output`): a loopback source leaves by lo only; the destination's class
     // decides the type; the flags follow.
-    if src.is_some_and(|s| s.is_loopback()) && a.dev != Some(LOOPBACK_IFINDEX) {
-        return Err(Errno::EINVAL);
-    }
+    leaves_by_lo_only(&a, src)?;
     output_flags(&mut a, dst);
     Ok(a)
 }
 
-/// `inet_select_addr(dev, 0, RT_SCOPE_UNIVERSE)`: the first address of `dev` of global scope
-/// (not 127/8, to which ip gives host scope), else the first such address of the first device
-/// that has one, in the devices' order (lo's 127.0.0.1 never qualifies). fibre keeps no
-/// address scopes: an address added with `scope link` would qualify here too. (Answers'
-/// sources otherwise follow the simpler `FamilyState::select_source`: docs/semantics.md.)
-fn universe_source(r: &Router, dev: IfIndex) -> Option<Ipv4Addr> {
-    let global = |a: &&IfAddr<Ipv4Addr>| !a.addr.is_loopback();
-    let addrs = &r.v4.addrs;
-    addrs
-        .iter()
-        .filter(global)
-        .find(|a| a.dev == dev)
-        .or_else(|| addrs.iter().filter(global).min_by_key(|a| a.dev))
-        .map(|a| a.addr)
+/// The first check of `__mkroute_output`: a packet from a loopback address, given (`src`) or
+/// chosen (a route's own, or an address of lo chosen for a host-scope route), leaves by lo
+/// only.
+pub(super) fn leaves_by_lo_only(
+    a: &RouteAnswer<Ipv4Addr>,
+    src: Option<Ipv4Addr>,
+) -> Result<(), Errno> {
+    if src.or(a.prefsrc).is_some_and(|s| s.is_loopback()) && a.dev != Some(LOOPBACK_IFINDEX) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
 }
 
 /// Step 5 of `route_output` on a matched route's answer: a local route's packets are delivered

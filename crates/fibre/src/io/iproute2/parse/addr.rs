@@ -22,14 +22,19 @@ pub(super) fn parse_addr(
     let mut brd: Option<&str> = None;
     let mut metric = None;
     let mut noprefixroute = false;
+    let mut scope = None;
     while let Some(t) = args.next() {
         match t {
             "peer" | "remote" => {
                 return Err(ParseError::new(t, "peer addresses are not supported by fibre").soft())
             }
             "broadcast" | "brd" => brd = Some(args.value(t)?),
-            "anycast" | "label" | "scope" | "valid_lft" | "preferred_lft" | "proto" => {
+            "anycast" | "label" | "valid_lft" | "preferred_lft" | "proto" => {
                 args.value(t)?;
+            }
+            "scope" => {
+                let v = args.value(t)?;
+                scope = Some(scope_from_name(v).ok_or_else(|| bad_arg("invalid scope value.", v))?);
             }
             "metric" | "priority" => metric = Some(num::<u32>("metric", args.value(t)?)?),
             "noprefixroute" => noprefixroute = true,
@@ -60,6 +65,16 @@ pub(super) fn parse_addr(
     if family.is_some_and(|f| f != fam) {
         return Err(ParseError::new(tok, "address family mismatch").soft());
     }
+    // ip gives 127/8 host scope and other IPv4 addresses global scope (`default_scope`); the
+    // kernel takes an IPv6 address's scope from the address, whatever ip sends.
+    let scope = match ip {
+        IpAddr::V4(a) => scope.unwrap_or(if a.is_loopback() {
+            SCOPE_HOST
+        } else {
+            SCOPE_UNIVERSE
+        }),
+        IpAddr::V6(a) => crate::link::ipv6_scope(a),
+    };
     with_family!(fam, A => {
         let addr = A::from_ip(ip).expect("of the family");
         // Only IPv4 addresses have a broadcast address (ip sends none for IPv6).
@@ -75,6 +90,7 @@ pub(super) fn parse_addr(
             broadcast,
             noprefixroute,
             metric,
+            scope,
         };
         Ok(Command::Apply(if add {
             FamilyChange::AddrAdd(ifa).into()
