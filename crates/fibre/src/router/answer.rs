@@ -10,26 +10,14 @@ use super::*;
 pub enum SourceRule<A> {
     /// This source (or none), whatever the destination.
     Known(Option<A>),
-    /// An address of this device, chosen toward the destination.
-    OnLink(Option<IfIndex>),
+    /// Chosen among the host's addresses toward the destination, for a route that leaves by
+    /// this device (IPv6's `ipv6_dev_get_saddr`).
+    Toward(Option<IfIndex>),
     /// The destination itself (IPv4's local routes without a source of their own).
     Destination,
 }
 
 impl<A: RouterFamily> FamilyState<A> {
-    /// IPv6's source on `dev` toward `toward` (prefsrc when the route has none): an address of
-    /// the device in the destination's subnet, else its first, else the first not on lo (a
-    /// simpler choice than `ipv6_dev_get_saddr`'s, docs/semantics.md). IPv4 chooses by
-    /// `inet_select_addr` (`router::ipv4::local`).
-    pub(super) fn select_source(&self, dev: Option<IfIndex>, toward: A) -> Option<A> {
-        let on_dev = || self.addrs.iter().filter(move |a| Some(a.dev) == dev);
-        on_dev()
-            .find(|a| a.subnet().contains(toward))
-            .or_else(|| on_dev().next())
-            .or_else(|| self.addrs.iter().find(|a| a.dev != LOOPBACK_IFINDEX))
-            .map(|a| a.addr)
-    }
-
     /// How the source an answer reports for `route` through `hop` follows: the route's own;
     /// none for reject routes; else one of the host's addresses, as the family chooses
     /// ([`Kernel::hop_source`]).
@@ -54,7 +42,7 @@ impl<A: RouterFamily> FamilyState<A> {
     pub(super) fn source_to(&self, rule: &SourceRule<A>, dst: A) -> Option<A> {
         match *rule {
             SourceRule::Known(a) => a,
-            SourceRule::OnLink(dev) => self.select_source(dev, dst),
+            SourceRule::Toward(dev) => A::source_toward(self, dev, dst),
             SourceRule::Destination => Some(dst),
         }
     }

@@ -129,6 +129,8 @@ mod family {
             gateway: Option<Self>,
             scope: Scope,
         ) -> SourceRule<Self>;
+        /// The source chosen on `dev` toward `dst` ([`SourceRule::Toward`]).
+        fn source_toward(st: &FamilyState<Self>, dev: Option<IfIndex>, dst: Self) -> Option<Self>;
         /// Checks and completes a route before insert (gateway reachability, device state).
         fn prepare(
             r: &Router,

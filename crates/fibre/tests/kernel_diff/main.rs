@@ -5,8 +5,8 @@
 //! Compared (E-class, must agree): which lines of the batch failed; for every probe the error
 //! number, or the matched route's table, type, destination and source prefix, TOS, protocol,
 //! scope, metric, preferred source, router preference and next hops (gateway, device, weight);
-//! without `fibmatch`, the verdict and, for IPv4 packets of this host through a classic route
-//! of one next hop, the source the kernel chose (`inet_select_addr`).
+//! without `fibmatch`, the verdict and, for packets of this host through a classic route of one
+//! next hop, the source the kernel chose (`inet_select_addr`, `ipv6_dev_get_saddr`).
 //! IPv6 ECMP next hops are compared as a set: the kernel lists them starting from the leg its
 //! flow hash picked; the other differences allowed are in `compare` (S-class, see
 //! docs/semantics.md).
@@ -373,9 +373,13 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
         let mut groups = GroupCaches::default();
         for (probe, kernel) in ps.iter().zip(&answers) {
             let q = query_of(probe);
-            // IPv4's chosen source too (IPv6 chooses more simply: docs/semantics.md).
+            // The source chosen too.
             let ((ours, route_kind), chosen) = if v6 {
-                (fibre_answer(&ask::<Ipv6Addr>(&router, &q), &router), None)
+                {
+                    let a = ask::<Ipv6Addr>(&router, &q);
+                    let chosen = a.as_ref().ok().map(|a| a.prefsrc.map(IpAddr::V6));
+                    (fibre_answer(&a, &router), chosen)
+                }
             } else {
                 let a = ask::<Ipv4Addr>(&router, &q);
                 let chosen = a.as_ref().ok().map(|a| a.prefsrc.map(IpAddr::V4));
@@ -388,8 +392,8 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
             }
             // Without fibmatch the kernel answers a resolved (cloned) route: compare the verdict
             // and, for a packet of this host without a source through a classic route of one
-            // next hop (no leg chosen by hash; an object's next hop caches the source its first
-            // route's scope chose), the source chosen (`inet_select_addr`).
+            // next hop (no leg chosen by hash; an IPv4 object's next hop caches the source its
+            // first route's scope chose), the source chosen.
             let same = if probe.fibmatch {
                 same_route(&ours, &theirs, probe, v6, route_kind, cached_group)
             } else {

@@ -376,6 +376,11 @@ impl family::Kernel for Ipv4Addr {
         SourceRule::Known(select_addr(&st.addrs, dev, gateway, scope))
     }
 
+    fn source_toward(st: &FamilyState<Self>, dev: Option<IfIndex>, dst: Self) -> Option<Self> {
+        // Not asked: IPv4's sources do not follow the destination (`hop_source`).
+        select_addr(&st.addrs, dev, Some(dst), SCOPE_LINK)
+    }
+
     fn prepare(
         r: &Router,
         gateways: &mut GatewayMemo<Self>,

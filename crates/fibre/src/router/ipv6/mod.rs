@@ -2,6 +2,8 @@
 //! `ip6_route_input_lookup` through `fib6_rule_lookup`) and gateway checks (`ip6_validate_gw`).
 use super::*;
 use plain::Probe;
+mod source;
+use source::{sole_source, source_toward};
 
 fn is_link_local(a: &Ipv6Addr) -> bool {
     a.segments()[0] & 0xffc0 == 0xfe80
@@ -288,7 +290,13 @@ impl family::Kernel for Ipv6Addr {
         route: &Route<Self, H>,
         hop: Option<&NextHop<Self>>,
     ) -> SourceRule<Self> {
-        st.source_rule(route, hop)
+        match st.source_rule(route, hop) {
+            SourceRule::Toward(dev) => match sole_source(&st.addrs) {
+                Some(known) => SourceRule::Known(known),
+                None => SourceRule::Toward(dev),
+            },
+            rule => rule,
+        }
     }
 
     fn hop_source(
@@ -297,10 +305,13 @@ impl family::Kernel for Ipv6Addr {
         gateway: Option<Self>,
         _scope: Scope,
     ) -> SourceRule<Self> {
-        match gateway {
-            Some(gw) => SourceRule::Known(st.select_source(dev, gw)),
-            None => SourceRule::OnLink(dev),
-        }
+        // `ip6_route_get_saddr`: toward the destination, whatever the gateway.
+        let _ = (st, gateway);
+        SourceRule::Toward(dev)
+    }
+
+    fn source_toward(st: &FamilyState<Self>, dev: Option<IfIndex>, dst: Self) -> Option<Self> {
+        source_toward(&st.addrs, dev, dst)
     }
 
     fn prepare(

@@ -1,0 +1,160 @@
+//! The source IPv6 chooses for a packet of this host when its route names none
+//! (`ipv6_dev_get_saddr`: RFC 6724's rules in Linux's order, default address labels).
+use super::*;
+
+/// `__ipv6_addr_src_scope`: a group's scope field; else node-local for `::1`, link-local,
+/// site-local, and global for every other unicast address.
+fn src_scope(a: &Ipv6Addr) -> u8 {
+    let top = a.segments()[0];
+    if a.is_multicast() {
+        (top & 0x000f) as u8
+    } else if a.is_loopback() {
+        0x01
+    } else if top & 0xffc0 == 0xfe80 {
+        0x02
+    } else if top & 0xffc0 == 0xfec0 {
+        0x05
+    } else {
+        0x0e
+    }
+}
+
+/// The default address label (`ip6addrlbl_init_table`, the longest prefix that holds `a`).
+fn label(a: &Ipv6Addr) -> u8 {
+    let b = a.to_bits();
+    match () {
+        _ if b == 1 => 0,                   // ::1/128
+        _ if b >> 32 == 0 => 3,             // ::/96
+        _ if b >> 32 == 0xffff => 4,        // ::ffff:0:0/96
+        _ if b >> 96 == 0x2001_0000 => 6,   // 2001::/32
+        _ if b >> 100 == 0x0200_1001 => 7,  // 2001:10::/28
+        _ if b >> 112 == 0x2002 => 2,       // 2002::/16
+        _ if b >> 112 == 0x3ffe => 12,      // 3ffe::/16
+        _ if b >> 118 == 0xfec0 >> 6 => 11, // fec0::/10
+        _ if b >> 121 == 0xfc00 >> 9 => 5,  // fc00::/7
+        _ => 1,                             // ::/0
+    }
+}
+
+/// ORCHID, 2001:10::/28 (RFC 4843).
+fn orchid(a: &Ipv6Addr) -> bool {
+    a.to_bits() >> 100 == 0x0200_1001
+}
+
+/// `ipv6_dev_get_saddr(dev, dst)`: the source for a packet to `dst` whose route leaves by `dev`.
+/// The candidates are the addresses of every device (only `dev`'s to a group or a destination
+/// of link scope or narrower); the best by the rules, in order: the destination itself; the
+/// narrowest scope that reaches the destination (else the widest); on `dev`; the destination's
+/// label; ORCHID alike; the longest prefix shared with the destination, up to the address's
+/// length. Of equals, the first in the kernel's order wins: devices in order, each device's
+/// list by scope, wider first, and the newest first among the same scope
+/// (`ipv6_link_dev_addr`). (The rules on deprecated, home, temporary and optimistic addresses
+/// do not tell fibre's addresses apart.)
+///
+/// One pass, without allocating (`route get` asks for each answer): each candidate's rules and
+/// place in the kernel's order packed into one number, the greatest best.
+pub(super) fn source_toward(
+    addrs: &[IfAddr<Ipv6Addr>],
+    dev: Option<IfIndex>,
+    dst: Ipv6Addr,
+) -> Option<Ipv6Addr> {
+    let dst_scope = src_scope(&dst);
+    let only = dev.filter(|_| dst.is_multicast() || dst_scope <= 0x02);
+    let (dst_bits, dst_label, dst_orchid) = (dst.to_bits(), label(&dst), orchid(&dst));
+    let mut best: Option<(u128, Ipv6Addr)> = None;
+    for (i, a) in addrs.iter().enumerate() {
+        if only.is_some_and(|d| d != a.dev) || a.addr.is_multicast() || a.addr.is_unspecified() {
+            continue;
+        }
+        let scope = src_scope(&a.addr);
+        // The kernel's scope rule is -scope when it reaches the destination, else scope - 128;
+        // plus 128, a byte.
+        let scope_rule = if scope >= dst_scope {
+            128 - scope
+        } else {
+            scope
+        };
+        let shared = (a.addr.to_bits() ^ dst_bits)
+            .leading_zeros()
+            .min(u32::from(a.len));
+        let key = u128::from(a.addr == dst) << 120
+            | u128::from(scope_rule) << 112
+            | u128::from(dev.is_none_or(|d| d == a.dev)) << 111
+            | u128::from(label(&a.addr) == dst_label) << 110
+            | u128::from(orchid(&a.addr) == dst_orchid) << 109
+            | u128::from(shared) << 100
+            // Of equals, the first in the kernel's order: the lower device, the wider scope,
+            // the newer address.
+            | u128::from(u32::MAX - a.dev) << 64
+            | u128::from(scope) << 56
+            | i as u128;
+        if best.is_none_or(|(k, _)| key > k) {
+            best = Some((key, a.addr));
+        }
+    }
+    best.map(|(_, a)| a)
+}
+
+/// The source of a plain query's answer whatever its destination, where the addresses decide
+/// it alone: a plain query's destination is neither a group nor of link scope or narrower
+/// (`need_strict`), so every address is a candidate, and any address beats `::1` (a
+/// destination of site or global scope leaves `::1` the worst scope). So with one address
+/// besides `::1`, that one; with none, `::1` (or no source without addresses). `None`: it
+/// depends on the destination ([`source_toward`]).
+pub(super) fn sole_source(addrs: &[IfAddr<Ipv6Addr>]) -> Option<Option<Ipv6Addr>> {
+    let mut candidates = addrs
+        .iter()
+        .filter(|a| !a.addr.is_multicast() && !a.addr.is_unspecified())
+        .map(|a| a.addr);
+    let mut others = candidates.clone().filter(|a| !a.is_loopback());
+    match (others.next(), others.next()) {
+        (Some(one), None) => Some(Some(one)),
+        (None, _) => Some(candidates.next()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Addresses of every kind a host has: `::1`, link-local, site-local, ULA and global ones.
+    fn address() -> impl Strategy<Value = IfAddr<Ipv6Addr>> {
+        (0..5u8, any::<u128>(), 1..5u32, 1..=128u8).prop_map(|(kind, bits, dev, len)| {
+            let addr = Ipv6Addr::from_bits(match kind {
+                0 => 1,
+                1 => 0xfe80 << 112 | bits >> 64,
+                2 => 0xfec0 << 112 | bits >> 16,
+                3 => 0xfd00 << 112 | bits >> 8,
+                _ => 0x2000 << 112 | bits >> 3,
+            });
+            IfAddr {
+                addr,
+                len,
+                dev: if addr.is_loopback() { 1 } else { dev },
+                broadcast: None,
+                noprefixroute: false,
+                metric: None,
+                scope: crate::link::ipv6_scope(addr),
+            }
+        })
+    }
+
+    proptest! {
+        /// Where `sole_source` decides a plain query's source, `source_toward` agrees for every
+        /// destination a plain query can have (not `need_strict`) and every device.
+        #[test]
+        fn sole_source_agrees_with_the_rules(
+            addrs in prop::collection::vec(address(), 0..4),
+            dst in any::<u128>(),
+            dev in 1..5u32,
+        ) {
+            let dst = Ipv6Addr::from_bits(dst);
+            prop_assume!(!need_strict(&dst) && !dst.is_unspecified());
+            if let Some(known) = sole_source(&addrs) {
+                prop_assert_eq!(known, source_toward(&addrs, Some(dev), dst));
+            }
+        }
+    }
+}
