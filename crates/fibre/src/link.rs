@@ -257,6 +257,42 @@ pub fn ipv6_scope(a: Ipv6Addr) -> Scope {
     }
 }
 
+/// `__ipv6_addr_src_scope`: the scope RFC 6724's rules weigh and a device's list of IPv6
+/// addresses is sorted by: a group's scope field; link scope for `::1` ("addr-select 3.4")
+/// and `fe80::/10`; site for `fec0::/10`; global for every other unicast address; -1 for `::`.
+pub(crate) fn ipv6_src_scope(a: Ipv6Addr) -> i8 {
+    let top = a.segments()[0];
+    if a.is_unspecified() {
+        -1
+    } else if a.is_multicast() {
+        (top & 0x000f) as i8
+    } else if a.is_loopback() || top & 0xffc0 == 0xfe80 {
+        0x02
+    } else if top & 0xffc0 == 0xfec0 {
+        0x05
+    } else {
+        0x0e
+    }
+}
+
+/// Where the kernel puts a new IPv6 address in its device's list (`ipv6_link_dev_addr`): before
+/// the device's first address of a scope no wider than its own, so global before link-local,
+/// and the newest first among the same scope. Both a batch and a mirror keep IPv6 addresses in
+/// this order: the source chosen among equals is the first (`router::ipv6::source`).
+pub(crate) fn ipv6_list_position<A: Address>(addrs: &[IfAddr<A>], new: &IfAddr<A>) -> usize {
+    let scope = |a: &A| match (*a).into() {
+        std::net::IpAddr::V6(v6) => ipv6_src_scope(v6),
+        std::net::IpAddr::V4(_) => 0,
+    };
+    let s = scope(&new.addr);
+    let same_dev = |o: &IfAddr<A>| o.dev == new.dev;
+    addrs
+        .iter()
+        .position(|o| same_dev(o) && s >= scope(&o.addr))
+        .or_else(|| addrs.iter().rposition(same_dev).map(|i| i + 1))
+        .unwrap_or(addrs.len())
+}
+
 /// The loopback addresses the kernel puts on `lo` when it first comes up.
 pub fn loopback_v4() -> IfAddr<Ipv4Addr> {
     IfAddr {

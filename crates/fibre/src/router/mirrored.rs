@@ -15,7 +15,7 @@
 //!   from IPv6 routes (`fib_sync_down_addr`, `rt6_remove_prefsrc`);
 //! - a deleted or replaced object takes or changes the routes through it.
 use super::{Router, RouterFamily};
-use crate::addr::{Address, Family};
+use crate::addr::Family;
 use crate::link::{IfAddr, IfIndex, Link};
 use crate::nexthop::{NhObject, NhObjectKind, NhObjectRef};
 use crate::rib::{InsertMode, RouteSelector};
@@ -23,24 +23,6 @@ use crate::route::*;
 use crate::rules::Rule;
 use crate::Prefix;
 use std::sync::Arc;
-
-/// IPv6 `ipv6_addr_scope` as `ipv6_link_dev_addr` sorts by it: a device's addresses are kept
-/// by falling scope value, a new one before the first of lower or equal scope.
-fn v6_scope<A: Address>(a: &A) -> u8 {
-    let std::net::IpAddr::V6(v6) = (*a).into() else {
-        return 0;
-    };
-    let bits = u128::from(v6);
-    if bits == 1 {
-        0x10 // loopback
-    } else if bits >> 118 == 0x3fa {
-        0x20 // fe80::/10
-    } else if bits >> 118 == 0x3fb {
-        0x40 // fec0::/10
-    } else {
-        0
-    }
-}
 
 /// A route as the model holds it: IPv6 multipath as one route per leg.
 fn legs<A: RouterFamily>(spec: &RouteSpec<A>) -> Vec<RouteSpec<A>> {
@@ -102,14 +84,7 @@ impl Router {
         match (at, present) {
             (Some(i), true) => Arc::make_mut(&mut st.addrs)[i] = a,
             (None, true) if A::FAMILY == Family::Inet6 => {
-                let scope = v6_scope(&a.addr);
-                let same_dev = |o: &IfAddr<A>| o.dev == a.dev;
-                let at = st
-                    .addrs
-                    .iter()
-                    .position(|o| same_dev(o) && v6_scope(&o.addr) <= scope)
-                    .or_else(|| st.addrs.iter().rposition(same_dev).map(|i| i + 1))
-                    .unwrap_or(st.addrs.len());
+                let at = crate::link::ipv6_list_position(&st.addrs, &a);
                 Arc::make_mut(&mut st.addrs).insert(at, a);
             }
             (None, true) => Arc::make_mut(&mut st.addrs).push(a),

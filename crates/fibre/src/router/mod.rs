@@ -588,7 +588,12 @@ impl Router {
                 "ipv4: Invalid scope value",
             ));
         }
-        Arc::make_mut(&mut st.addrs).push(a);
+        if A::FAMILY == Family::Inet6 {
+            let at = crate::link::ipv6_list_position(&st.addrs, &a);
+            Arc::make_mut(&mut st.addrs).insert(at, a);
+        } else {
+            Arc::make_mut(&mut st.addrs).push(a);
+        }
         self.sync_derived();
         Ok(())
     }

@@ -373,13 +373,10 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
         let mut groups = GroupCaches::default();
         for (probe, kernel) in ps.iter().zip(&answers) {
             let q = query_of(probe);
-            // The source chosen too.
             let ((ours, route_kind), chosen) = if v6 {
-                {
-                    let a = ask::<Ipv6Addr>(&router, &q);
-                    let chosen = a.as_ref().ok().map(|a| a.prefsrc.map(IpAddr::V6));
-                    (fibre_answer(&a, &router), chosen)
-                }
+                let a = ask::<Ipv6Addr>(&router, &q);
+                let chosen = a.as_ref().ok().map(|a| a.prefsrc.map(IpAddr::V6));
+                (fibre_answer(&a, &router), chosen)
             } else {
                 let a = ask::<Ipv4Addr>(&router, &q);
                 let chosen = a.as_ref().ok().map(|a| a.prefsrc.map(IpAddr::V4));
@@ -391,21 +388,27 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
                 groups.note(probe, &ours, route_kind);
             }
             // Without fibmatch the kernel answers a resolved (cloned) route: compare the verdict
-            // and, for a packet of this host without a source through a classic route of one
-            // next hop (no leg chosen by hash; an IPv4 object's next hop caches the source its
-            // first route's scope chose), the source chosen.
+            // and, for a packet of this host through a route of one next hop (no leg chosen by
+            // hash) or through none (to a group, the broadcast or 0.0.0.0), the source chosen:
+            // IPv6's whatever the query's source; IPv4's when the query names none (it then
+            // shows none) and the route is a classic one (an object's next hop caches the
+            // source its first route's scope chose, docs/semantics.md).
             let same = if probe.fibmatch {
                 same_route(&ours, &theirs, probe, v6, route_kind, cached_group)
             } else {
                 match (&ours, &theirs) {
                     (Norm::Error(a), Norm::Error(b)) => a == b,
-                    (
-                        Norm::Route {
-                            hops, nhid: None, ..
-                        },
-                        Norm::Route { prefsrc, .. },
-                    ) if hops.len() == 1 && probe.src.is_none() && probe.iif.is_none() => {
-                        chosen.is_none_or(|c| c == *prefsrc)
+                    (Norm::Route { hops, nhid, .. }, Norm::Route { prefsrc, .. })
+                        if hops.len() == 1
+                            && probe.iif.is_none()
+                            && (v6 || (probe.src.is_none() && nhid.is_none())) =>
+                    {
+                        chosen == Some(*prefsrc)
+                    }
+                    (Norm::Error(-1), Norm::Route { prefsrc, .. })
+                        if probe.iif.is_none() && (v6 || probe.src.is_none()) =>
+                    {
+                        chosen == Some(*prefsrc)
                     }
                     (Norm::Route { .. } | Norm::Error(-1), Norm::Route { .. }) => true,
                     _ => same_route(&ours, &theirs, probe, v6, route_kind, cached_group),

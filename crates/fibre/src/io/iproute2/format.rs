@@ -343,10 +343,11 @@ pub fn answer_json<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> M
             m.insert("protocol".into(), json!(protocol_name(r.protocol)));
         }
     }
-    // Forwarded packets have no preferred source; IPv4 prints none when the query gave one.
+    // IPv4 prints none for a forwarded packet or when the query gave one; IPv6's answer holds
+    // what it prints (a forwarded packet's: the route's own).
     if let Some(p) = a
         .prefsrc
-        .filter(|_| a.iif.is_none() && (!v4 || a.src.is_none()))
+        .filter(|_| !v4 || (a.iif.is_none() && a.src.is_none()))
     {
         m.insert("prefsrc".into(), json!(p.to_string()));
     }

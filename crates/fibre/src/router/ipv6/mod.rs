@@ -259,7 +259,12 @@ impl family::Kernel for Ipv6Addr {
             // EMSGSIZE. A kernel built without multicast routing skips that and answers.
             return Err(Errno::EMSGSIZE);
         }
-        Ok(r.v6.answer(&m, dst, src, q.iif))
+        let mut a = r.v6.answer(&m, dst, src, q.iif);
+        if q.iif.is_some() {
+            // `rt6_fill_node`: a forwarded packet's answer shows the route's own source only.
+            a.prefsrc = m.route.prefsrc;
+        }
+        Ok(a)
     }
 
     /// Local's FIB leaves the destination to main's, and main's answers with a prepared
@@ -267,7 +272,12 @@ impl family::Kernel for Ipv6Addr {
     #[inline]
     fn prepared_answer<'r>(r: &'r Router, q: &RouteQuery<Self>) -> Option<&'r Prepared<Self>> {
         let st = &r.v6;
-        if !q.names_no_device_nor_source() || need_strict(&q.dst) || st.rules.customised {
+        // `::` chooses its source among the route's device's addresses only (`source::sole_source`).
+        if !q.names_no_device_nor_source()
+            || need_strict(&q.dst)
+            || q.dst.is_unspecified()
+            || st.rules.customised
+        {
             return None;
         }
         // The default rules: local, then main.
@@ -300,13 +310,12 @@ impl family::Kernel for Ipv6Addr {
     }
 
     fn hop_source(
-        st: &FamilyState<Self>,
+        _st: &FamilyState<Self>,
         dev: Option<IfIndex>,
-        gateway: Option<Self>,
+        _gateway: Option<Self>,
         _scope: Scope,
     ) -> SourceRule<Self> {
         // `ip6_route_get_saddr`: toward the destination, whatever the gateway.
-        let _ = (st, gateway);
         SourceRule::Toward(dev)
     }
 

@@ -1,23 +1,7 @@
 //! The source IPv6 chooses for a packet of this host when its route names none
 //! (`ipv6_dev_get_saddr`: RFC 6724's rules in Linux's order, default address labels).
 use super::*;
-
-/// `__ipv6_addr_src_scope`: a group's scope field; else node-local for `::1`, link-local,
-/// site-local, and global for every other unicast address.
-fn src_scope(a: &Ipv6Addr) -> u8 {
-    let top = a.segments()[0];
-    if a.is_multicast() {
-        (top & 0x000f) as u8
-    } else if a.is_loopback() {
-        0x01
-    } else if top & 0xffc0 == 0xfe80 {
-        0x02
-    } else if top & 0xffc0 == 0xfec0 {
-        0x05
-    } else {
-        0x0e
-    }
-}
+use crate::link::ipv6_src_scope;
 
 /// The default address label (`ip6addrlbl_init_table`, the longest prefix that holds `a`).
 fn label(a: &Ipv6Addr) -> u8 {
@@ -36,29 +20,32 @@ fn label(a: &Ipv6Addr) -> u8 {
     }
 }
 
-/// ORCHID, 2001:10::/28 (RFC 4843).
+/// The top 28 bits of ORCHID, 2001:10::/28 (RFC 4843).
+const ORCHID: u128 = 0x0200_1001;
+
+/// Whether `a` is an ORCHID.
 fn orchid(a: &Ipv6Addr) -> bool {
-    a.to_bits() >> 100 == 0x0200_1001
+    a.to_bits() >> 100 == ORCHID
 }
 
 /// `ipv6_dev_get_saddr(dev, dst)`: the source for a packet to `dst` whose route leaves by `dev`.
 /// The candidates are the addresses of every device (only `dev`'s to a group or a destination
-/// of link scope or narrower); the best by the rules, in order: the destination itself; the
-/// narrowest scope that reaches the destination (else the widest); on `dev`; the destination's
-/// label; ORCHID alike; the longest prefix shared with the destination, up to the address's
-/// length. Of equals, the first in the kernel's order wins: devices in order, each device's
-/// list by scope, wider first, and the newest first among the same scope
-/// (`ipv6_link_dev_addr`). (The rules on deprecated, home, temporary and optimistic addresses
-/// do not tell fibre's addresses apart.)
+/// of link scope or narrower, `::` included); the best by the rules, in order: the destination
+/// itself; the narrowest scope that reaches the destination (else the widest); on `dev`; the
+/// destination's label; ORCHID alike; the longest prefix shared with the destination, up to the
+/// address's length. Of equals, the first in the kernel's order wins: devices in order, each
+/// device's addresses as its list holds them (`addrs` keeps that order:
+/// `link::ipv6_list_position`). (The rules on deprecated, home, temporary and optimistic
+/// addresses do not tell fibre's addresses apart.)
 ///
 /// One pass, without allocating (`route get` asks for each answer): each candidate's rules and
-/// place in the kernel's order packed into one number, the greatest best.
+/// place packed into one number, the greatest best.
 pub(super) fn source_toward(
     addrs: &[IfAddr<Ipv6Addr>],
     dev: Option<IfIndex>,
     dst: Ipv6Addr,
 ) -> Option<Ipv6Addr> {
-    let dst_scope = src_scope(&dst);
+    let dst_scope = ipv6_src_scope(dst);
     let only = dev.filter(|_| dst.is_multicast() || dst_scope <= 0x02);
     let (dst_bits, dst_label, dst_orchid) = (dst.to_bits(), label(&dst), orchid(&dst));
     let mut best: Option<(u128, Ipv6Addr)> = None;
@@ -66,13 +53,13 @@ pub(super) fn source_toward(
         if only.is_some_and(|d| d != a.dev) || a.addr.is_multicast() || a.addr.is_unspecified() {
             continue;
         }
-        let scope = src_scope(&a.addr);
+        let scope = ipv6_src_scope(a.addr);
         // The kernel's scope rule is -scope when it reaches the destination, else scope - 128;
-        // plus 128, a byte.
+        // plus 128, a byte (a candidate's scope is 0 to 15).
         let scope_rule = if scope >= dst_scope {
-            128 - scope
+            128 - scope as u8
         } else {
-            scope
+            scope as u8
         };
         let shared = (a.addr.to_bits() ^ dst_bits)
             .leading_zeros()
@@ -83,11 +70,10 @@ pub(super) fn source_toward(
             | u128::from(label(&a.addr) == dst_label) << 110
             | u128::from(orchid(&a.addr) == dst_orchid) << 109
             | u128::from(shared) << 100
-            // Of equals, the first in the kernel's order: the lower device, the wider scope,
-            // the newer address.
+            // Of equals, the first in the kernel's order: the lower device, then the earlier
+            // in the list.
             | u128::from(u32::MAX - a.dev) << 64
-            | u128::from(scope) << 56
-            | i as u128;
+            | u128::from(u64::MAX - i as u64);
         if best.is_none_or(|(k, _)| key > k) {
             best = Some((key, a.addr));
         }
@@ -96,20 +82,23 @@ pub(super) fn source_toward(
 }
 
 /// The source of a plain query's answer whatever its destination, where the addresses decide
-/// it alone: a plain query's destination is neither a group nor of link scope or narrower
-/// (`need_strict`), so every address is a candidate, and any address beats `::1` (a
-/// destination of site or global scope leaves `::1` the worst scope). So with one address
-/// besides `::1`, that one; with none, `::1` (or no source without addresses). `None`: it
-/// depends on the destination ([`source_toward`]).
+/// it alone. A plain query's destination is neither a group nor of link scope or narrower
+/// (`need_strict`), nor `::` (`prepared_answer`): every address is a candidate, and one of site
+/// or global scope beats every one of link scope (`::1` among them) whatever the destination.
+/// So with one such, that one; with none, the only candidate if there is one (or no source
+/// without any). `None`: it depends on the destination ([`source_toward`]).
 pub(super) fn sole_source(addrs: &[IfAddr<Ipv6Addr>]) -> Option<Option<Ipv6Addr>> {
     let mut candidates = addrs
         .iter()
         .filter(|a| !a.addr.is_multicast() && !a.addr.is_unspecified())
         .map(|a| a.addr);
-    let mut others = candidates.clone().filter(|a| !a.is_loopback());
-    match (others.next(), others.next()) {
+    let mut wide = candidates.clone().filter(|a| ipv6_src_scope(*a) > 0x02);
+    match (wide.next(), wide.next()) {
         (Some(one), None) => Some(Some(one)),
-        (None, _) => Some(candidates.next()),
+        (None, _) => match (candidates.next(), candidates.next()) {
+            (only, None) => Some(only),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -152,6 +141,7 @@ mod tests {
         ) {
             let dst = Ipv6Addr::from_bits(dst);
             prop_assume!(!need_strict(&dst) && !dst.is_unspecified());
+            // ::1 ties a link-local address on scope: the rules after it decide.
             if let Some(known) = sole_source(&addrs) {
                 prop_assert_eq!(known, source_toward(&addrs, Some(dev), dst));
             }
