@@ -245,15 +245,11 @@ impl Links {
 /// The scope the kernel gives an IPv6 address (`ipv6_addr_scope`, as `ip addr` shows it): host
 /// for `::1`, link for `fe80::/10`, site for `fec0::/10`, else global.
 pub fn ipv6_scope(a: Ipv6Addr) -> Scope {
-    let top = a.segments()[0] & 0xffc0;
-    if a.is_loopback() {
-        SCOPE_HOST
-    } else if top == 0xfe80 {
-        SCOPE_LINK
-    } else if top == 0xfec0 {
-        SCOPE_SITE
-    } else {
-        SCOPE_UNIVERSE
+    match ipv6_src_scope(a) {
+        _ if a.is_loopback() => SCOPE_HOST,
+        0x02 => SCOPE_LINK,
+        0x05 => SCOPE_SITE,
+        _ => SCOPE_UNIVERSE,
     }
 }
 

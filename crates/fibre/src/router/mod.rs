@@ -129,6 +129,9 @@ mod family {
             gateway: Option<Self>,
             scope: Scope,
         ) -> SourceRule<Self>;
+        /// Whether a packet from `source` may leave by `dev` (IPv4: a loopback source by lo
+        /// only); the full path checks the same in its own steps.
+        fn check_source(source: Option<Self>, dev: Option<IfIndex>) -> Result<(), Errno>;
         /// The source chosen on `dev` toward `dst` ([`SourceRule::Toward`]).
         fn source_toward(st: &FamilyState<Self>, dev: Option<IfIndex>, dst: Self) -> Option<Self>;
         /// Checks and completes a route before insert (gateway reachability, device state).

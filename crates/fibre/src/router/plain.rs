@@ -4,11 +4,10 @@
 //! destination, and the default rules) that the FIB answers with a route class gets the same
 //! answer for every destination of the class, but for three parts the destination decides:
 //! the destination itself, the route's prefix (the destination cut to the class's length) and
-//! the preferred source (IPv6 chooses it toward the destination). So the
-//! rest is built once, by the full path's own code ([`Kernel::plain_answer`]), and a query
-//! copies it and fills those three in: no walk of the rules, no selection over the route list,
-//! no spelling out of next hops (IPv4 `route get` 1,015 -> 281 instructions, IPv6 1,624 ->
-//! 497, callgrind, issue 15). Only the FIBs that plain queries probe prepare answers: IPv4's
+//! the preferred source (IPv6 chooses it toward the destination). So the rest is built once,
+//! by the full path's own code ([`Kernel::plain_answer`]), and a query copies it and fills those
+//! three in: no walk of the rules, no selection over the route list, no spelling out of next
+//! hops (IPv4 `route get` 1,015 -> 281 instructions, IPv6 1,624 -> 497, callgrind, issue 15). Only the FIBs that plain queries probe prepare answers: IPv4's
 //! merged local+main, IPv6's local and main.
 //!
 //! **Why a prepared answer does not go stale.**
@@ -72,6 +71,7 @@ impl<A: RouterFamily> Prepared<A> {
                 .map(|r| A::plain_source(st, r, self.hop.as_ref()));
             rule.and_then(|rule| st.source_to(&rule, dst))
         };
+        A::check_source(prefsrc, t.dev)?;
         Ok(RouteAnswer {
             prefsrc,
             route,

@@ -317,9 +317,7 @@ impl family::Kernel for Ipv4Addr {
         if let Some(p) = Self::prepared_answer(r, q) {
             // Built in place: a prepared answer handed back through an `Option` was copied
             // once more (callgrind).
-            let a = p.answer_to(&r.v4, q.dst, q.mark)?;
-            leaves_by_lo_only(&a, None)?;
-            return Ok(a);
+            return p.answer_to(&r.v4, q.dst, q.mark);
         }
         let dst = q.dst;
         // A source of 0.0.0.0 is no source (the kernel reads 0 as "unset").
@@ -374,6 +372,10 @@ impl family::Kernel for Ipv4Addr {
         // `fib_info_update_nhc_saddr`: toward the gateway (or none), in the route's scope;
         // whatever the destination.
         SourceRule::Known(select_addr(&st.addrs, dev, gateway, scope))
+    }
+
+    fn check_source(source: Option<Self>, dev: Option<IfIndex>) -> Result<(), Errno> {
+        leaves_by_lo_only(source, dev)
     }
 
     fn source_toward(st: &FamilyState<Self>, dev: Option<IfIndex>, dst: Self) -> Option<Self> {

@@ -188,19 +188,18 @@ pub(super) fn route_output(
     };
     // Step 6 (`__mkroute_output`): a loopback source leaves by lo only; the destination's class
     // decides the type; the flags follow.
-    leaves_by_lo_only(&a, src)?;
+    leaves_by_lo_only(src.or(a.prefsrc), a.dev)?;
     output_flags(&mut a, dst);
     Ok(a)
 }
 
-/// The first check of `__mkroute_output`: a packet from a loopback address, given (`src`) or
-/// chosen (a route's own, or an address of lo chosen for a host-scope route), leaves by lo
-/// only.
+/// The first check of `__mkroute_output`: a packet from a loopback address, given or chosen (a
+/// route's own, or an address of lo chosen for a host-scope route), leaves by lo only.
 pub(super) fn leaves_by_lo_only(
-    a: &RouteAnswer<Ipv4Addr>,
-    src: Option<Ipv4Addr>,
+    source: Option<Ipv4Addr>,
+    dev: Option<IfIndex>,
 ) -> Result<(), Errno> {
-    if src.or(a.prefsrc).is_some_and(|s| s.is_loopback()) && a.dev != Some(LOOPBACK_IFINDEX) {
+    if source.is_some_and(|s| s.is_loopback()) && dev != Some(LOOPBACK_IFINDEX) {
         return Err(Errno::EINVAL);
     }
     Ok(())

@@ -319,6 +319,10 @@ impl family::Kernel for Ipv6Addr {
         SourceRule::Toward(dev)
     }
 
+    fn check_source(_source: Option<Self>, _dev: Option<IfIndex>) -> Result<(), Errno> {
+        Ok(())
+    }
+
     fn source_toward(st: &FamilyState<Self>, dev: Option<IfIndex>, dst: Self) -> Option<Self> {
         source_toward(&st.addrs, dev, dst)
     }
