@@ -65,6 +65,10 @@ pub struct IfAddr<A: Address> {
     /// (IPv4's `inet_select_addr`). ip gives 127/8 host scope and other IPv4 addresses global
     /// scope unless told; IPv6's follows from the address.
     pub scope: Scope,
+    /// Its preferred lifetime is over (`preferred_lft 0`, `IFA_F_DEPRECATED`): IPv6's source
+    /// choice passes it over for one that is not (RFC 6724's rule 3). IPv4's choice does not
+    /// look; `addr show` prints it for both.
+    pub deprecated: bool,
 }
 
 impl<A: Address> IfAddr<A> {
@@ -299,6 +303,7 @@ pub fn loopback_v4() -> IfAddr<Ipv4Addr> {
         noprefixroute: false,
         metric: None,
         scope: SCOPE_HOST,
+        deprecated: false,
     }
 }
 /// `::1/128`, the IPv6 loopback address the kernel puts on `lo`.
@@ -311,5 +316,6 @@ pub fn loopback_v6() -> IfAddr<Ipv6Addr> {
         noprefixroute: false,
         metric: None,
         scope: SCOPE_HOST,
+        deprecated: false,
     }
 }

@@ -189,6 +189,14 @@ fn special_addresses_link_changes_and_refusals_match_the_kernel() {
 }
 
 #[test]
+fn address_lifetimes_replacements_and_prefix_routes_match_the_kernel() {
+    if skip_or_fail("address_lifetimes_replacements_and_prefix_routes_match_the_kernel") {
+        return;
+    }
+    scenario(&scenarios().join("address-changes.batch"));
+}
+
+#[test]
 fn nexthop_objects_match_the_kernel() {
     if skip_or_fail("nexthop_objects_match_the_kernel") {
         return;

@@ -183,10 +183,12 @@ fn other(rng: &mut SmallRng) -> String {
                 ["", " scope link", " scope host"][s]
             )
         }
+        // `change` updates an address in place (deprecated or not again), or adds it.
         7 => format!(
-            "addr {} 2001:db8:20{pair}::{}/64 dev p{pair} nodad",
-            ["add", "del"][rng.gen_range(0..2)],
-            rng.gen_range(1..4)
+            "addr {} 2001:db8:20{pair}::{}/64 dev p{pair} nodad{}",
+            ["add", "del", "change"][rng.gen_range(0..3)],
+            rng.gen_range(1..4),
+            ["", " preferred_lft 0"][rng.gen_range(0..2)]
         ),
         // xa keeps 203.0.113.1: a device losing its last IPv4 address leaves the legs of
         // multipath routes through it `dead` until one comes back, history the model does not
@@ -334,12 +336,13 @@ fn kernel_devices(ns: &Netns) -> (Vec<String>, Vec<String>) {
     for dev in addrs.as_array().unwrap() {
         for i in dev["addr_info"].as_array().unwrap() {
             a.push(format!(
-                "{} {}/{} {} scope {}",
+                "{} {}/{} {} scope {} deprecated={}",
                 i["family"].as_str().unwrap(),
                 i["local"].as_str().unwrap(),
                 i["prefixlen"],
                 dev["ifname"].as_str().unwrap(),
-                i["scope"].as_str().unwrap()
+                i["scope"].as_str().unwrap(),
+                i["deprecated"].as_bool().unwrap_or(false)
             ));
         }
     }
@@ -369,20 +372,22 @@ fn mirror_devices(r: &Router) -> (Vec<String>, Vec<String>) {
         .iter()
         .map(|x| {
             format!(
-                "inet {}/{} {} scope {}",
+                "inet {}/{} {} scope {} deprecated={}",
                 x.addr,
                 x.len,
                 name(x.dev),
-                scope_name(x.scope)
+                scope_name(x.scope),
+                x.deprecated
             )
         })
         .chain(r.family::<std::net::Ipv6Addr>().addrs().iter().map(|x| {
             format!(
-                "inet6 {}/{} {} scope {}",
+                "inet6 {}/{} {} scope {} deprecated={}",
                 x.addr,
                 x.len,
                 name(x.dev),
-                scope_name(x.scope)
+                scope_name(x.scope),
+                x.deprecated
             )
         }))
         .collect();

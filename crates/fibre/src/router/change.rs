@@ -55,6 +55,10 @@ impl Change {
 pub enum FamilyChange<A: Address> {
     /// `addr add`
     AddrAdd(IfAddr<A>),
+    /// `addr replace` or `addr change`: an address that is there takes what the kernel lets a
+    /// replacement change (its lifetimes; IPv4 its metric; IPv6 its metric where one is given,
+    /// and `noprefixroute`); one that is not is added.
+    AddrReplace(IfAddr<A>),
     /// `addr del`
     AddrDel(IfAddr<A>),
     /// `route add|replace|append|prepend|change`, as the mode says.

@@ -154,6 +154,13 @@ mod family {
         /// What the routes do once addresses are gone (`before`: the addresses before the
         /// change).
         fn addresses_gone(r: &mut Router, before: &[IfAddr<Self>]);
+        /// What `addr del` of `gone` does to routes beyond the derived ones (IPv6: takes back
+        /// a prefix route, `ipv6_del_addr`), after they are brought in line.
+        fn address_deleted(st: &mut FamilyState<Self>, gone: &IfAddr<Self>);
+        /// `addr replace` of the address at `at` with `new` (the same address): what a
+        /// replacement changes (`inet_rtm_newaddr`, `inet6_addr_modify`), and what that does
+        /// to routes beyond the derived ones, which are brought in line after.
+        fn replace_address(st: &mut FamilyState<Self>, at: usize, new: &IfAddr<Self>);
     }
 }
 
@@ -381,11 +388,15 @@ impl Router {
     /// One family's part of [`Router::change`].
     fn family_change<A: RouterFamily>(&mut self, c: &FamilyChange<A>) -> Result<(), ChangeError> {
         match c {
-            FamilyChange::AddrAdd(a) => self.addr_add(a.clone())?,
+            FamilyChange::AddrAdd(a) => self.addr_add(a.clone(), false)?,
+            FamilyChange::AddrReplace(a) => self.addr_add(a.clone(), true)?,
             FamilyChange::AddrDel(a) => {
                 let before = A::state(self).addrs.clone();
-                addr_del(A::state_mut(self), a)?;
+                let gone = addr_del(A::state_mut(self), a)?;
                 self.sync_derived();
+                if !self.mirrored {
+                    A::address_deleted(A::state_mut(self), &gone);
+                }
                 A::addresses_gone(self, &before);
                 if A::FAMILY == Family::Inet {
                     self.last_v4_address_gone(a.dev);
@@ -546,7 +557,12 @@ impl Router {
         Ok(())
     }
 
-    fn addr_add<A: RouterFamily>(&mut self, a: IfAddr<A>) -> Result<(), ChangeError> {
+    /// `addr add`, or with `replace` `addr replace` and `addr change`.
+    fn addr_add<A: RouterFamily>(
+        &mut self,
+        a: IfAddr<A>,
+        replace: bool,
+    ) -> Result<(), ChangeError> {
         let link = self.links.by_index(a.dev).ok_or(Errno::ENODEV)?;
         let newly_configured = A::FAMILY == Family::Inet6 && link.up && !link.v6_configured;
         if newly_configured {
@@ -567,9 +583,15 @@ impl Router {
             return Ok(());
         }
         // IPv4 tells addresses apart by length too; IPv6 by the address alone.
-        if st.addrs.iter().any(|o| {
+        let there = st.addrs.iter().position(|o| {
             o.addr == a.addr && o.dev == a.dev && (A::FAMILY == Family::Inet6 || o.len == a.len)
-        }) {
+        });
+        if let (Some(at), true) = (there, replace) {
+            A::replace_address(st, at, &a);
+            self.sync_derived();
+            return Ok(());
+        }
+        if there.is_some() {
             return Err(ChangeError::with(
                 Errno::EEXIST,
                 if A::FAMILY == Family::Inet {
@@ -746,7 +768,11 @@ fn clamp_mtu<A: Address>(spec: &mut RouteSpec<A>) {
     spec.mtu = spec.mtu.filter(|&m| m != 0).map(|m| m.min(65520));
 }
 
-fn addr_del<A: RouterFamily>(st: &mut FamilyState<A>, a: &IfAddr<A>) -> Result<(), ChangeError> {
+/// Removes `a` (with its secondaries, for a primary IPv4 address) and returns it as it was.
+fn addr_del<A: RouterFamily>(
+    st: &mut FamilyState<A>,
+    a: &IfAddr<A>,
+) -> Result<IfAddr<A>, ChangeError> {
     let i = st
         .addrs
         .iter()
@@ -771,5 +797,5 @@ fn addr_del<A: RouterFamily>(st: &mut FamilyState<A>, a: &IfAddr<A>) -> Result<(
         Arc::make_mut(&mut st.addrs)
             .retain(|o| !(o.dev == gone.dev && o.len == gone.len && o.subnet() == gone.subnet()));
     }
-    Ok(())
+    Ok(gone)
 }

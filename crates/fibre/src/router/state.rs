@@ -252,6 +252,12 @@ impl<A: RouterFamily> FamilyState<A> {
         let want = self.derived_routes(links);
         let old = std::mem::take(&mut self.derived);
         for spec in old.iter().filter(|s| !want.contains(s)) {
+            if A::FAMILY == crate::addr::Family::Inet6 && spec.table == TABLE_MAIN {
+                // An IPv6 prefix route stays as a route of its own: the kernel takes back one
+                // route of the subnet, by its own rule (`router::ipv6::prefix_route`). Link
+                // changes flush the routes on the device anyway.
+                continue;
+            }
             let sel = RouteSelector::exact(spec);
             let _ = self.delete(spec.table, &sel);
         }

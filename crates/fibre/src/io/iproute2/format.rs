@@ -252,10 +252,19 @@ pub fn addr_line<A: Address>(a: &IfAddr<A>, links: &Links) -> (String, Value) {
         "inet6"
     };
     let scope = scope_name(a.scope);
+    let mut json = json!({"family": family, "local": a.addr.to_string(), "prefixlen": a.len,
+                          "scope": scope, "dev": dev});
+    if a.deprecated {
+        // As `ip -j addr show` says it, after the scope.
+        json["deprecated"] = json!(true);
+    }
+    let deprecated = if a.deprecated { " deprecated" } else { "" };
     (
-        format!("{family} {}/{} scope {scope} dev {dev}", a.addr, a.len),
-        json!({"family": family, "local": a.addr.to_string(), "prefixlen": a.len,
-               "scope": scope, "dev": dev}),
+        format!(
+            "{family} {}/{} scope {scope}{deprecated} dev {dev}",
+            a.addr, a.len
+        ),
+        json,
     )
 }
 

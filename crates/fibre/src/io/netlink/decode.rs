@@ -67,14 +67,14 @@ pub(crate) fn link(payload: &[u8]) -> Result<Link, String> {
 /// An address of family `A`.
 pub(crate) fn addr<A: Address>(payload: &[u8]) -> Result<Option<IfAddr<A>>, String> {
     let m = AddressMessage::parse(payload).map_err(|e| e.to_string())?;
-    let (mut address, mut local, mut broadcast, mut noprefixroute, mut metric) =
-        (None, None, None, false, None);
+    let (mut address, mut local, mut broadcast, mut metric) = (None, None, None, None);
+    let mut flags = AddressFlags::empty();
     for a in &m.attributes {
         match a {
             AddressAttribute::Address(x) => address = A::from_ip(*x),
             AddressAttribute::Local(x) => local = A::from_ip(*x),
             AddressAttribute::Broadcast(x) => broadcast = A::from_ip(IpAddr::V4(*x)),
-            AddressAttribute::Flags(f) => noprefixroute = f.contains(AddressFlags::Noprefixroute),
+            AddressAttribute::Flags(f) => flags = *f,
             AddressAttribute::RoutePriority(p) => metric = Some(*p),
             _ => {}
         }
@@ -91,9 +91,10 @@ pub(crate) fn addr<A: Address>(payload: &[u8]) -> Result<Option<IfAddr<A>>, Stri
         len: m.header.prefix_len,
         dev: m.header.index,
         broadcast,
-        noprefixroute,
+        noprefixroute: flags.contains(AddressFlags::Noprefixroute),
         metric,
         scope: m.header.scope.into(),
+        deprecated: flags.contains(AddressFlags::Deprecated),
     }))
 }
 

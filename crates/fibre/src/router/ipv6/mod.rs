@@ -2,6 +2,7 @@
 //! `ip6_route_input_lookup` through `fib6_rule_lookup`) and gateway checks (`ip6_validate_gw`).
 use super::*;
 use plain::Probe;
+mod prefix_route;
 mod source;
 use source::{sole_source, source_toward};
 
@@ -151,13 +152,15 @@ impl family::Kernel for Ipv6Addr {
                     0,
                 ));
             }
-            if links.is_up(a.dev) && a.dev != LOOPBACK_IFINDEX && !a.noprefixroute {
+            // `inet6_addr_add` gives every address a prefix route, on lo too; `::1` comes from
+            // `init_loopback`, which gives it none.
+            if links.is_up(a.dev) && !a.addr.is_loopback() && !a.noprefixroute {
                 out.push(kernel_route(
                     TABLE_MAIN,
                     a.subnet(),
                     RouteType::Unicast,
                     a.dev,
-                    a.metric.unwrap_or(256),
+                    prefix_route::prefix_metric(a),
                 ));
             }
         }
@@ -434,6 +437,25 @@ impl family::Kernel for Ipv6Addr {
     }
 
     /// `rt6_remove_prefsrc`: routes through a device forget a source address the device lost.
+    fn address_deleted(st: &mut FamilyState<Self>, gone: &IfAddr<Self>) {
+        prefix_route::deleted(st, gone);
+    }
+
+    /// `inet6_addr_modify`: the lifetimes and flags (`noprefixroute`) are the new ones, and the
+    /// metric where one other than 0 is given; the prefix route follows
+    /// ([`prefix_route::modified`]).
+    fn replace_address(st: &mut FamilyState<Self>, at: usize, new: &IfAddr<Self>) {
+        let before = st.addrs[at].clone();
+        let a = &mut Arc::make_mut(&mut st.addrs)[at];
+        a.deprecated = new.deprecated;
+        a.noprefixroute = new.noprefixroute;
+        if new.metric.is_some_and(|m| m != 0) {
+            a.metric = new.metric;
+        }
+        let now = a.clone();
+        prefix_route::modified(st, &before, &now);
+    }
+
     fn addresses_gone(r: &mut Router, before: &[IfAddr<Self>]) {
         let st = &mut r.v6;
         for a in before.iter().filter(|a| !st.addrs.contains(a)) {

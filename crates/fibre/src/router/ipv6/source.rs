@@ -23,6 +23,13 @@ fn label(a: &Ipv6Addr) -> u8 {
 /// The top 28 bits of ORCHID, 2001:10::/28 (RFC 4843).
 const ORCHID: u128 = 0x0200_1001;
 
+/// Whether a deprecated `a` still counts as preferred (`ipv6_saddr_preferred`): `::1`, and
+/// IPv4-mapped and IPv4-compatible addresses.
+fn always_preferred(a: &Ipv6Addr) -> bool {
+    let b = a.to_bits();
+    b >> 64 == 0 && matches!((b >> 32) as u32, 0 | 0xffff) && b != 0
+}
+
 /// Whether `a` is an ORCHID.
 fn orchid(a: &Ipv6Addr) -> bool {
     a.to_bits() >> 100 == ORCHID
@@ -31,12 +38,14 @@ fn orchid(a: &Ipv6Addr) -> bool {
 /// `ipv6_dev_get_saddr(dev, dst)`: the source for a packet to `dst` whose route leaves by `dev`.
 /// The candidates are the addresses of every device (only `dev`'s to a group or a destination
 /// of link scope or narrower, `::` included); the best by the rules, in order: the destination
-/// itself; the narrowest scope that reaches the destination (else the widest); on `dev`; the
-/// destination's label; ORCHID alike; the longest prefix shared with the destination, up to the
-/// address's length. Of equals, the first in the kernel's order wins: devices in order, each
-/// device's addresses as its list holds them (`addrs` keeps that order:
-/// `link::ipv6_list_position`). (The rules on deprecated, home, temporary and optimistic
-/// addresses do not tell fibre's addresses apart.)
+/// itself; the narrowest scope that reaches the destination (else the widest); not deprecated;
+/// on `dev`; the destination's label; ORCHID alike; the longest prefix shared with the
+/// destination, up to the address's length. Of equals, the first in the kernel's order wins:
+/// devices in order, each device's addresses as its list holds them (`addrs` keeps that order:
+/// `link::ipv6_list_position`). (The rules on home, temporary and optimistic addresses do not
+/// tell fibre's addresses apart: mobile IPv6 is not built into the kernels fibre follows,
+/// temporary addresses come from router advertisements, and optimistic ones from duplicate
+/// address detection, which fibre's namespaces turn off.)
 ///
 /// One pass, without allocating (`route get` asks for each answer): each candidate's rules and
 /// place packed into one number, the greatest best.
@@ -66,9 +75,11 @@ pub(super) fn source_toward(
             .min(u32::from(a.len));
         let key = u128::from(a.addr == dst) << 120
             | u128::from(scope_rule) << 112
-            | u128::from(dev.is_none_or(|d| d == a.dev)) << 111
-            | u128::from(label(&a.addr) == dst_label) << 110
-            | u128::from(orchid(&a.addr) == dst_orchid) << 109
+            | u128::from(!a.deprecated || always_preferred(&a.addr)) << 111
+            | u128::from(dev.is_none_or(|d| d == a.dev)) << 110
+            | u128::from(label(&a.addr) == dst_label) << 109
+            | u128::from(orchid(&a.addr) == dst_orchid) << 108
+            // At most 128: bits 100 to 107.
             | u128::from(shared) << 100
             // Of equals, the first in the kernel's order: the lower device, then the earlier
             // in the list.
@@ -84,7 +95,8 @@ pub(super) fn source_toward(
 /// The source of a plain query's answer whatever its destination, where the addresses decide
 /// it alone. A plain query's destination is neither a group nor of link scope or narrower
 /// (`need_strict`), nor `::` (`prepared_answer`): every address is a candidate, and one of site
-/// or global scope beats every one of link scope (`::1` among them) whatever the destination.
+/// or global scope beats every one of link scope (`::1` among them) whatever the destination,
+/// deprecated or not (the scope rule comes first).
 /// So with one such, that one; with none, the only candidate if there is one (or no source
 /// without any). `None`: it depends on the destination ([`source_toward`]).
 pub(super) fn sole_source(addrs: &[IfAddr<Ipv6Addr>]) -> Option<Option<Ipv6Addr>> {
@@ -108,26 +120,30 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Addresses of every kind a host has: `::1`, link-local, site-local, ULA and global ones.
+    /// Addresses of every kind a host has: `::1`, link-local, site-local, ULA and global ones,
+    /// deprecated or not.
     fn address() -> impl Strategy<Value = IfAddr<Ipv6Addr>> {
-        (0..5u8, any::<u128>(), 1..5u32, 1..=128u8).prop_map(|(kind, bits, dev, len)| {
-            let addr = Ipv6Addr::from_bits(match kind {
-                0 => 1,
-                1 => 0xfe80 << 112 | bits >> 64,
-                2 => 0xfec0 << 112 | bits >> 16,
-                3 => 0xfd00 << 112 | bits >> 8,
-                _ => 0x2000 << 112 | bits >> 3,
-            });
-            IfAddr {
-                addr,
-                len,
-                dev: if addr.is_loopback() { 1 } else { dev },
-                broadcast: None,
-                noprefixroute: false,
-                metric: None,
-                scope: crate::link::ipv6_scope(addr),
-            }
-        })
+        (0..5u8, any::<u128>(), 1..5u32, 1..=128u8, any::<bool>()).prop_map(
+            |(kind, bits, dev, len, deprecated)| {
+                let addr = Ipv6Addr::from_bits(match kind {
+                    0 => 1,
+                    1 => 0xfe80 << 112 | bits >> 64,
+                    2 => 0xfec0 << 112 | bits >> 16,
+                    3 => 0xfd00 << 112 | bits >> 8,
+                    _ => 0x2000 << 112 | bits >> 3,
+                });
+                IfAddr {
+                    addr,
+                    len,
+                    dev: if addr.is_loopback() { 1 } else { dev },
+                    broadcast: None,
+                    noprefixroute: false,
+                    metric: None,
+                    scope: crate::link::ipv6_scope(addr),
+                    deprecated,
+                }
+            },
+        )
     }
 
     proptest! {

@@ -10,7 +10,10 @@ pub(super) fn parse_addr(
     if matches(verb, "show") || matches(verb, "list") {
         return Ok(Command::AddrShow(family));
     }
-    let add = matches(verb, "add") || verb == "replace" || verb == "change";
+    // `replace` and `change` ask the kernel to update an address that is there (NLM_F_REPLACE)
+    // and add one that is not (both kernels add without NLM_F_CREATE).
+    let replace = verb == "replace" || verb == "change";
+    let add = matches(verb, "add") || replace;
     if !add && !matches(verb, "delete") {
         return Err(ParseError::new(
             verb,
@@ -23,15 +26,18 @@ pub(super) fn parse_addr(
     let mut metric = None;
     let mut noprefixroute = false;
     let mut scope = None;
+    let (mut valid_lft, mut preferred_lft) = (None, None);
     while let Some(t) = args.next() {
         match t {
             "peer" | "remote" => {
                 return Err(ParseError::new(t, "peer addresses are not supported by fibre").soft())
             }
             "broadcast" | "brd" => brd = Some(args.value(t)?),
-            "anycast" | "label" | "valid_lft" | "preferred_lft" | "proto" => {
+            "anycast" | "label" | "proto" => {
                 args.value(t)?;
             }
+            "valid_lft" => valid_lft = Some(lifetime(t, args.value(t)?, valid_lft)?),
+            "preferred_lft" => preferred_lft = Some(lifetime(t, args.value(t)?, preferred_lft)?),
             "scope" => {
                 let v = args.value(t)?;
                 scope = Some(scope_from_name(v).ok_or_else(|| bad_arg("invalid scope value.", v))?);
@@ -53,6 +59,26 @@ pub(super) fn parse_addr(
             }
         }
     }
+    // ip's own checks, once either lifetime is given (`ipaddr_modify`); both default to forever.
+    // A finite lifetime is kept as forever: fibre has no clock (a mirror follows the kernel's
+    // word when one runs out). A preferred lifetime of 0 deprecates the address at once.
+    if valid_lft.is_some() || preferred_lft.is_some() {
+        let (valid, preferred) = (
+            valid_lft.unwrap_or(u32::MAX),
+            preferred_lft.unwrap_or(u32::MAX),
+        );
+        let plain = |m: &str| ParseError {
+            plain: true,
+            ..ParseError::bare(m).soft()
+        };
+        if valid == 0 {
+            return Err(plain("valid_lft is zero"));
+        }
+        if valid < preferred {
+            return Err(plain("preferred_lft is greater than valid_lft"));
+        }
+    }
+    let deprecated = preferred_lft == Some(0);
     let (p, tok) = local
         .ok_or_else(|| ParseError::bare("Not enough information: \"local\" address is required"))?;
     let dev_name = dev
@@ -91,11 +117,28 @@ pub(super) fn parse_addr(
             noprefixroute,
             metric,
             scope,
+            deprecated,
         };
-        Ok(Command::Apply(if add {
+        Ok(Command::Apply(if replace {
+            FamilyChange::AddrReplace(ifa).into()
+        } else if add {
             FamilyChange::AddrAdd(ifa).into()
         } else {
             FamilyChange::AddrDel(ifa).into()
         }))
     })
+}
+
+/// A lifetime in seconds, or `forever` (`set_lifetime`); a second one is ip's `duparg`.
+fn lifetime(keyword: &str, value: &str, before: Option<u32>) -> Result<u32> {
+    if before.is_some() {
+        return Err(ParseError::new(
+            value,
+            format!("duplicate \"{keyword}\": \"{value}\" is the second value"),
+        ));
+    }
+    if value == "forever" {
+        return Ok(u32::MAX);
+    }
+    parse_u32(value).ok_or_else(|| bad_arg(&format!("{keyword} value"), value))
 }

@@ -72,8 +72,13 @@ impl<'a> Args<'a> {
     }
 }
 
+/// ip's `invarg`: `what` as ip words it, printed as it is (some of ip's end in a period or a
+/// newline of their own, and ip adds neither).
 pub(super) fn bad_arg(what: &str, tok: &str) -> ParseError {
-    ParseError::new(tok, format!("argument \"{tok}\" is wrong: {what}"))
+    ParseError {
+        plain: true,
+        ..ParseError::new(tok, format!("Error: argument \"{tok}\" is wrong: {what}"))
+    }
 }
 
 pub(super) fn num<T: TryFrom<u32>>(what: &str, tok: &str) -> Result<T> {
