@@ -93,8 +93,14 @@ mod family {
         /// A change of this family as a router change.
         fn wrap(c: FamilyChange<Self>) -> Change;
         /// The routes the kernel derives from addresses and link state, in order (a route two
-        /// addresses derive may come twice).
+        /// addresses derive may come twice), but for [`Kernel::owned_routes`].
         fn derive(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<RouteSpec<Self>>;
+        /// The derived routes an address does not take back with it (IPv6's prefix routes),
+        /// each with its address, in order.
+        fn owned_routes(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<(Self, RouteSpec<Self>)> {
+            let _ = (links, addrs);
+            Vec::new()
+        }
         /// Policy lookup with the kernel's fast path when rules were never touched.
         fn policy_lookup(
             st: &FamilyState<Self>,
@@ -160,7 +166,12 @@ mod family {
         /// `addr replace` of the address at `at` with `new` (the same address): what a
         /// replacement changes (`inet_rtm_newaddr`, `inet6_addr_modify`), and what that does
         /// to routes beyond the derived ones, which are brought in line after.
-        fn replace_address(st: &mut FamilyState<Self>, at: usize, new: &IfAddr<Self>);
+        fn replace_address(
+            st: &mut FamilyState<Self>,
+            at: usize,
+            new: &IfAddr<Self>,
+            links: &Links,
+        );
     }
 }
 
@@ -587,7 +598,8 @@ impl Router {
             o.addr == a.addr && o.dev == a.dev && (A::FAMILY == Family::Inet6 || o.len == a.len)
         });
         if let (Some(at), true) = (there, replace) {
-            A::replace_address(st, at, &a);
+            let links = self.links.clone();
+            A::replace_address(A::state_mut(self), at, &a, &links);
             self.sync_derived();
             return Ok(());
         }

@@ -22,7 +22,7 @@ use crate::addr::Family;
 use crate::link::{IfAddr, Links};
 use crate::nexthop::NhObject;
 use crate::prefix::Prefix;
-use crate::route::{RouteSpec, TableId};
+use crate::route::TableId;
 use crate::rules::RuleSet;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -80,7 +80,7 @@ fn kept(may_edit: bool) -> bool {
 struct SmallParts<A: RouterFamily> {
     rules: Arc<RuleSet<A>>,
     addrs: Arc<Vec<IfAddr<A>>>,
-    derived: Arc<Vec<RouteSpec<A>>>,
+    derived: Arc<Vec<super::state::Derived<A>>>,
     objects: Arc<BTreeMap<u32, NhObject<A>>>,
 }
 

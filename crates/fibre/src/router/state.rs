@@ -19,6 +19,17 @@ use crate::rules::{RuleAction, RuleSet};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// A route the kernel derives from addresses and link state. `owner`: the address an IPv6
+/// prefix route is for, which does not take the route back with it (see
+/// `router::ipv6::prefix_route`): such a route is told apart by its address, comes with it,
+/// and is let go, not deleted, without it. `None` for the rest, which come and go with what
+/// derives them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Derived<A: crate::addr::Address> {
+    pub(super) spec: RouteSpec<A>,
+    pub(super) owner: Option<A>,
+}
+
 /// Fewest list edits in a change set after which its tables' indexes are packed.
 pub(super) const PACK_EDITS: usize = 4096;
 
@@ -33,7 +44,7 @@ pub struct FamilyState<A: KernelSemantics + FibFamily> {
     pub(super) rules: Arc<RuleSet<A>>,
     pub(super) addrs: Arc<Vec<IfAddr<A>>>,
     /// Routes currently derived from addresses and link state (proto kernel).
-    pub(super) derived: Arc<Vec<RouteSpec<A>>>,
+    pub(super) derived: Arc<Vec<Derived<A>>>,
     /// IPv4: a user added a `local` route (the kernel then checks sources the slow way).
     pub(super) custom_local_routes: bool,
     pub(super) journal: Journal<A>,
@@ -251,29 +262,37 @@ impl<A: RouterFamily> FamilyState<A> {
     pub(super) fn sync_derived(&mut self, links: &Links) {
         let want = self.derived_routes(links);
         let old = std::mem::take(&mut self.derived);
-        for spec in old.iter().filter(|s| !want.contains(s)) {
-            if A::FAMILY == crate::addr::Family::Inet6 && spec.table == TABLE_MAIN {
+        for d in old.iter().filter(|d| !want.contains(d)) {
+            if d.owner.is_some() {
                 // An IPv6 prefix route stays as a route of its own: the kernel takes back one
                 // route of the subnet, by its own rule (`router::ipv6::prefix_route`). Link
                 // changes flush the routes on the device anyway.
                 continue;
             }
-            let sel = RouteSelector::exact(spec);
-            let _ = self.delete(spec.table, &sel);
+            let sel = RouteSelector::exact(&d.spec);
+            let _ = self.delete(d.spec.table, &sel);
         }
-        for spec in want.iter().filter(|s| !old.contains(s)) {
-            let _ = self.insert(spec, InsertMode::Append);
+        for d in want.iter().filter(|d| !old.contains(d)) {
+            let _ = self.insert(&d.spec, InsertMode::Append);
         }
         self.derived = Arc::new(want);
     }
 
     /// The routes the kernel derives from the addresses and link state now. Two addresses may
-    /// derive the same route: it is kept once, in its first place.
-    pub(super) fn derived_routes(&self, links: &Links) -> Vec<RouteSpec<A>> {
+    /// derive the same route: it is kept once, in its first place (an IPv6 prefix route once
+    /// per address).
+    pub(super) fn derived_routes(&self, links: &Links) -> Vec<Derived<A>> {
         let mut want = Vec::new();
-        for spec in A::derive(links, &self.addrs) {
-            if !want.contains(&spec) {
-                want.push(spec);
+        let owned = A::owned_routes(links, &self.addrs).into_iter();
+        let derived = A::derive(links, &self.addrs)
+            .into_iter()
+            .map(|spec| Derived { spec, owner: None });
+        for d in derived.chain(owned.map(|(owner, spec)| Derived {
+            spec,
+            owner: Some(owner),
+        })) {
+            if !want.contains(&d) {
+                want.push(d);
             }
         }
         want

@@ -859,6 +859,35 @@ pub fn link_changes(seed: u64) -> String {
     t
 }
 
+/// Addresses changed after the routes, in the probed devices' subnets (which one probe in ten
+/// asks about): more addresses of a subnet, with metrics of their own, some taken away again
+/// (an IPv6 address takes back the first route of its subnet, and only as the last address of
+/// the subnet on its device), replaced (a new metric, `noprefixroute`) or deprecated
+/// (`preferred_lft 0`: IPv6 sources avoid it). The setup's own addresses (`::1`, `.1`) are
+/// replaced now and then, and an IPv6 one taken away.
+pub fn address_changes(seed: u64) -> String {
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0xadd);
+    let mut t = String::new();
+    // Three devices, so that the changes meet in their subnets.
+    for _ in 0..24 {
+        let g = rng.gen_range(0..3);
+        let d = dev(g);
+        let x = rng.gen_range(1..5);
+        let metric = pick(&mut rng, &["", " metric 0", " metric 5", " metric 300"]);
+        let flags = pick(&mut rng, &["", " preferred_lft 0", " noprefixroute"]);
+        let line = match rng.gen_range(0..10) {
+            0..=3 => format!("addr add 2001:db8:{g}::{x}/64 dev {d} nodad{metric}{flags}"),
+            4 | 5 => format!("addr replace 2001:db8:{g}::{x}/64 dev {d} nodad{metric}{flags}"),
+            6 if x > 1 || rng.gen_ratio(1, 4) => format!("addr del 2001:db8:{g}::{x}/64 dev {d}"),
+            7 => format!("addr replace 10.0.{g}.1/24 dev {d}{metric}"),
+            8 => format!("addr add 10.0.{g}.{}/24 dev {d}{metric}", x + 1),
+            _ => format!("addr del 2001:db8:{g}::{}/64 dev {d}", x.max(2)),
+        };
+        let _ = writeln!(t, "{line}");
+    }
+    t
+}
+
 /// Lines the kernel refuses or treats specially, of both families: table 0, scopes, uid
 /// ranges, special and duplicate addresses, MTU clamps. Run without -4/-6 (each line's
 /// addresses decide its family).

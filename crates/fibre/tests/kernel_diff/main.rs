@@ -247,6 +247,7 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     let setup = gen::setup();
     let cfg = gen::config(p);
     let odd = gen::odd_lines(p.seed, p.rules > 0);
+    let addrs = gen::address_changes(p.seed);
     let links = gen::link_changes(p.seed);
     if let Ok(dir) = std::env::var("FIBRE_DIFF_DUMP") {
         // Keep the batch files for replay: `ip -force -batch` / `fibre -force -batch`.
@@ -257,6 +258,7 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
             ("v6", &cfg.v6),
             ("nh_churn", &cfg.nh_churn),
             ("odd", &odd),
+            ("addrs", &addrs),
             ("links", &links),
         ] {
             let _ = std::fs::write(format!("{dir}/seed{}-{name}.batch", p.seed), text);
@@ -272,6 +274,9 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
         .ip_batch_str(&[], &cfg.nh_churn)
         .expect("ip -batch nexthop churn");
     let k_odd = ns.ip_batch_str(&[], &odd).expect("ip -batch odd lines");
+    let k_addrs = ns
+        .ip_batch_str(&[], &addrs)
+        .expect("ip -batch address changes");
     // One change at a time: carrier and IPv6 address changes complete asynchronously, and a
     // device brought up before its down was processed may keep dead legs.
     let mut k_links = String::new();
@@ -299,6 +304,7 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     batch.family = None;
     let f_churn = batch.run_text(&cfg.nh_churn);
     let f_odd = batch.run_text(&odd);
+    let f_addrs = batch.run_text(&addrs);
     let f_links = batch.run_text(&links);
     let router = batch.router;
     // Route gets below go through the FIBs, most of whose ids are route classes (a
@@ -321,6 +327,7 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
         ("v6", &cfg.v6, &k6, &f6),
         ("nh_churn", &cfg.nh_churn, &k_churn, &f_churn),
         ("odd", &odd, &k_odd, &f_odd),
+        ("addrs", &addrs, &k_addrs, &f_addrs),
         ("links", &links, &k_links, &f_links),
     ] {
         let kf = ip_failures(&kernel.stderr);

@@ -527,7 +527,7 @@ impl family::Kernel for Ipv4Addr {
     /// `inet_rtm_newaddr` on an address that is there: its metric (0 when none is given: the
     /// prefix route moves, `fib_modify_prefix_metric`) and its lifetimes; not its scope,
     /// broadcast or flags.
-    fn replace_address(st: &mut FamilyState<Self>, at: usize, new: &IfAddr<Self>) {
+    fn replace_address(st: &mut FamilyState<Self>, at: usize, new: &IfAddr<Self>, _: &Links) {
         let a = &mut Arc::make_mut(&mut st.addrs)[at];
         a.metric = new.metric;
         a.deprecated = new.deprecated;

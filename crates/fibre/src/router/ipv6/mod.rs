@@ -152,17 +152,6 @@ impl family::Kernel for Ipv6Addr {
                     0,
                 ));
             }
-            // `inet6_addr_add` gives every address a prefix route, on lo too; `::1` comes from
-            // `init_loopback`, which gives it none.
-            if links.is_up(a.dev) && !a.addr.is_loopback() && !a.noprefixroute {
-                out.push(kernel_route(
-                    TABLE_MAIN,
-                    a.subnet(),
-                    RouteType::Unicast,
-                    a.dev,
-                    prefix_route::prefix_metric(a),
-                ));
-            }
         }
         for link in links
             .iter()
@@ -437,6 +426,13 @@ impl family::Kernel for Ipv6Addr {
     }
 
     /// `rt6_remove_prefsrc`: routes through a device forget a source address the device lost.
+    fn owned_routes(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<(Self, RouteSpec<Self>)> {
+        addrs
+            .iter()
+            .filter_map(|a| Some((a.addr, prefix_route::of(links, a)?)))
+            .collect()
+    }
+
     fn address_deleted(st: &mut FamilyState<Self>, gone: &IfAddr<Self>) {
         prefix_route::deleted(st, gone);
     }
@@ -444,7 +440,7 @@ impl family::Kernel for Ipv6Addr {
     /// `inet6_addr_modify`: the lifetimes and flags (`noprefixroute`) are the new ones, and the
     /// metric where one other than 0 is given; the prefix route follows
     /// ([`prefix_route::modified`]).
-    fn replace_address(st: &mut FamilyState<Self>, at: usize, new: &IfAddr<Self>) {
+    fn replace_address(st: &mut FamilyState<Self>, at: usize, new: &IfAddr<Self>, links: &Links) {
         let before = st.addrs[at].clone();
         let a = &mut Arc::make_mut(&mut st.addrs)[at];
         a.deprecated = new.deprecated;
@@ -453,7 +449,7 @@ impl family::Kernel for Ipv6Addr {
             a.metric = new.metric;
         }
         let now = a.clone();
-        prefix_route::modified(st, &before, &now);
+        prefix_route::modified(st, &before, &now, links);
     }
 
     fn addresses_gone(r: &mut Router, before: &[IfAddr<Self>]) {

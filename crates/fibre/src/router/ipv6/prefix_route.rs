@@ -15,6 +15,25 @@ pub(crate) fn prefix_metric(a: &IfAddr<Ipv6Addr>) -> u32 {
     a.metric.filter(|m| *m != 0).unwrap_or(256)
 }
 
+/// The prefix route `a` adds now (`inet6_addr_add`, and `fixup_permanent_addr` when its device
+/// comes up): every address has one while its device is up, on lo too, but for `::1` (from
+/// `init_loopback`, which adds none) and addresses with `noprefixroute`.
+pub(super) fn of(links: &Links, a: &IfAddr<Ipv6Addr>) -> Option<RouteSpec<Ipv6Addr>> {
+    let wanted = links.by_index(a.dev).is_some()
+        && links.is_up(a.dev)
+        && !a.addr.is_loopback()
+        && !a.noprefixroute;
+    wanted.then(|| {
+        kernel_route(
+            TABLE_MAIN,
+            a.subnet(),
+            RouteType::Unicast,
+            a.dev,
+            prefix_metric(a),
+        )
+    })
+}
+
 /// The route `addrconf_get_prefix_route` finds for `a`'s subnet: the first (in the kernel's
 /// order) of the main table's routes to the subnet, from any source, whose next hop is on
 /// `a`'s device, without a gateway and not an object's.
@@ -56,24 +75,35 @@ fn take_back(st: &mut FamilyState<Ipv6Addr>, gone: &IfAddr<Ipv6Addr>) {
 }
 
 /// `inet6_addr_modify`'s prefix route, for the address `now` that was `before` (its flags and
-/// metric already changed in `st.addrs`): with a prefix route before and after, the first
-/// route to the subnet on the device goes when its metric is not the address's
-/// (`modify_prefix_route`), and the derived routes add the address's own; without one after,
-/// [`take_back`].
+/// metric already changed in `st.addrs`). With a prefix route before and after
+/// (`modify_prefix_route`): unless the first route to the subnet on the device has the
+/// address's metric, it goes and the address's own is added, even where the address's entry
+/// among the derived routes did not change. Without one after: [`take_back`]. Without one
+/// before, the derived routes add the address's (its entry is new).
 pub(super) fn modified(
     st: &mut FamilyState<Ipv6Addr>,
     before: &IfAddr<Ipv6Addr>,
     now: &IfAddr<Ipv6Addr>,
+    links: &Links,
 ) {
     if before.noprefixroute {
-        // Nothing to take back; the derived routes add the route if the address has one now.
         return;
     }
     if now.noprefixroute {
         take_back(st, now);
-    } else if let Some(first) = first_prefix_route(st, now) {
-        if first.metric != prefix_metric(now) {
-            let _ = st.delete(TABLE_MAIN, &RouteSelector::exact(&first));
-        }
+        return;
+    }
+    let first = first_prefix_route(st, now);
+    if first
+        .as_ref()
+        .is_some_and(|f| f.metric == prefix_metric(now))
+    {
+        return;
+    }
+    if let Some(first) = first {
+        let _ = st.delete(TABLE_MAIN, &RouteSelector::exact(&first));
+    }
+    if let Some(own) = of(links, now) {
+        let _ = st.insert(&own, InsertMode::Append);
     }
 }
