@@ -286,3 +286,41 @@ fn route_get_prints_ips_text() {
 fn scenarios() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios")
 }
+
+/// Values ip cannot read, one line at a time after `link set lo up` (tests/scenarios/
+/// bad-values.lines): the same standard error, byte for byte but for the batch's name (ip's
+/// `invarg` words and the empty line some leave after them, or the kernel's refusal), and the
+/// same verdict.
+#[test]
+fn bad_values_are_refused_in_ips_words() {
+    if skip_or_fail("bad_values_are_refused_in_ips_words") {
+        return;
+    }
+    let text = std::fs::read_to_string(scenarios().join("bad-values.lines")).expect("lines");
+    let ns = Netns::create("badvalues").expect("namespace");
+    ns.ip_batch_str(&[], "link set lo up\n").expect("ip -batch");
+    let without_names = |stderr: &str| -> String {
+        stderr
+            .lines()
+            .filter(|l| !l.starts_with("Command failed"))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let mut wrong = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let k = ns
+            .ip_batch_str(&[], &format!("{line}\n"))
+            .expect("ip -batch");
+        let mut batch = Batch::new(router_like_the_kernel());
+        assert!(batch.run_text("link set lo up\n").success());
+        let ours = batch.run_text(&format!("{line}\n"));
+        let (theirs, mine) = (without_names(&k.stderr), without_names(&ours.stderr));
+        if theirs != mine || k.success != ours.success() {
+            wrong.push(format!("{line}\n  ip:    {theirs:?}\n  fibre: {mine:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

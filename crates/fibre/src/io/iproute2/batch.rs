@@ -229,7 +229,7 @@ impl Batch {
                     writeln!(stderr, "{}\nCommand failed {name}:{lineno}", e.message)?;
                 }
                 if self.json {
-                    let v = json!({"error": e.errno.name(), "errno": e.errno.code(), "line": lineno, "command": line.trim(), "message": e.message});
+                    let v = json!({"error": e.errno.name(), "errno": e.errno.code(), "line": lineno, "command": line.trim(), "message": e.message.trim_end()});
                     writeln!(stdout, "{v}")?;
                 }
                 if self.mode != BatchMode::Force || e.fatal {

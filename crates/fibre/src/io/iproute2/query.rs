@@ -89,7 +89,7 @@ impl<'r> Query<'r> {
                 "error": e.errno.name(),
                 "errno": e.errno.code(),
                 "command": line.trim(),
-                "message": e.message,
+                "message": e.message.trim_end(),
             })
             .to_string(),
         }

@@ -36,13 +36,15 @@ pub(super) fn parse_addr(
             "anycast" | "label" | "proto" => {
                 args.value(t)?;
             }
-            "valid_lft" => valid_lft = Some(lifetime(t, args.value(t)?, valid_lft)?),
-            "preferred_lft" => preferred_lft = Some(lifetime(t, args.value(t)?, preferred_lft)?),
+            "valid_lft" => valid_lft = Some(lifetime(t, valid_lft, args)?),
+            "preferred_lft" => preferred_lft = Some(lifetime(t, preferred_lft, args)?),
             "scope" => {
                 let v = args.value(t)?;
                 scope = Some(scope_from_name(v).ok_or_else(|| bad_arg("invalid scope value.", v))?);
             }
-            "metric" | "priority" => metric = Some(num::<u32>("metric", args.value(t)?)?),
+            "metric" | "priority" => {
+                metric = Some(num::<u32>("\"metric\" value is invalid\n", args.value(t)?)?)
+            }
             "noprefixroute" => noprefixroute = true,
             "nodad" | "home" | "mngtmpaddr" | "optimistic" | "noautojoin" | "autojoin" => {}
             "dev" => dev = Some(args.value(t)?),
@@ -129,14 +131,16 @@ pub(super) fn parse_addr(
     })
 }
 
-/// A lifetime in seconds, or `forever` (`set_lifetime`); a second one is ip's `duparg`.
-fn lifetime(keyword: &str, value: &str, before: Option<u32>) -> Result<u32> {
+/// A lifetime in seconds, or `forever` (`set_lifetime`); a second one is ip's `duparg`, before
+/// its value is read.
+fn lifetime(keyword: &str, before: Option<u32>, args: &mut Args<'_>) -> Result<u32> {
     if before.is_some() {
         return Err(ParseError::new(
-            value,
-            format!("duplicate \"{keyword}\": \"{value}\" is the second value"),
+            keyword,
+            format!("duplicate \"{keyword}\": \"{keyword}\" is the second value"),
         ));
     }
+    let value = args.value(keyword)?;
     if value == "forever" {
         return Ok(u32::MAX);
     }

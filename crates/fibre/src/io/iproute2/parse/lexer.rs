@@ -81,10 +81,12 @@ pub(super) fn bad_arg(what: &str, tok: &str) -> ParseError {
     }
 }
 
-pub(super) fn num<T: TryFrom<u32>>(what: &str, tok: &str) -> Result<T> {
+/// A number as ip reads it (`get_u32` with base 0), or ip's `invarg` with `message`, its words
+/// for that field (each field has its own, some ending in a newline of their own).
+pub(super) fn num<T: TryFrom<u32>>(message: &str, tok: &str) -> Result<T> {
     parse_u32(tok)
         .and_then(|v| T::try_from(v).ok())
-        .ok_or_else(|| bad_arg(&format!("invalid {what}"), tok))
+        .ok_or_else(|| bad_arg(message, tok))
 }
 
 /// An address of either family. IPv4 accepts ip's short forms (`10`, `10.1`).

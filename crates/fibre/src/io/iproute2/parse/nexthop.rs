@@ -25,12 +25,15 @@ fn parse_group(tok: &str) -> Result<Vec<GroupMember>> {
                 Some((i, w)) => (i, Some(w)),
                 None => (m, None),
             };
-            let id = num::<u32>("id", id)?;
+            // ip cuts the token at each member's separators as it reads it, so it names what
+            // is left before the first one, whichever member it could not read.
+            let shown = tok.split(['/', ',']).next().unwrap_or(tok);
+            let id = parse_u32(id).ok_or_else(|| bad_arg("\"group\" value is invalid\n", shown))?;
             let weight = match weight {
                 None => 1,
                 Some(w) => match w.parse::<u16>() {
                     Ok(w) if (1..=256).contains(&w) => w,
-                    _ => return Err(bad_arg("\"weight\" is invalid", w)),
+                    _ => return Err(bad_arg("\"weight\" is invalid\n", w)),
                 },
             };
             Ok(GroupMember { id, weight })
@@ -61,7 +64,7 @@ fn parse_add(
     let mut protocol = PROTO_UNSPEC;
     while let Some(t) = args.next() {
         if t == "id" {
-            id = num("id", args.value(t)?)?;
+            id = num("invalid id value", args.value(t)?)?;
         } else if matches(t, "via") {
             let mut v = args.value(t)?;
             if v == "inet" || v == "inet6" {
@@ -92,8 +95,8 @@ fn parse_add(
             }
         } else if matches(t, "protocol") {
             let v = args.value(t)?;
-            protocol =
-                protocol_from_name(v).ok_or_else(|| bad_arg("\"protocol\" value is invalid", v))?;
+            protocol = protocol_from_name(v)
+                .ok_or_else(|| bad_arg("\"protocol\" value is invalid\n", v))?;
         } else if t == "fdb" || t == "encap" || t == "vrf" || t == "hw_stats" {
             return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
         } else {
@@ -148,13 +151,13 @@ fn parse_filter(
     };
     while let Some(t) = args.next() {
         if t == "id" {
-            f.id = Some(num("id", args.value(t)?)?);
+            f.id = Some(num("invalid id value", args.value(t)?)?);
         } else if t == "dev" {
             f.dev = Some(dev_index(router, args.value(t)?)?);
         } else if t == "groups" {
             f.groups = true;
         } else if matches(t, "protocol") {
-            f.protocol = Some(num("protocol", args.value(t)?)?);
+            f.protocol = Some(num("invalid protocol value", args.value(t)?)?);
         } else {
             return Err(ParseError::new(
                 t,
@@ -170,7 +173,7 @@ fn required_id(args: &mut Args<'_>, verb: &str) -> Result<u32> {
     match (args.next(), args.peek()) {
         (Some("id"), Some(_)) => {
             let v = args.value("id")?;
-            let id = num("id", v)?;
+            let id = num("invalid id value", v)?;
             if id == 0 && verb == "get" {
                 return Err(ParseError::new(v, "an id other than 0 is required"));
             }

@@ -79,15 +79,15 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
             let v = args.value(t)?;
             r.from = Some((parse_any_prefix(v)?, v));
         } else if matches(t, "tos") || matches(t, "dsfield") {
-            r.tos = Some(parse_tos(args.value(t)?)?);
+            r.tos = Some(parse_tos(args.value(t)?, "\"tos\" value is invalid\n")?);
         } else if matches(t, "metric") || matches(t, "priority") || t == "preference" {
-            r.metric = Some(num("metric", args.value(t)?)?);
+            r.metric = Some(num("\"metric\" value is invalid\n", args.value(t)?)?);
         } else if t == "mtu" {
             let mut v = args.value(t)?;
             if v == "lock" {
                 v = args.value(t)?;
             }
-            r.mtu = Some(num("mtu", v)?);
+            r.mtu = Some(num("\"mtu\" value is invalid\n", v)?);
         } else if matches(t, "nexthop") {
             if !r.multipath {
                 if !r.hops[0].is_empty() {
@@ -103,24 +103,27 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
             cur = r.hops.len() - 1;
         } else if t == "weight" {
             if !r.multipath {
+                // ip reads a word it does not know here as a second destination.
                 return Err(ParseError::new(
                     t,
-                    "\"weight\" is only valid inside \"nexthop\"",
+                    "either \"to\" is duplicate, or \"weight\" is a garbage",
                 ));
             }
-            let w: u16 = num("weight", args.value(t)?)?;
+            let v = args.value(t)?;
+            let w: u16 = num("\"weight\" is invalid\n", v)?;
             if !(1..=256).contains(&w) {
-                return Err(bad_arg("\"weight\" must be 1..256", &w.to_string()));
+                return Err(bad_arg("\"weight\" is invalid\n", v));
             }
             r.hops[cur].weight = Some(w);
         } else if matches(t, "protocol") {
             let v = args.value(t)?;
             r.protocol = Some(
-                protocol_from_name(v).ok_or_else(|| bad_arg("\"protocol\" value is invalid", v))?,
+                protocol_from_name(v)
+                    .ok_or_else(|| bad_arg("\"protocol\" value is invalid\n", v))?,
             );
         } else if matches(t, "table") {
             let v = args.value(t)?;
-            let t = table_from_name(v).ok_or_else(|| bad_arg("\"table\" value is invalid", v))?;
+            let t = table_from_name(v).ok_or_else(|| bad_arg("\"table\" value is invalid\n", v))?;
             // `fib_new_table` / `fib6_new_table`: table 0 (`unspec`) is main.
             r.table = Some(if t == 0 { TABLE_MAIN } else { t });
         } else if t == "dev" || t == "oif" {
@@ -128,16 +131,17 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
         } else if t == "pref" {
             let v = args.value(t)?;
             r.pref = Some(
-                RouterPref::from_name(v).ok_or_else(|| bad_arg("\"pref\" value is invalid", v))?,
+                RouterPref::from_name(v)
+                    .ok_or_else(|| bad_arg("\"pref\" value is invalid\n", v))?,
             );
         } else if t == "onlink" {
             r.hops[cur].onlink = true;
         } else if matches(t, "scope") {
             let v = args.value(t)?;
             r.scope =
-                Some(scope_from_name(v).ok_or_else(|| bad_arg("invalid \"scope\" value", v))?);
+                Some(scope_from_name(v).ok_or_else(|| bad_arg("invalid \"scope\" value\n", v))?);
         } else if t == "nhid" {
-            r.nhid = Some(num("id", args.value(t)?)?);
+            r.nhid = Some(num("\"id\" value is invalid\n", args.value(t)?)?);
         } else if matches(t, "expires")
             || t == "vrf"
             || matches(t, "realms")

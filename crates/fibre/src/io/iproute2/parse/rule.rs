@@ -59,7 +59,7 @@ pub(super) fn parse_rule_args<A: Address>(
             rule.invert = true;
             g.invert = true;
         } else if matches(t, "preference") || matches(t, "order") || matches(t, "priority") {
-            prio = Some(num("preference", args.value(t)?)?);
+            prio = Some(num("preference value is invalid\n", args.value(t)?)?);
         } else if t == "from" {
             rule.src = prefix(args.value(t)?, "source")?;
             g.src = true;
@@ -68,7 +68,7 @@ pub(super) fn parse_rule_args<A: Address>(
             g.dst = true;
         } else if matches(t, "tos") || matches(t, "dsfield") {
             let v = args.value(t)?;
-            rule.tos = parse_tos(v)?;
+            rule.tos = parse_tos(v, "TOS value is invalid\n")?;
             if A::FAMILY == Family::Inet && rule.tos & !0x1e != 0 {
                 return Err(ParseError {
                     errno: Errno::EINVAL,
@@ -82,8 +82,11 @@ pub(super) fn parse_rule_args<A: Address>(
         } else if t == "fwmark" {
             let v = args.value(t)?;
             let (m, mask) = match v.split_once('/') {
-                Some((m, k)) => (num::<u32>("fwmark", m)?, num::<u32>("fwmask", k)?),
-                None => (num::<u32>("fwmark", v)?, u32::MAX),
+                Some((m, k)) => (
+                    num::<u32>("fwmark value is invalid\n", m)?,
+                    num::<u32>("fwmask value is invalid\n", k)?,
+                ),
+                None => (num::<u32>("fwmark value is invalid\n", v)?, u32::MAX),
             };
             rule.fwmark = Some((m, mask));
             g.fwmark = true;
@@ -97,17 +100,17 @@ pub(super) fn parse_rule_args<A: Address>(
             return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
         } else if t == "protocol" {
             let v = args.value(t)?;
-            rule.protocol =
-                protocol_from_name(v).ok_or_else(|| bad_arg("invalid \"protocol\"", v))?;
+            rule.protocol = protocol_from_name(v)
+                .ok_or_else(|| bad_arg("\"protocol\" value is invalid\n", v))?;
         } else if matches(t, "table") || matches(t, "lookup") {
             let v = args.value(t)?;
             rule.action = RuleAction::Lookup(
-                table_from_name(v).ok_or_else(|| bad_arg("invalid table ID", v))?,
+                table_from_name(v).ok_or_else(|| bad_arg("invalid table ID\n", v))?,
             );
             g.action = true;
         } else if matches(t, "suppress_prefixlength") {
             let v = args.value(t)?;
-            rule.suppress_prefixlength = Some(num("suppress_prefixlength", v)?);
+            rule.suppress_prefixlength = Some(num("suppress_prefixlength value is invalid\n", v)?);
         } else if t == "dev" || matches(t, "iif") {
             rule.iif = Some(args.value(t)?.to_string());
             g.iif = true;
@@ -118,8 +121,10 @@ pub(super) fn parse_rule_args<A: Address>(
             let v = args.value(t)?;
             let (a, b) = v
                 .split_once('-')
-                .ok_or_else(|| bad_arg("invalid UID range", v))?;
-            let (a, b): (u32, u32) = (num("uid", a)?, num("uid", b)?);
+                .ok_or_else(|| bad_arg("invalid UID range\n", v))?;
+            // ip names the whole range whichever half it could not read.
+            let half = |x| parse_u32(x).ok_or_else(|| bad_arg("invalid UID range\n", v));
+            let (a, b): (u32, u32) = (half(a)?, half(b)?);
             if a > b {
                 // The kernel's check (`fib_nl2rule`), so only this line fails.
                 return Err(ParseError::new(v, "Invalid uid range").soft());
@@ -127,7 +132,7 @@ pub(super) fn parse_rule_args<A: Address>(
             rule.uidrange = Some((a, b));
             g.uidrange = true;
         } else if matches(t, "goto") {
-            rule.action = RuleAction::Goto(num("goto target", args.value(t)?)?);
+            rule.action = RuleAction::Goto(num("invalid target\n", args.value(t)?)?);
             g.action = true;
         } else if matches(t, "nop") {
             rule.action = RuleAction::Nop;
@@ -136,10 +141,10 @@ pub(super) fn parse_rule_args<A: Address>(
             rule.ipproto = Some(parse_ipproto(args.value(t)?)?);
             g.ipproto = true;
         } else if t == "sport" {
-            rule.sport = Some(parse_port_range(args.value(t)?)?);
+            rule.sport = Some(parse_port_range(t, args.value(t)?)?);
             g.sport = true;
         } else if t == "dport" {
-            rule.dport = Some(parse_port_range(args.value(t)?)?);
+            rule.dport = Some(parse_port_range(t, args.value(t)?)?);
             g.dport = true;
         } else {
             let action = match RouteType::from_name(t) {

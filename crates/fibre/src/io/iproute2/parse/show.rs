@@ -51,7 +51,7 @@ pub(super) fn parse_show_filter(
                 return Err(ParseError::new(v, "the route cache is not modelled").soft());
             } else {
                 f.table = TableFilter::Id(
-                    table_from_name(v).ok_or_else(|| bad_arg("table id value is invalid", v))?,
+                    table_from_name(v).ok_or_else(|| bad_arg("table id value is invalid\n", v))?,
                 );
             }
         } else if t == "dev" || t == "oif" {
@@ -59,10 +59,13 @@ pub(super) fn parse_show_filter(
         } else if matches(t, "protocol") {
             let v = args.value(t)?;
             f.protocol =
-                Some(protocol_from_name(v).ok_or_else(|| bad_arg("invalid \"protocol\"", v))?);
+                Some(protocol_from_name(v).ok_or_else(|| bad_arg("invalid \"protocol\"\n", v))?);
         } else if t == "type" {
             let v = args.value(t)?;
-            f.kind = Some(RouteType::from_name(v).ok_or_else(|| bad_arg("invalid \"type\"", v))?);
+            f.kind = Some(
+                RouteType::from_name(v)
+                    .ok_or_else(|| bad_arg("node type value is invalid\n", v))?,
+            );
         } else if t == "root" {
             let v = args.value(t)?;
             f.root = Some(to_ip(prefix_arg(v)?, f.family));
@@ -108,11 +111,11 @@ pub(super) fn parse_route_get(
     let mut connected = false;
     while let Some(t) = args.next() {
         if matches(t, "tos") || matches(t, "dsfield") {
-            q.tos = parse_tos(args.value(t)?)?;
+            q.tos = parse_tos(args.value(t)?, "TOS value is invalid\n")?;
         } else if matches(t, "iif") {
             q.iif = Some(dev_index(router, args.value(t)?)?);
         } else if matches(t, "mark") {
-            q.mark = num("mark", args.value(t)?)?;
+            q.mark = num("invalid mark value", args.value(t)?)?;
         } else if matches(t, "oif") || t == "dev" {
             q.oif = Some(dev_index(router, args.value(t)?)?);
         } else if matches(t, "notify") || matches(t, "connected") {
@@ -124,15 +127,15 @@ pub(super) fn parse_route_get(
             )
             .soft());
         } else if matches(t, "uid") {
-            q.uid = Some(num("uid", args.value(t)?)?);
+            q.uid = Some(num("invalid UID\n", args.value(t)?)?);
         } else if matches(t, "fibmatch") {
             q.fibmatch = true;
         } else if t == "as" {
             return Err(ParseError::new(t, "\"as\" is not supported by fibre").soft());
         } else if t == "sport" {
-            q.sport = Some(num("sport", args.value(t)?)?);
+            q.sport = Some(num("invalid sport\n", args.value(t)?)?);
         } else if t == "dport" {
-            q.dport = Some(num("dport", args.value(t)?)?);
+            q.dport = Some(num("invalid dport\n", args.value(t)?)?);
         } else if t == "ipproto" {
             q.ipproto = Some(parse_ipproto(args.value(t)?)?);
         } else if t == "from" {

@@ -2,7 +2,8 @@
 //! name tables are in [`crate::io::iproute2::names`]).
 use super::*;
 
-pub(super) fn parse_tos(tok: &str) -> Result<u8> {
+/// A DS field by name or in hex; `message`: ip's words for a bad one where it is read.
+pub(super) fn parse_tos(tok: &str, message: &str) -> Result<u8> {
     if let Some((v, _)) = DSFIELD_NAMES
         .iter()
         .find(|(_, n)| n.eq_ignore_ascii_case(tok))
@@ -11,7 +12,7 @@ pub(super) fn parse_tos(tok: &str) -> Result<u8> {
     }
     // rtnl_dsfield_a2n reads hex whatever the prefix.
     let hex = tok.strip_prefix("0x").unwrap_or(tok);
-    u8::from_str_radix(hex, 16).map_err(|_| bad_arg("TOS value is invalid", tok))
+    u8::from_str_radix(hex, 16).map_err(|_| bad_arg(message, tok))
 }
 
 pub(super) fn parse_ipproto(tok: &str) -> Result<u8> {
@@ -22,16 +23,29 @@ pub(super) fn parse_ipproto(tok: &str) -> Result<u8> {
         "ipv6-icmp" | "icmpv6" => Ok(58),
         "sctp" => Ok(132),
         "dccp" => Ok(33),
-        _ => ipproto_from_name(tok).map_or_else(|| num("ipproto", tok), Ok),
+        _ => ipproto_from_name(tok).map_or_else(|| num("Invalid \"ipproto\" value\n", tok), Ok),
     }
 }
 
-pub(super) fn parse_port_range(tok: &str) -> Result<(u16, u16)> {
+/// A rule's `sport` or `dport` (`keyword`): a port or a range `LO-HI`.
+pub(super) fn parse_port_range(keyword: &str, tok: &str) -> Result<(u16, u16)> {
     let (a, b) = tok.split_once('-').unwrap_or((tok, tok));
-    let lo: u16 = num("port", a)?;
-    let hi: u16 = num("port", b)?;
+    // ip says "port range" for sport and "dport range" for dport, naming the whole token.
+    let message = if keyword == "dport" {
+        "invalid dport range\n"
+    } else {
+        "invalid port range\n"
+    };
+    let lo: u16 = parse_u32(a)
+        .and_then(|v| v.try_into().ok())
+        .ok_or_else(|| bad_arg(message, tok))?;
+    let hi: u16 = parse_u32(b)
+        .and_then(|v| v.try_into().ok())
+        .ok_or_else(|| bad_arg(message, tok))?;
     if lo > hi {
-        return Err(bad_arg("invalid port range", tok));
+        // The kernel's check (`fib_nl2rule`), so only this line fails.
+        let which = if keyword == "dport" { "dport" } else { "sport" };
+        return Err(ParseError::new(tok, format!("Invalid {which} range")).soft());
     }
     Ok((lo, hi))
 }
