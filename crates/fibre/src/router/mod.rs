@@ -164,12 +164,20 @@ mod family {
         /// a prefix route, `ipv6_del_addr`), after they are brought in line.
         fn address_deleted(st: &mut FamilyState<Self>, gone: &IfAddr<Self>);
         /// `addr replace` of the address at `at` with `new` (the same address): what a
-        /// replacement changes (`inet_rtm_newaddr`, `inet6_addr_modify`), and what that does
-        /// to routes beyond the derived ones, which are brought in line after.
+        /// replacement changes (`inet_rtm_newaddr`, `inet6_addr_modify`); returns the address
+        /// as it was.
         fn replace_address(
             st: &mut FamilyState<Self>,
             at: usize,
             new: &IfAddr<Self>,
+        ) -> IfAddr<Self>;
+        /// What the replacement of `before` by the address at `at` does to routes beyond the
+        /// derived ones (IPv6: moves or takes back a prefix route, `inet6_addr_modify`), before
+        /// they are brought in line.
+        fn address_replaced(
+            st: &mut FamilyState<Self>,
+            before: &IfAddr<Self>,
+            at: usize,
             links: &Links,
         );
     }
@@ -598,8 +606,11 @@ impl Router {
             o.addr == a.addr && o.dev == a.dev && (A::FAMILY == Family::Inet6 || o.len == a.len)
         });
         if let (Some(at), true) = (there, replace) {
-            let links = self.links.clone();
-            A::replace_address(A::state_mut(self), at, &a, &links);
+            let before = A::replace_address(st, at, &a);
+            if !self.mirrored {
+                let links = self.links.clone();
+                A::address_replaced(A::state_mut(self), &before, at, &links);
+            }
             self.sync_derived();
             return Ok(());
         }

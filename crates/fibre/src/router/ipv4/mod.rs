@@ -516,23 +516,27 @@ impl family::Kernel for Ipv4Addr {
             .expect("fewer tables than ids"))
     }
 
-    /// `fib_del_ifaddr`: an address gone takes with it the routes of main that name it as
-    /// preferred source (`fib_sync_down_addr`) once the local table no longer calls it local.
-    /// Its own local route went with it, but another device's, or any local route covering it
-    /// (in main too while the local table is main's), keeps them.
     fn address_deleted(_: &mut FamilyState<Self>, _: &IfAddr<Self>) {
         // `fib_del_ifaddr`'s routes are the derived ones.
     }
 
     /// `inet_rtm_newaddr` on an address that is there: its metric (0 when none is given: the
-    /// prefix route moves, `fib_modify_prefix_metric`) and its lifetimes; not its scope,
-    /// broadcast or flags.
-    fn replace_address(st: &mut FamilyState<Self>, at: usize, new: &IfAddr<Self>, _: &Links) {
+    /// prefix route moves with the derived routes, as `fib_modify_prefix_metric` moves it) and
+    /// its lifetimes; not its scope, broadcast or flags.
+    fn replace_address(st: &mut FamilyState<Self>, at: usize, new: &IfAddr<Self>) -> IfAddr<Self> {
         let a = &mut Arc::make_mut(&mut st.addrs)[at];
+        let before = a.clone();
         a.metric = new.metric;
         a.deprecated = new.deprecated;
+        before
     }
 
+    fn address_replaced(_: &mut FamilyState<Self>, _: &IfAddr<Self>, _: usize, _: &Links) {}
+
+    /// `fib_del_ifaddr`: an address gone takes with it the routes of main that name it as
+    /// preferred source (`fib_sync_down_addr`) once the local table no longer calls it local.
+    /// Its own local route went with it, but another device's, or any local route covering it
+    /// (in main too while the local table is main's), keeps them.
     fn addresses_gone(r: &mut Router, before: &[IfAddr<Self>]) {
         let gone: Vec<Ipv4Addr> = before
             .iter()

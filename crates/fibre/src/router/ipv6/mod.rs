@@ -425,7 +425,6 @@ impl family::Kernel for Ipv6Addr {
         Err(ChangeError::with(Errno::EINVAL, "Invalid table"))
     }
 
-    /// `rt6_remove_prefsrc`: routes through a device forget a source address the device lost.
     fn owned_routes(links: &Links, addrs: &[IfAddr<Self>]) -> Vec<(Self, RouteSpec<Self>)> {
         addrs
             .iter()
@@ -438,20 +437,29 @@ impl family::Kernel for Ipv6Addr {
     }
 
     /// `inet6_addr_modify`: the lifetimes and flags (`noprefixroute`) are the new ones, and the
-    /// metric where one other than 0 is given; the prefix route follows
-    /// ([`prefix_route::modified`]).
-    fn replace_address(st: &mut FamilyState<Self>, at: usize, new: &IfAddr<Self>, links: &Links) {
-        let before = st.addrs[at].clone();
+    /// metric where one other than 0 is given.
+    fn replace_address(st: &mut FamilyState<Self>, at: usize, new: &IfAddr<Self>) -> IfAddr<Self> {
         let a = &mut Arc::make_mut(&mut st.addrs)[at];
+        let before = a.clone();
         a.deprecated = new.deprecated;
         a.noprefixroute = new.noprefixroute;
         if new.metric.is_some_and(|m| m != 0) {
             a.metric = new.metric;
         }
-        let now = a.clone();
-        prefix_route::modified(st, &before, &now, links);
+        before
     }
 
+    fn address_replaced(
+        st: &mut FamilyState<Self>,
+        before: &IfAddr<Self>,
+        at: usize,
+        links: &Links,
+    ) {
+        let now = st.addrs[at].clone();
+        prefix_route::modified(st, before, &now, links);
+    }
+
+    /// `rt6_remove_prefsrc`: routes through a device forget a source address the device lost.
     fn addresses_gone(r: &mut Router, before: &[IfAddr<Self>]) {
         let st = &mut r.v6;
         for a in before.iter().filter(|a| !st.addrs.contains(a)) {

@@ -35,8 +35,8 @@ pub(super) fn of(links: &Links, a: &IfAddr<Ipv6Addr>) -> Option<RouteSpec<Ipv6Ad
 }
 
 /// The route `addrconf_get_prefix_route` finds for `a`'s subnet: the first (in the kernel's
-/// order) of the main table's routes to the subnet, from any source, whose next hop is on
-/// `a`'s device, without a gateway and not an object's.
+/// order) of the main table's routes to the subnet without a source prefix (`fib6_locate`'s
+/// exact node), whose next hop is on `a`'s device, without a gateway and not an object's.
 fn first_prefix_route(
     st: &FamilyState<Ipv6Addr>,
     a: &IfAddr<Ipv6Addr>,

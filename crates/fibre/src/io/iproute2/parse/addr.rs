@@ -61,9 +61,15 @@ pub(super) fn parse_addr(
             }
         }
     }
-    // ip's own checks, once either lifetime is given (`ipaddr_modify`); both default to forever.
-    // A finite lifetime is kept as forever: fibre has no clock (a mirror follows the kernel's
-    // word when one runs out). A preferred lifetime of 0 deprecates the address at once.
+    let (p, tok) = local
+        .ok_or_else(|| ParseError::bare("Not enough information: \"local\" address is required"))?;
+    let dev_name = dev
+        .ok_or_else(|| ParseError::bare("Not enough information: \"dev\" argument is required"))?;
+    let dev = dev_index(router, dev_name)?;
+    // ip's own checks, once either lifetime is given and the device is known (`ipaddr_modify`);
+    // both default to forever. A preferred lifetime of 0 deprecates the address at once; a
+    // finite one is kept as forever (fibre has no clock; a mirror follows the kernel's word
+    // when it runs out).
     if valid_lft.is_some() || preferred_lft.is_some() {
         let (valid, preferred) = (
             valid_lft.unwrap_or(u32::MAX),
@@ -79,13 +85,14 @@ pub(super) fn parse_addr(
         if valid < preferred {
             return Err(plain("preferred_lft is greater than valid_lft"));
         }
+        // An address that expires is not permanent, and the kernel's prefix routes follow
+        // that (`IFA_F_PERMANENT`: taken back, kept or let expire by other rules, shown with
+        // `expires`): not modelled, so refused rather than answered otherwise.
+        if valid != u32::MAX {
+            return Err(ParseError::new(tok, "a finite valid_lft is not modelled by fibre").soft());
+        }
     }
     let deprecated = preferred_lft == Some(0);
-    let (p, tok) = local
-        .ok_or_else(|| ParseError::bare("Not enough information: \"local\" address is required"))?;
-    let dev_name = dev
-        .ok_or_else(|| ParseError::bare("Not enough information: \"dev\" argument is required"))?;
-    let dev = dev_index(router, dev_name)?;
     let AnyPrefix::Addr(ip, len) = p else {
         return Err(ParseError::new(tok, "an address is expected"));
     };

@@ -235,6 +235,21 @@ mod tests {
         assert!(tokenize("x \"open").is_err());
     }
 
+    /// ip sends a finite valid lifetime; fibre refuses it for this line only, naming it (the
+    /// prefix routes of an address that expires are not modelled). A finite preferred one,
+    /// and 0 (deprecated), are taken.
+    #[test]
+    fn a_finite_valid_lifetime_is_refused_as_not_modelled() {
+        let r = router();
+        let e =
+            parse_line("addr add 2001:db8::1/64 dev veth0 valid_lft 600", None, &r).unwrap_err();
+        assert!(!e.fatal && e.message.contains("valid_lft"), "{e:?}");
+        for ok in ["valid_lft forever preferred_lft 30", "preferred_lft 0"] {
+            let line = format!("addr add 2001:db8::1/64 dev veth0 {ok}");
+            assert!(parse_line(&line, None, &r).is_ok(), "{line}");
+        }
+    }
+
     #[test]
     fn route_lines_decide_their_family() {
         let r = router();

@@ -36,16 +36,15 @@ pub(super) fn parse_port_range(keyword: &str, tok: &str) -> Result<(u16, u16)> {
     } else {
         "invalid port range\n"
     };
-    let lo: u16 = parse_u32(a)
-        .and_then(|v| v.try_into().ok())
-        .ok_or_else(|| bad_arg(message, tok))?;
-    let hi: u16 = parse_u32(b)
-        .and_then(|v| v.try_into().ok())
-        .ok_or_else(|| bad_arg(message, tok))?;
+    let port = |x: &str| -> Result<u16> {
+        parse_u32(x)
+            .and_then(|v| v.try_into().ok())
+            .ok_or_else(|| bad_arg(message, tok))
+    };
+    let (lo, hi) = (port(a)?, port(b)?);
     if lo > hi {
         // The kernel's check (`fib_nl2rule`), so only this line fails.
-        let which = if keyword == "dport" { "dport" } else { "sport" };
-        return Err(ParseError::new(tok, format!("Invalid {which} range")).soft());
+        return Err(ParseError::new(tok, format!("Invalid {keyword} range")).soft());
     }
     Ok((lo, hi))
 }
