@@ -11,7 +11,7 @@
 use super::*;
 
 /// The metric of `a`'s prefix route: its own, else `IP6_RT_PRIO_ADDRCONF` (a metric of 0 too).
-pub(crate) fn prefix_metric(a: &IfAddr<Ipv6Addr>) -> u32 {
+fn prefix_metric(a: &IfAddr<Ipv6Addr>) -> u32 {
     a.metric.filter(|m| *m != 0).unwrap_or(256)
 }
 
@@ -19,10 +19,7 @@ pub(crate) fn prefix_metric(a: &IfAddr<Ipv6Addr>) -> u32 {
 /// comes up): every address has one while its device is up, on lo too, but for `::1` (from
 /// `init_loopback`, which adds none) and addresses with `noprefixroute`.
 pub(super) fn of(links: &Links, a: &IfAddr<Ipv6Addr>) -> Option<RouteSpec<Ipv6Addr>> {
-    let wanted = links.by_index(a.dev).is_some()
-        && links.is_up(a.dev)
-        && !a.addr.is_loopback()
-        && !a.noprefixroute;
+    let wanted = links.is_up(a.dev) && !a.addr.is_loopback() && !a.noprefixroute;
     wanted.then(|| {
         kernel_route(
             TABLE_MAIN,

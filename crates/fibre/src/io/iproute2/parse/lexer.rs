@@ -84,9 +84,15 @@ pub(super) fn bad_arg(what: &str, tok: &str) -> ParseError {
 /// A number as ip reads it (`get_u32` with base 0), or ip's `invarg` with `message`, its words
 /// for that field (each field has its own, some ending in a newline of their own).
 pub(super) fn num<T: TryFrom<u32>>(message: &str, tok: &str) -> Result<T> {
-    parse_u32(tok)
+    num_in(message, tok, tok)
+}
+
+/// [`num`] for `part` of a token, where ip names `shown` (the whole range, or what it left of
+/// a token it cut while reading it).
+pub(super) fn num_in<T: TryFrom<u32>>(message: &str, part: &str, shown: &str) -> Result<T> {
+    parse_u32(part)
         .and_then(|v| T::try_from(v).ok())
-        .ok_or_else(|| bad_arg(message, tok))
+        .ok_or_else(|| bad_arg(message, shown))
 }
 
 /// An address of either family. IPv4 accepts ip's short forms (`10`, `10.1`).

@@ -28,7 +28,7 @@ fn parse_group(tok: &str) -> Result<Vec<GroupMember>> {
             // ip cuts the token at each member's separators as it reads it, so it names what
             // is left before the first one, whichever member it could not read.
             let shown = tok.split(['/', ',']).next().unwrap_or(tok);
-            let id = parse_u32(id).ok_or_else(|| bad_arg("\"group\" value is invalid\n", shown))?;
+            let id = num_in("\"group\" value is invalid\n", id, shown)?;
             let weight = match weight {
                 None => 1,
                 Some(w) => match w.parse::<u16>() {

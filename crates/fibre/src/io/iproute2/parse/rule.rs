@@ -123,8 +123,8 @@ pub(super) fn parse_rule_args<A: Address>(
                 .split_once('-')
                 .ok_or_else(|| bad_arg("invalid UID range\n", v))?;
             // ip names the whole range whichever half it could not read.
-            let half = |x| parse_u32(x).ok_or_else(|| bad_arg("invalid UID range\n", v));
-            let (a, b): (u32, u32) = (half(a)?, half(b)?);
+            let message = "invalid UID range\n";
+            let (a, b): (u32, u32) = (num_in(message, a, v)?, num_in(message, b, v)?);
             if a > b {
                 // The kernel's check (`fib_nl2rule`), so only this line fails.
                 return Err(ParseError::new(v, "Invalid uid range").soft());

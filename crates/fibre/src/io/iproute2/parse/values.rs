@@ -36,12 +36,7 @@ pub(super) fn parse_port_range(keyword: &str, tok: &str) -> Result<(u16, u16)> {
     } else {
         "invalid port range\n"
     };
-    let port = |x: &str| -> Result<u16> {
-        parse_u32(x)
-            .and_then(|v| v.try_into().ok())
-            .ok_or_else(|| bad_arg(message, tok))
-    };
-    let (lo, hi) = (port(a)?, port(b)?);
+    let (lo, hi): (u16, u16) = (num_in(message, a, tok)?, num_in(message, b, tok)?);
     if lo > hi {
         // The kernel's check (`fib_nl2rule`), so only this line fails.
         return Err(ParseError::new(tok, format!("Invalid {keyword} range")).soft());
