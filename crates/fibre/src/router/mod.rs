@@ -35,6 +35,7 @@ pub(crate) use image::RouterImage;
 mod commit_tests;
 mod ipv4;
 mod ipv6;
+pub(crate) use ipv6::DEVICE_ONLY_LEG;
 mod journal;
 #[cfg(feature = "netlink")]
 mod mirrored;

@@ -6,6 +6,10 @@ mod prefix_route;
 mod source;
 use source::{sole_source, source_toward};
 
+/// What the kernel says to an IPv6 multipath route with a leg without a gateway.
+pub(crate) const DEVICE_ONLY_LEG: &str =
+    "Device only routes can not be added for IPv6 using the multipath API";
+
 fn is_link_local(a: &Ipv6Addr) -> bool {
     a.segments()[0] & 0xffc0 == 0xfe80
 }
@@ -332,6 +336,16 @@ impl family::Kernel for Ipv6Addr {
                 Errno::EINVAL,
                 "Invalid dsfield (tos): option not available for IPv6",
             ));
+        }
+        // Every leg of a multipath route needs a gateway, whatever the route's type, before
+        // any leg is made (the kernel checks the request's legs first: 6.18 refuses one
+        // without a gateway even after a leg whose gateway is unreachable). A multipath route
+        // of one leg looks like a plain route here: the parser refuses that one.
+        if spec.nhid.is_none()
+            && spec.hops.len() > 1
+            && spec.hops.iter().any(|h| h.gateway.is_none())
+        {
+            return Err(ChangeError::with(Errno::EINVAL, DEVICE_ONLY_LEG));
         }
         r.resolve_nhid(spec)?;
         if spec.nhid.is_some() {

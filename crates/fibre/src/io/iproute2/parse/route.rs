@@ -1,6 +1,8 @@
 //! `ip route add|append|prepend|replace|change|del`: route attributes as read, then checked
 //! into a route or a selector of its family.
 use super::*;
+use crate::router::DEVICE_ONLY_LEG;
+use smallvec::SmallVec;
 
 /// Route attributes as read, before the family is known.
 #[derive(Default)]
@@ -18,9 +20,25 @@ pub(super) struct RouteArgs<'a> {
     pub(super) mtu: Option<u32>,
     /// `nhid ID`: the next-hop object.
     pub(super) nhid: Option<u32>,
-    /// The single-path next hop, then each `nexthop` clause.
+    /// The single-path next hop, or each `nexthop` clause.
     pub(super) hops: Vec<RawHop<'a>>,
     pub(super) multipath: bool,
+    /// With `nexthop` clauses, the `via`, `dev` and `onlink` given before them.
+    pub(super) top: RawHop<'a>,
+    /// The addresses and prefixes given, in the order ip reads them: the first decides the
+    /// family (unless `-4`/`-6` did), and one of the other family ends ip's batch
+    /// (`get_addr`, `get_prefix`), but for a gateway whose family is named (`RTA_VIA`).
+    pub(super) families: SmallVec<[(Family, &'a str, Given); 4]>,
+}
+
+/// How an address or prefix of a route was given.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Given {
+    Prefix,
+    Address,
+    /// `via inet|inet6 ADDR`: a gateway of another family than the route's is the kernel's
+    /// to refuse or take (`RTA_VIA`).
+    NamedFamily,
 }
 
 #[derive(Default, Clone)]
@@ -60,24 +78,36 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
         }
         if t == "src" {
             let v = args.value(t)?;
-            r.prefsrc = Some((
-                parse_ip(v)
-                    .ok_or_else(|| ParseError::new(v, format!("invalid source address \"{v}\"")))?,
-                v,
-            ));
+            let a = parse_ip(v)
+                .ok_or_else(|| ParseError::new(v, format!("invalid source address \"{v}\"")))?;
+            r.families.push((Family::of(&a), v, Given::Address));
+            r.prefsrc = Some((a, v));
         } else if matches(t, "via") {
             let mut v = args.value(t)?;
-            if v == "inet" || v == "inet6" {
+            let named = match v {
+                "inet" => Some(Family::Inet),
+                "inet6" => Some(Family::Inet6),
+                _ => None,
+            };
+            if named.is_some() {
                 v = args.value(t)?;
             }
-            r.hops[cur].via = Some((
-                parse_ip(v)
-                    .ok_or_else(|| ParseError::new(v, format!("invalid gateway \"{v}\"")))?,
-                v,
-            ));
+            let a = parse_ip(v)
+                .ok_or_else(|| ParseError::new(v, format!("invalid gateway \"{v}\"")))?;
+            let given = match named {
+                Some(f) if f != Family::of(&a) => return Err(other_family_as(f, "address", v)),
+                Some(_) => Given::NamedFamily,
+                None => Given::Address,
+            };
+            r.families.push((Family::of(&a), v, given));
+            r.hops[cur].via = Some((a, v));
         } else if t == "from" {
             let v = args.value(t)?;
-            r.from = Some((parse_any_prefix(v)?, v));
+            let from = parse_any_prefix(v)?;
+            if let Some(f) = from.family() {
+                r.families.push((f, v, Given::Prefix));
+            }
+            r.from = Some((from, v));
         } else if matches(t, "tos") || matches(t, "dsfield") {
             r.tos = Some(parse_tos(args.value(t)?, "\"tos\" value is invalid\n")?);
         } else if matches(t, "metric") || matches(t, "priority") || t == "preference" {
@@ -90,13 +120,9 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
             r.mtu = Some(num("\"mtu\" value is invalid\n", v)?);
         } else if matches(t, "nexthop") {
             if !r.multipath {
-                if !r.hops[0].is_empty() {
-                    return Err(ParseError::new(
-                        t,
-                        "a single next hop cannot be combined with \"nexthop\"",
-                    ));
-                }
-                r.hops.clear();
+                // A `via` or `dev` before the legs is the request's own (`RTA_GATEWAY`,
+                // `RTA_OIF`): see `spec`.
+                r.top = r.hops.pop().unwrap_or_default();
                 r.multipath = true;
             }
             r.hops.push(RawHop::default());
@@ -191,7 +217,11 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
                     format!("either \"to\" is duplicate, or \"{v}\" is a garbage"),
                 ));
             }
-            r.dst = Some((parse_any_prefix(v)?, v));
+            let dst = parse_any_prefix(v)?;
+            if let Some(f) = dst.family() {
+                r.families.push((f, v, Given::Prefix));
+            }
+            r.dst = Some((dst, v));
         }
     }
     if r.dst.is_none() {
@@ -201,47 +231,24 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
 }
 
 impl<'a> RouteArgs<'a> {
-    /// The family: the global or line flag, else the first address given, else IPv4.
+    /// The family: the global or line flag, else the first address or prefix given, else
+    /// IPv4. One of the other family ends the batch as ip's readers do, but for a gateway whose
+    /// family is named, which `spec` refuses as the kernel does (or as not modelled).
     pub(super) fn family(&self, flag: Option<Family>) -> Result<Family> {
-        let mut seen: Vec<(Family, &str)> = Vec::new();
-        let ipfam = |a: &IpAddr| {
-            if a.is_ipv4() {
-                Family::Inet
-            } else {
-                Family::Inet6
-            }
-        };
-        if let Some((p, t)) = &self.dst {
-            if let Some(f) = p.family() {
-                seen.push((f, t));
-            }
-        }
-        if let Some((p, t)) = &self.from {
-            if let Some(f) = p.family() {
-                seen.push((f, t));
+        let mut family = flag;
+        for &(f, tok, given) in &self.families {
+            match (family, given) {
+                (None, _) => family = Some(f),
+                (Some(want), Given::Prefix) if want != f => {
+                    return Err(other_family_as(want, "prefix", tok))
+                }
+                (Some(want), Given::Address) if want != f => {
+                    return Err(other_family_as(want, "address", tok))
+                }
+                _ => {}
             }
         }
-        for h in &self.hops {
-            if let Some((a, t)) = &h.via {
-                seen.push((ipfam(a), t));
-            }
-        }
-        if let Some((a, t)) = &self.prefsrc {
-            seen.push((ipfam(a), t));
-        }
-        if let (Some(want), Some((p, t))) = (flag, &self.dst) {
-            if p.family().is_some_and(|f| f != want) {
-                return Err(other_family(want, t));
-            }
-        }
-        let family = flag
-            .or_else(|| seen.first().map(|s| s.0))
-            .unwrap_or(Family::Inet);
-        if let Some((_, t)) = seen.iter().find(|(f, _)| *f != family) {
-            // IPv4 routes via an IPv6 gateway (RTA_VIA) are not modelled.
-            return Err(ParseError::new(t, format!("\"{t}\": address family mismatch")).soft());
-        }
-        Ok(family)
+        Ok(family.unwrap_or(Family::Inet))
     }
 
     pub(super) fn spec<A: Address>(
@@ -258,15 +265,35 @@ impl<'a> RouteArgs<'a> {
             None => Prefix::any(),
         };
         let mut hops = Vec::new();
-        for h in &self.hops {
+        // A gateway of the other family, whose family was named (see `family`): ip sends it as
+        // `RTA_VIA`, once it has found every device.
+        let mut via_other_family = None;
+        // An IPv6 leg takes the request's gateway, device and onlink where it has none
+        // (`ip6_route_multipath_add` starts each leg from the request's config); IPv4 compares
+        // them with the first leg's below (`fib_get_nhs`).
+        let legs = self.hops.iter().map(|h| match A::FAMILY {
+            Family::Inet6 if self.multipath => RawHop {
+                via: h.via.or(self.top.via),
+                dev: h.dev.or(self.top.dev),
+                onlink: h.onlink || self.top.onlink,
+                ..*h
+            },
+            _ => h.clone(),
+        });
+        for h in legs {
             if h.is_empty() && !self.multipath {
                 continue;
             }
             let gateway = match &h.via {
-                Some((a, t)) => Some(
-                    A::from_ip(*a)
-                        .ok_or_else(|| ParseError::new(t, "address family mismatch").soft())?,
-                ),
+                Some((a, t)) => {
+                    let gateway = A::from_ip(*a);
+                    // In an IPv6 leg, `ip6_route_multipath_add` reads `RTA_GATEWAY` alone: the
+                    // leg is one without a gateway.
+                    if gateway.is_none() && !(A::FAMILY == Family::Inet6 && self.multipath) {
+                        via_other_family = via_other_family.or(Some(*t));
+                    }
+                    gateway
+                }
                 None => None,
             };
             let dev = match h.dev {
@@ -280,7 +307,49 @@ impl<'a> RouteArgs<'a> {
                 onlink: h.onlink,
             });
         }
+        let top_dev = match self.top.dev {
+            Some(d) => Some(dev_index(router, d)?),
+            None => None,
+        };
+        if let Some(t) = via_other_family {
+            return Err(if A::FAMILY == Family::Inet {
+                ParseError::new(
+                    t,
+                    "an IPv4 route via an IPv6 gateway (RFC 5549) is not modelled by fibre",
+                )
+            } else {
+                // `rtm_to_fib6_config`.
+                ParseError::bare("IPv6 does not support RTA_VIA attribute")
+            }
+            .soft());
+        }
+        if A::FAMILY == Family::Inet && self.multipath && !deleting {
+            let first = hops.first();
+            if top_dev.is_some_and(|d| first.and_then(|h| h.dev) != Some(d)) {
+                return Err(ParseError::bare("Nexthop device index does not match RTA_OIF").soft());
+            }
+            let top_via = self.top.via.and_then(|(a, _)| A::from_ip(a));
+            if top_via.is_some_and(|g| first.and_then(|h| h.gateway) != Some(g)) {
+                return Err(ParseError::bare(
+                    "Nexthop gateway does not match RTA_GATEWAY or RTA_VIA",
+                )
+                .soft());
+            }
+        }
         let kind = self.kind.unwrap_or(RouteType::Unicast);
+        // The kernel refuses an IPv6 multipath leg without a gateway, after the checks of tos
+        // and nhid: the router does for routes of several legs, where a route of one is told
+        // apart from a plain one only here.
+        if A::FAMILY == Family::Inet6
+            && self.multipath
+            && !deleting
+            && hops.len() == 1
+            && hops[0].gateway.is_none()
+            && self.nhid.is_none()
+            && self.tos.unwrap_or(0) == 0
+        {
+            return Err(ParseError::bare(DEVICE_ONLY_LEG).soft());
+        }
         let table = self.table.unwrap_or(match kind {
             RouteType::Local | RouteType::Broadcast | RouteType::Nat | RouteType::Anycast => {
                 TABLE_LOCAL
