@@ -2,7 +2,6 @@
 //! into a route or a selector of its family.
 use super::*;
 use crate::router::DEVICE_ONLY_LEG;
-use smallvec::SmallVec;
 
 /// Route attributes as read, before the family is known.
 #[derive(Default)]
@@ -25,20 +24,9 @@ pub(super) struct RouteArgs<'a> {
     pub(super) multipath: bool,
     /// With `nexthop` clauses, the `via`, `dev` and `onlink` given before them.
     pub(super) top: RawHop<'a>,
-    /// The addresses and prefixes given, in the order ip reads them: the first decides the
-    /// family (unless `-4`/`-6` did), and one of the other family ends ip's batch
-    /// (`get_addr`, `get_prefix`), but for a gateway whose family is named (`RTA_VIA`).
-    pub(super) families: SmallVec<[(Family, &'a str, Given); 4]>,
-}
-
-/// How an address or prefix of a route was given.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Given {
-    Prefix,
-    Address,
-    /// `via inet|inet6 ADDR`: a gateway of another family than the route's is the kernel's
-    /// to refuse or take (`RTA_VIA`).
-    NamedFamily,
+    /// The family as ip reads it: `-4`/`-6`, else the first address or prefix given (see
+    /// `settle`); IPv4 when none is.
+    pub(super) family: Option<Family>,
 }
 
 #[derive(Default, Clone)]
@@ -55,9 +43,31 @@ impl RawHop<'_> {
     }
 }
 
-pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>> {
+impl RouteArgs<'_> {
+    /// An address or prefix (`what`) of family `f` read: the first decides the family, where
+    /// `-4`/`-6` did not, and one of the other family ends ip's batch there (`get_addr`,
+    /// `get_prefix`), in the order of the words.
+    fn settle(&mut self, f: Family, what: &str, tok: &str) -> Result<()> {
+        match self.family {
+            None => self.family = Some(f),
+            Some(want) if want != f => return Err(other_family_as(want, what, tok)),
+            Some(_) => {}
+        }
+        Ok(())
+    }
+}
+
+/// Reads a route's words as ip does, in their order: the family settled as addresses come,
+/// the device before the `nexthop` legs looked up before them, each leg's device as it comes
+/// (`iproute_modify`, `parse_one_nh`).
+pub(super) fn parse_route_args<'a>(
+    args: &mut Args<'a>,
+    flag: Option<Family>,
+    router: &Router,
+) -> Result<RouteArgs<'a>> {
     let mut r = RouteArgs {
         hops: vec![RawHop::default()],
+        family: flag,
         ..Default::default()
     };
     let mut cur = 0usize;
@@ -80,9 +90,12 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
             let v = args.value(t)?;
             let a = parse_ip(v)
                 .ok_or_else(|| ParseError::new(v, format!("invalid source address \"{v}\"")))?;
-            r.families.push((Family::of(&a), v, Given::Address));
+            r.settle(Family::of(&a), "address", v)?;
             r.prefsrc = Some((a, v));
         } else if matches(t, "via") {
+            if !r.multipath && r.hops[cur].via.is_some() {
+                return Err(bad_arg("use nexthop syntax to specify multiple via\n", t));
+            }
             let mut v = args.value(t)?;
             let named = match v {
                 "inet" => Some(Family::Inet),
@@ -94,18 +107,19 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
             }
             let a = parse_ip(v)
                 .ok_or_else(|| ParseError::new(v, format!("invalid gateway \"{v}\"")))?;
-            let given = match named {
+            match named {
                 Some(f) if f != Family::of(&a) => return Err(other_family_as(f, "address", v)),
-                Some(_) => Given::NamedFamily,
-                None => Given::Address,
-            };
-            r.families.push((Family::of(&a), v, given));
+                // A gateway whose family is named and is not the route's goes as `RTA_VIA`,
+                // for the kernel to refuse or take (see `spec`).
+                Some(f) if r.family.is_some_and(|want| want != f) => {}
+                _ => r.settle(Family::of(&a), "address", v)?,
+            }
             r.hops[cur].via = Some((a, v));
         } else if t == "from" {
             let v = args.value(t)?;
             let from = parse_any_prefix(v)?;
             if let Some(f) = from.family() {
-                r.families.push((f, v, Given::Prefix));
+                r.settle(f, "prefix", v)?;
             }
             r.from = Some((from, v));
         } else if matches(t, "tos") || matches(t, "dsfield") {
@@ -120,9 +134,13 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
             r.mtu = Some(num("\"mtu\" value is invalid\n", v)?);
         } else if matches(t, "nexthop") {
             if !r.multipath {
-                // A `via` or `dev` before the legs is the request's own (`RTA_GATEWAY`,
-                // `RTA_OIF`): see `spec`.
+                // A `via`, `dev` or `onlink` before the legs is the request's own
+                // (`RTA_GATEWAY`, `RTA_OIF`, `rtm_flags`: see `spec`); ip looks the device up
+                // before it reads the legs.
                 r.top = r.hops.pop().unwrap_or_default();
+                if let Some(d) = r.top.dev {
+                    dev_index(router, d)?;
+                }
                 r.multipath = true;
             }
             r.hops.push(RawHop::default());
@@ -153,7 +171,20 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
             // `fib_new_table` / `fib6_new_table`: table 0 (`unspec`) is main.
             r.table = Some(if t == 0 { TABLE_MAIN } else { t });
         } else if t == "dev" || t == "oif" {
-            r.hops[cur].dev = Some(args.value(t)?);
+            let d = args.value(t)?;
+            if r.multipath && dev_index(router, d).is_err() {
+                // A leg's device is looked up as the leg is read, and one not there ends ip's
+                // batch (`parse_nexthops`).
+                return Err(ParseError {
+                    errno: Errno::ENODEV,
+                    plain: true,
+                    ..ParseError::new(
+                        d,
+                        format!("Cannot find device \"{d}\"\nError: cannot parse nexthop"),
+                    )
+                });
+            }
+            r.hops[cur].dev = Some(d);
         } else if t == "pref" {
             let v = args.value(t)?;
             r.pref = Some(
@@ -219,7 +250,7 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
             }
             let dst = parse_any_prefix(v)?;
             if let Some(f) = dst.family() {
-                r.families.push((f, v, Given::Prefix));
+                r.settle(f, "prefix", v)?;
             }
             r.dst = Some((dst, v));
         }
@@ -231,24 +262,9 @@ pub(super) fn parse_route_args<'a>(args: &mut Args<'a>) -> Result<RouteArgs<'a>>
 }
 
 impl<'a> RouteArgs<'a> {
-    /// The family: the global or line flag, else the first address or prefix given, else
-    /// IPv4. One of the other family ends the batch as ip's readers do, but for a gateway whose
-    /// family is named, which `spec` refuses as the kernel does (or as not modelled).
-    pub(super) fn family(&self, flag: Option<Family>) -> Result<Family> {
-        let mut family = flag;
-        for &(f, tok, given) in &self.families {
-            match (family, given) {
-                (None, _) => family = Some(f),
-                (Some(want), Given::Prefix) if want != f => {
-                    return Err(other_family_as(want, "prefix", tok))
-                }
-                (Some(want), Given::Address) if want != f => {
-                    return Err(other_family_as(want, "address", tok))
-                }
-                _ => {}
-            }
-        }
-        Ok(family.unwrap_or(Family::Inet))
+    /// The family (see `settle`).
+    pub(super) fn family(&self) -> Family {
+        self.family.unwrap_or(Family::Inet)
     }
 
     pub(super) fn spec<A: Address>(
@@ -265,12 +281,16 @@ impl<'a> RouteArgs<'a> {
             None => Prefix::any(),
         };
         let mut hops = Vec::new();
-        // A gateway of the other family, whose family was named (see `family`): ip sends it as
-        // `RTA_VIA`, once it has found every device.
-        let mut via_other_family = None;
+        // A gateway of the other family, whose family was named (see `parse_route_args`): ip
+        // sends it as `RTA_VIA`, once it has found every device. The request's own (before
+        // the legs) too.
+        let mut via_other_family = (self.top.via)
+            .filter(|(a, _)| A::from_ip(*a).is_none())
+            .map(|(_, t)| t);
         // An IPv6 leg takes the request's gateway, device and onlink where it has none
-        // (`ip6_route_multipath_add` starts each leg from the request's config); IPv4 compares
-        // them with the first leg's below (`fib_get_nhs`).
+        // (`ip6_route_multipath_add` starts each leg from the request's config); IPv4 holds
+        // them to its first leg below (`fib_get_nhs`), and a deletion to the route's first
+        // (`selector`).
         let legs = self.hops.iter().map(|h| match A::FAMILY {
             Family::Inet6 if self.multipath => RawHop {
                 via: h.via.or(self.top.via),
@@ -307,10 +327,23 @@ impl<'a> RouteArgs<'a> {
                 onlink: h.onlink,
             });
         }
-        let top_dev = match self.top.dev {
-            Some(d) => Some(dev_index(router, d)?),
-            None => None,
-        };
+        if A::FAMILY == Family::Inet && self.multipath && !deleting && self.nhid.is_none() {
+            let first = self.hops.first();
+            let top_dev = match self.top.dev {
+                Some(d) => Some(dev_index(router, d)?),
+                None => None,
+            };
+            if top_dev.is_some_and(|d| hops.first().and_then(|h| h.dev) != Some(d)) {
+                return Err(ParseError::bare("Nexthop device index does not match RTA_OIF").soft());
+            }
+            let first_via = first.and_then(|h| h.via).map(|(a, _)| a);
+            if self.top.via.is_some_and(|(a, _)| first_via != Some(a)) {
+                return Err(ParseError::bare(
+                    "Nexthop gateway does not match RTA_GATEWAY or RTA_VIA",
+                )
+                .soft());
+            }
+        }
         if let Some(t) = via_other_family {
             return Err(if A::FAMILY == Family::Inet {
                 ParseError::new(
@@ -322,19 +355,6 @@ impl<'a> RouteArgs<'a> {
                 ParseError::bare("IPv6 does not support RTA_VIA attribute")
             }
             .soft());
-        }
-        if A::FAMILY == Family::Inet && self.multipath && !deleting {
-            let first = hops.first();
-            if top_dev.is_some_and(|d| first.and_then(|h| h.dev) != Some(d)) {
-                return Err(ParseError::bare("Nexthop device index does not match RTA_OIF").soft());
-            }
-            let top_via = self.top.via.and_then(|(a, _)| A::from_ip(a));
-            if top_via.is_some_and(|g| first.and_then(|h| h.gateway) != Some(g)) {
-                return Err(ParseError::bare(
-                    "Nexthop gateway does not match RTA_GATEWAY or RTA_VIA",
-                )
-                .soft());
-            }
         }
         let kind = self.kind.unwrap_or(RouteType::Unicast);
         // The kernel refuses an IPv6 multipath leg without a gateway, after the checks of tos
@@ -371,10 +391,10 @@ impl<'a> RouteArgs<'a> {
             }
         });
         let prefsrc = match &self.prefsrc {
-            Some((a, t)) => Some(
-                A::from_ip(*a)
-                    .ok_or_else(|| ParseError::new(t, "address family mismatch").soft())?,
-            ),
+            // Of the route's family: `parse_route_args` settled it.
+            Some((a, t)) => {
+                Some(A::from_ip(*a).ok_or_else(|| other_family_as(A::FAMILY, "address", t))?)
+            }
             None => None,
         }
         // The kernel takes a source of all zeros for none (`fib_prefsrc` 0, `ipv6_addr_any`).
@@ -406,7 +426,24 @@ impl<'a> RouteArgs<'a> {
         router: &Router,
     ) -> Result<(TableId, RouteSelector<A>)> {
         let (spec, hops, multipath) = self.spec::<A>(router, true)?;
-        let single = (!multipath).then(|| hops.first().copied()).flatten();
+        // An IPv4 deletion that gives a gateway or device before its legs matches them with
+        // the route's first next hop, not its legs (`fib_nh_match`).
+        let top = A::FAMILY == Family::Inet
+            && multipath
+            && (self.top.dev.is_some() || self.top.via.is_some());
+        let single = if top {
+            Some(NextHop {
+                gateway: self.top.via.and_then(|(a, _)| A::from_ip(a)),
+                dev: match self.top.dev {
+                    Some(d) => Some(dev_index(router, d)?),
+                    None => None,
+                },
+                weight: 1,
+                onlink: false,
+            })
+        } else {
+            (!multipath).then(|| hops.first().copied()).flatten()
+        };
         Ok((
             spec.table,
             RouteSelector {
@@ -418,7 +455,7 @@ impl<'a> RouteArgs<'a> {
                 protocol: self.protocol,
                 scope: self.scope,
                 prefsrc: spec.prefsrc,
-                hops: if multipath { hops } else { Vec::new() },
+                hops: if multipath && !top { hops } else { Vec::new() },
                 dev: single.and_then(|h| h.dev),
                 gateway: single.and_then(|h| h.gateway),
                 nhid: self.nhid,
@@ -449,14 +486,14 @@ pub(super) fn parse_route(
         None
     };
     if let Some(mode) = mode {
-        let r = parse_route_args(args)?;
-        return Ok(Command::Apply(with_family!(r.family(family)?, A => {
+        let r = parse_route_args(args, family, router)?;
+        return Ok(Command::Apply(with_family!(r.family(), A => {
             FamilyChange::<A>::Route(r.spec(router, false)?.0, mode).into()
         })));
     }
     if matches(verb, "delete") {
-        let r = parse_route_args(args)?;
-        return Ok(Command::Apply(with_family!(r.family(family)?, A => {
+        let r = parse_route_args(args, family, router)?;
+        return Ok(Command::Apply(with_family!(r.family(), A => {
             let (t, s) = r.selector::<A>(router)?;
             FamilyChange::RouteDel(t, s).into()
         })));
