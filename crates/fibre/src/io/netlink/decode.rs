@@ -172,6 +172,22 @@ pub(crate) fn route<A: Address>(
         Prefix::new_strict(a.unwrap_or_else(A::unspecified), len)
             .ok_or_else(|| format!("prefix of length {len}"))
     };
+    // A leg through a gateway of the other family (`RTA_VIA`: an IPv4 route's leg via an IPv6
+    // gateway) or with an encapsulation is not modelled either: read without it, the leg
+    // would be one without a gateway.
+    let unmodelled_leg = |a: &RouteAttribute| {
+        matches!(
+            a,
+            RouteAttribute::Via(_) | RouteAttribute::Encap(_) | RouteAttribute::EncapType(_)
+        )
+    };
+    if multipath
+        .iter()
+        .flatten()
+        .any(|h| h.attributes.iter().any(unmodelled_leg))
+    {
+        return Ok(None);
+    }
     r.dst = prefix(dst, h.destination_prefix_length)?;
     r.src = prefix(src, h.source_prefix_length)?;
     // Reject routes have no next hop in the model (the kernel shows them on lo), but for a
