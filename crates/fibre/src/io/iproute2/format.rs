@@ -83,13 +83,30 @@ fn multipath<A: Address>(r: &RouteSpec<A>) -> bool {
 }
 
 /// IPv4 routes carry a metric attribute only when it is not 0; IPv6 routes always.
-fn shows_metric<A: Address>(r: &RouteSpec<A>) -> bool {
-    A::FAMILY == Family::Inet6 || r.metric != 0
+fn shows_metric<A: Address>(r: &RouteSpec<A>, shown: Shown) -> bool {
+    shown.metric && (A::FAMILY == Family::Inet6 || r.metric != 0)
 }
 
-/// One route as `ip route show` prints it (without the newline). `show_table`: print `table`
-/// for tables other than main (ip does when not filtering by one table).
-pub fn route_text<A: Address>(r: &RouteSpec<A>, links: &Links, show_table: bool) -> String {
+/// What a listing prints that the route alone does not decide: ip prints `table` for tables
+/// other than main only when it lists more than one, and no `metric` when its filter names it.
+#[derive(Clone, Copy, Debug)]
+pub struct Shown {
+    /// Print `table` (for tables other than main).
+    pub table: bool,
+    /// Print `metric`.
+    pub metric: bool,
+}
+
+impl Shown {
+    /// Everything: a route on its own (`route get fibmatch`).
+    pub const ALL: Shown = Shown {
+        table: true,
+        metric: true,
+    };
+}
+
+/// One route as `ip route show` prints it (without the newline).
+pub fn route_text<A: Address>(r: &RouteSpec<A>, links: &Links, shown: Shown) -> String {
     let mut s = String::new();
     if r.kind != RouteType::Unicast {
         let _ = write!(s, "{} ", r.kind.name());
@@ -113,7 +130,7 @@ pub fn route_text<A: Address>(r: &RouteSpec<A>, links: &Links, show_table: bool)
             let _ = write!(s, "dev {d} ");
         }
     }
-    if show_table && r.table != TABLE_MAIN {
+    if shown.table && r.table != TABLE_MAIN {
         let _ = write!(s, "table {} ", table_name(r.table));
     }
     if r.protocol != PROTO_BOOT {
@@ -125,7 +142,7 @@ pub fn route_text<A: Address>(r: &RouteSpec<A>, links: &Links, show_table: bool)
     if let Some(p) = r.prefsrc {
         let _ = write!(s, "src {p} ");
     }
-    if shows_metric(r) {
+    if shows_metric(r, shown) {
         let _ = write!(s, "metric {} ", r.metric);
     }
     for f in route_flags(r, links) {
@@ -156,11 +173,7 @@ pub fn route_text<A: Address>(r: &RouteSpec<A>, links: &Links, show_table: bool)
 }
 
 /// One route as an `ip -j route show` object.
-pub fn route_json<A: Address>(
-    r: &RouteSpec<A>,
-    links: &Links,
-    show_table: bool,
-) -> Map<String, Value> {
+pub fn route_json<A: Address>(r: &RouteSpec<A>, links: &Links, shown: Shown) -> Map<String, Value> {
     let mut m = Map::new();
     if r.kind != RouteType::Unicast {
         m.insert("type".into(), json!(r.kind.name()));
@@ -184,7 +197,7 @@ pub fn route_json<A: Address>(
             m.insert("dev".into(), json!(d));
         }
     }
-    if show_table && r.table != TABLE_MAIN {
+    if shown.table && r.table != TABLE_MAIN {
         m.insert("table".into(), json!(table_name(r.table)));
     }
     if r.protocol != PROTO_BOOT {
@@ -196,7 +209,7 @@ pub fn route_json<A: Address>(
     if let Some(p) = r.prefsrc {
         m.insert("prefsrc".into(), json!(p.to_string()));
     }
-    if shows_metric(r) {
+    if shows_metric(r, shown) {
         m.insert("metric".into(), json!(r.metric));
     }
     m.insert("flags".into(), json!(route_flags(r, links)));
@@ -275,7 +288,7 @@ pub fn fibmatch_json<A: Address>(
     r: &Route<A, AnswerHops<A>>,
     links: &Links,
 ) -> Map<String, Value> {
-    let mut m = route_json(&fibmatch_route(a, r), links, true);
+    let mut m = route_json(&fibmatch_route(a, r), links, Shown::ALL);
     if A::FAMILY == Family::Inet6 {
         if let Some(i) = a.iif {
             m.insert("iif".into(), json!(dev_name(links, Some(i))));
@@ -290,7 +303,7 @@ pub fn fibmatch_text<A: Address>(
     r: &Route<A, AnswerHops<A>>,
     links: &Links,
 ) -> String {
-    let mut s = route_text(&fibmatch_route(a, r), links, true);
+    let mut s = route_text(&fibmatch_route(a, r), links, Shown::ALL);
     if A::FAMILY == Family::Inet6 {
         if let Some(iif) = dev_name(links, a.iif) {
             // ip prints the input device before the router preference.

@@ -268,13 +268,15 @@ impl<'r> Query<'r> {
         f: &'s ShowFilter,
     ) -> Box<dyn Iterator<Item = RouteSpec<A>> + 's> {
         let narrow = |p: &Option<IpPrefix>| p.map(|p| p.narrow::<A>());
-        let (root, matching, exact_p, from) = (
+        let (root, matching, exact_p, from, via, prefsrc) = (
             narrow(&f.root),
             narrow(&f.matching),
             narrow(&f.exact),
             narrow(&f.src),
+            narrow(&f.via),
+            narrow(&f.prefsrc),
         );
-        if [root, matching, exact_p, from]
+        if [root, matching, exact_p, from, via, prefsrc]
             .iter()
             .any(|p| matches!(p, Some(None)))
         {
@@ -311,11 +313,30 @@ impl<'r> Query<'r> {
         } else {
             Box::new(routes)
         };
-        // A multipath route has no top-level device for `dev` to match.
-        Box::new(routes.filter(|r| {
-            f.dev
-                .is_none_or(|d| matches!(r.hops.as_slice(), [h] if h.dev == Some(d)))
-        }))
+        // A multipath route has no top-level device for `dev` to match, nor gateway for `via`
+        // (the zero address stands for none, as in ip's filter).
+        let (via, prefsrc) = (via.flatten(), prefsrc.flatten());
+        let zero = A::unspecified();
+        Box::new(
+            routes
+                .filter(|r| {
+                    f.dev
+                        .is_none_or(|d| matches!(r.hops.as_slice(), [h] if h.dev == Some(d)))
+                })
+                .filter(move |r| {
+                    let gateway = match r.hops.as_slice() {
+                        [h] => h.gateway,
+                        _ => None,
+                    };
+                    via.is_none_or(|p| p.len() == 0 || p.contains(gateway.unwrap_or(zero)))
+                })
+                .filter(move |r| {
+                    prefsrc.is_none_or(|p| p.len() == 0 || p.contains(r.prefsrc.unwrap_or(zero)))
+                })
+                .filter(|r| f.scope.is_none_or(|s| s == r.scope))
+                .filter(|r| f.metric.is_none_or(|m| m == r.metric))
+                .filter(|r| f.tos.is_none_or(|t| t == r.tos)),
+        )
     }
 
     fn show<A: RouterFamily>(&self, f: &ShowFilter, out: &mut Lines<'_>) {
@@ -332,9 +353,27 @@ impl<'r> Query<'r> {
                     h.dev = None;
                 }
             }
+            // And an address it names whole (`via`, `src`), the scope, the TOS.
+            let host = A::WIDTH;
+            if f.via.is_some_and(|p| p.len == host) && r.hops.len() == 1 {
+                r.hops[0].gateway = None;
+            }
+            if f.prefsrc.is_some_and(|p| p.len == host) {
+                r.prefsrc = None;
+            }
+            if f.scope.is_some() {
+                r.scope = crate::route::SCOPE_UNIVERSE;
+            }
+            if f.tos.is_some() {
+                r.tos = 0;
+            }
+            let shown = Shown {
+                table: show_table,
+                metric: f.metric.is_none(),
+            };
             out.push(
-                || route_text(&r, links, show_table),
-                || Value::Object(route_json(&r, links, show_table)),
+                || route_text(&r, links, shown),
+                || Value::Object(route_json(&r, links, shown)),
             );
         }
     }

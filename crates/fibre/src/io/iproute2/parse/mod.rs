@@ -130,6 +130,19 @@ pub struct ShowFilter {
     pub dev: Option<IfIndex>,
     /// `proto P`, printed without `proto`.
     pub protocol: Option<Protocol>,
+    /// `via P`: routes whose top-level gateway is in P (routes without one, multipath ones
+    /// among them, have the zero address there), printed without `via` when P is one address.
+    /// A prefix of length 0 selects every route.
+    pub via: Option<IpPrefix>,
+    /// `src P`: routes whose preferred source is in P (none is the zero address), printed
+    /// without `src` when P is one address; length 0 selects every route.
+    pub prefsrc: Option<IpPrefix>,
+    /// `scope S` (not `all`), printed without `scope`.
+    pub scope: Option<Scope>,
+    /// `metric N`, printed without `metric`.
+    pub metric: Option<u32>,
+    /// `tos T`, printed without `tos`.
+    pub tos: Option<u8>,
 }
 
 /// A prefix of either family, for filters: `addr/len` as given.

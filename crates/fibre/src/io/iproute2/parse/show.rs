@@ -16,6 +16,11 @@ pub(super) fn parse_show_filter(
         kind: None,
         dev: None,
         protocol: None,
+        via: None,
+        prefsrc: None,
+        scope: None,
+        metric: None,
+        tos: None,
     };
     let mut table_all = false;
     // With -4 or -6 a prefix of the other family ends ip (`get_prefix`).
@@ -60,6 +65,29 @@ pub(super) fn parse_show_filter(
             let v = args.value(t)?;
             f.protocol =
                 Some(protocol_from_name(v).ok_or_else(|| bad_arg("invalid \"protocol\"\n", v))?);
+        } else if matches(t, "scope") {
+            let v = args.value(t)?;
+            f.scope = match scope_from_name(v) {
+                Some(s) => Some(s),
+                None if v == "all" => None,
+                None => return Err(bad_arg("invalid \"scope\"\n", v)),
+            };
+        } else if matches(t, "metric") || matches(t, "priority") || t == "preference" {
+            f.metric = Some(num("\"metric\" value is invalid\n", args.value(t)?)?);
+        } else if matches(t, "tos") || matches(t, "dsfield") {
+            f.tos = Some(parse_tos(args.value(t)?, "TOS value is invalid\n")?);
+        } else if matches(t, "realms") {
+            return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
+        } else if t == "via" {
+            let mut v = args.value(t)?;
+            // A named family is read and dropped: the address says it.
+            if v == "inet" || v == "inet6" {
+                v = args.value(t)?;
+            }
+            f.via = Some(to_ip(prefix_arg(v)?, f.family));
+        } else if t == "src" {
+            let v = args.value(t)?;
+            f.prefsrc = Some(to_ip(prefix_arg(v)?, f.family));
         } else if t == "type" {
             let v = args.value(t)?;
             f.kind = Some(
