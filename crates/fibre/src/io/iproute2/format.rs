@@ -450,8 +450,11 @@ pub fn answer_text<A: Address>(a: &RouteAnswer<A>, links: &Links, uid: u32) -> S
         if a.cache.multicast {
             s.push_str("rt_offload_failed ");
         }
-        if a.mark != 0 {
+        // ip prints a mark below 16 in decimal, a larger one in hex.
+        if a.mark >= 16 {
             let _ = write!(s, "mark {:#x} ", a.mark);
+        } else if a.mark != 0 {
+            let _ = write!(s, "mark {} ", a.mark);
         }
         if a.iif.is_none() {
             let _ = write!(s, "uid {uid} ");

@@ -122,7 +122,8 @@ pub(super) fn parse_route_args<'a>(
                 r.settle(f, "prefix", v)?;
             }
             r.from = Some((from, v));
-        } else if matches(t, "tos") || matches(t, "dsfield") {
+        } else if t == "tos" || matches(t, "dsfield") {
+            // `tos` whole, as ip takes it: `to` is the destination's word.
             r.tos = Some(parse_tos(args.value(t)?, "\"tos\" value is invalid\n")?);
         } else if matches(t, "metric") || matches(t, "priority") || t == "preference" {
             r.metric = Some(num("\"metric\" value is invalid\n", args.value(t)?)?);

@@ -45,6 +45,9 @@ pub(super) fn parse_show_filter(
             },
         }
     };
+    // In the order ip tries its words (`iproute_list_flush_or_save`): abbreviations resolve
+    // as there (`t` is table, `ro` root), and `tos`, `dev`, `via` and `src` are whole words.
+    let unsupported = |t: &str, what: &str| ParseError::new(t, what.to_string()).soft();
     while let Some(t) = args.next() {
         if matches(t, "table") {
             let v = args.value(t)?;
@@ -53,18 +56,28 @@ pub(super) fn parse_show_filter(
                 f.table = TableFilter::All;
                 table_all = true;
             } else if v == "cache" {
-                return Err(ParseError::new(v, "the route cache is not modelled").soft());
+                return Err(unsupported(v, "the route cache is not modelled"));
             } else {
                 f.table = TableFilter::Id(
                     table_from_name(v).ok_or_else(|| bad_arg("table id value is invalid\n", v))?,
                 );
             }
-        } else if t == "dev" || t == "oif" {
-            f.dev = Some(dev_index(router, args.value(t)?)?);
+        } else if matches(t, "vrf") {
+            return Err(unsupported(
+                t,
+                "VRFs are not supported (this kernel has no VRF devices)",
+            ));
+        } else if matches(t, "cached") || matches(t, "cloned") {
+            return Err(unsupported(t, "the route cache is not modelled"));
+        } else if t == "tos" || matches(t, "dsfield") {
+            f.tos = Some(parse_tos(args.value(t)?, "TOS value is invalid\n")?);
         } else if matches(t, "protocol") {
             let v = args.value(t)?;
-            f.protocol =
-                Some(protocol_from_name(v).ok_or_else(|| bad_arg("invalid \"protocol\"\n", v))?);
+            f.protocol = match protocol_from_name(v) {
+                Some(p) => Some(p),
+                None if v == "all" => None,
+                None => return Err(bad_arg("invalid \"protocol\"\n", v)),
+            };
         } else if matches(t, "scope") {
             let v = args.value(t)?;
             f.scope = match scope_from_name(v) {
@@ -72,12 +85,21 @@ pub(super) fn parse_show_filter(
                 None if v == "all" => None,
                 None => return Err(bad_arg("invalid \"scope\"\n", v)),
             };
+        } else if matches(t, "type") {
+            let v = args.value(t)?;
+            f.kind = Some(
+                RouteType::from_name(v)
+                    .ok_or_else(|| bad_arg("node type value is invalid\n", v))?,
+            );
+        } else if t == "dev" || t == "oif" {
+            f.dev = Some(dev_index(router, args.value(t)?)?);
+        } else if t == "iif" || t == "mark" {
+            return Err(unsupported(
+                t,
+                &format!("\"{t}\" is not supported by fibre"),
+            ));
         } else if matches(t, "metric") || matches(t, "priority") || t == "preference" {
             f.metric = Some(num("\"metric\" value is invalid\n", args.value(t)?)?);
-        } else if matches(t, "tos") || matches(t, "dsfield") {
-            f.tos = Some(parse_tos(args.value(t)?, "TOS value is invalid\n")?);
-        } else if matches(t, "realms") {
-            return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
         } else if t == "via" {
             let mut v = args.value(t)?;
             // A named family is read and dropped: the address says it.
@@ -88,28 +110,39 @@ pub(super) fn parse_show_filter(
         } else if t == "src" {
             let v = args.value(t)?;
             f.prefsrc = Some(to_ip(prefix_arg(v)?, f.family));
-        } else if t == "type" {
-            let v = args.value(t)?;
-            f.kind = Some(
-                RouteType::from_name(v)
-                    .ok_or_else(|| bad_arg("node type value is invalid\n", v))?,
-            );
-        } else if t == "root" {
-            let v = args.value(t)?;
-            f.root = Some(to_ip(prefix_arg(v)?, f.family));
-        } else if t == "match" {
-            let v = args.value(t)?;
-            f.matching = Some(to_ip(prefix_arg(v)?, f.family));
-        } else if t == "exact" || t == "to" {
-            let v = args.value(t)?;
-            f.exact = Some(to_ip(prefix_arg(v)?, f.family));
-        } else if t == "from" {
-            let v = args.value(t)?;
+        } else if matches(t, "realms") {
+            return Err(unsupported(
+                t,
+                &format!("\"{t}\" is not supported by fibre"),
+            ));
+        } else if matches(t, "from") {
+            let mut v = args.value(t)?;
+            if matches(v, "root") || matches(v, "match") {
+                return Err(unsupported(
+                    v,
+                    &format!("\"from {v}\" is not supported by fibre"),
+                ));
+            }
+            if matches(v, "exact") {
+                v = args.value(v)?;
+            }
             f.src = Some(to_ip(prefix_arg(v)?, f.family));
-        } else if let Some(k) = RouteType::from_name(t) {
-            f.kind = Some(k);
         } else {
-            f.exact = Some(to_ip(prefix_arg(t)?, f.family));
+            // [to] [root|match|exact] PREFIX
+            let mut v = t;
+            if matches(v, "to") {
+                v = args.value(v)?;
+            }
+            if matches(v, "root") {
+                f.root = Some(to_ip(prefix_arg(args.value(v)?)?, f.family));
+            } else if matches(v, "match") {
+                f.matching = Some(to_ip(prefix_arg(args.value(v)?)?, f.family));
+            } else {
+                if matches(v, "exact") {
+                    v = args.value(v)?;
+                }
+                f.exact = Some(to_ip(prefix_arg(v)?, f.family));
+            }
         }
     }
     // Without -4/-6 ip lists IPv4, or both families for `table all`; a prefix of the other
@@ -118,14 +151,6 @@ pub(super) fn parse_show_filter(
         f.family = Some(Family::Inet);
     }
     Ok(f)
-}
-
-/// An address (not a prefix, not `default`).
-fn address(v: &str) -> Result<IpAddr> {
-    match parse_any_prefix(v)? {
-        AnyPrefix::Addr(a, _) => Ok(a),
-        AnyPrefix::Default => Err(ParseError::new(v, "an address is expected")),
-    }
 }
 
 pub(super) fn parse_route_get(
@@ -137,9 +162,31 @@ pub(super) fn parse_route_get(
     let mut q = RouteQuery::to(());
     let mut src = None;
     let mut connected = false;
+    // ip's family: -4/-6, else the first address read; one of the other family, or a word that
+    // is none, ends the batch in its words (`get_prefix`).
+    let mut fam = family;
+    // `default` (no address sent) is the zero address of the family.
+    let mut read = |v: &str| -> Result<IpAddr> {
+        let a = match (parse_any_prefix(v), fam) {
+            (Ok(AnyPrefix::Addr(a, _)), Some(want)) if Family::of(&a) != want => {
+                return Err(other_family(want, v))
+            }
+            (Ok(AnyPrefix::Addr(a, _)), _) => a,
+            (Ok(AnyPrefix::Default), Some(Family::Inet6)) => Ipv6Addr::UNSPECIFIED.into(),
+            (Ok(AnyPrefix::Default), _) => Ipv4Addr::UNSPECIFIED.into(),
+            (Err(_), Some(want)) => return Err(other_family(want, v)),
+            (Err(e), None) => return Err(e),
+        };
+        fam = Some(Family::of(&a));
+        Ok(a)
+    };
+    // In the order ip tries its words (`iproute_get`), so that abbreviations resolve as there
+    // (`f` is from, `sp` sport); `tos` and `to` are whole words.
     while let Some(t) = args.next() {
-        if matches(t, "tos") || matches(t, "dsfield") {
+        if t == "tos" || matches(t, "dsfield") {
             q.tos = parse_tos(args.value(t)?, "TOS value is invalid\n")?;
+        } else if matches(t, "from") {
+            src = Some(read(args.value(t)?)?);
         } else if matches(t, "iif") {
             q.iif = Some(dev_index(router, args.value(t)?)?);
         } else if matches(t, "mark") {
@@ -160,40 +207,26 @@ pub(super) fn parse_route_get(
             q.fibmatch = true;
         } else if t == "as" {
             return Err(ParseError::new(t, "\"as\" is not supported by fibre").soft());
-        } else if t == "sport" {
+        } else if matches(t, "sport") {
             q.sport = Some(num("invalid sport\n", args.value(t)?)?);
-        } else if t == "dport" {
+        } else if matches(t, "dport") {
             q.dport = Some(num("invalid dport\n", args.value(t)?)?);
-        } else if t == "ipproto" {
+        } else if matches(t, "ipproto") {
             q.ipproto = Some(parse_ipproto(args.value(t)?)?);
-        } else if t == "from" {
-            src = Some(address(args.value(t)?)?);
         } else {
             let mut v = t;
-            if matches(v, "to") && args.peek().is_some() {
+            if v == "to" && args.peek().is_some() {
                 v = args.value(t)?;
             }
-            if dst.is_some() {
-                return Err(ParseError::new(
-                    v,
-                    format!("either \"to\" is duplicate, or \"{v}\" is a garbage"),
-                ));
-            }
-            dst = Some((address(v)?, v));
+            // A second destination replaces the first, as in ip.
+            dst = Some(read(v)?);
         }
     }
-    let (dst, dst_tok) = dst.ok_or_else(|| ParseError {
+    let dst = dst.ok_or_else(|| ParseError {
         // iproute_get prints it and returns: only this line fails.
         plain: true,
         ..ParseError::bare("need at least a destination address").soft()
     })?;
-    let fam = Family::of(&dst);
-    if let Some(want) = family.filter(|&f| f != fam) {
-        return Err(other_family(want, dst_tok));
-    }
-    if src.is_some_and(|s| Family::of(&s) != fam) {
-        return Err(ParseError::bare("source and destination are of different families").soft());
-    }
     // iproute2 6.1's `connected` asks again with the answer's source, but sends the first
     // request unchanged: without `from` it prints the same answer twice.
     let times = if connected && src.is_none() { 2 } else { 1 };
