@@ -78,7 +78,7 @@ fn route_flags<A: Address>(r: &RouteSpec<A>, links: &Links) -> Vec<&'static str>
 
 /// Printed as a list of `nexthop` lines: several next hops, or an IPv6 route through a group
 /// (the kernel gives it RTA_MULTIPATH even for one member; IPv4 does not).
-fn multipath<A: Address>(r: &RouteSpec<A>) -> bool {
+pub(super) fn multipath<A: Address>(r: &RouteSpec<A>) -> bool {
     r.hops.len() > 1 || (A::FAMILY == Family::Inet6 && r.nhid.is_some_and(|n| n.group))
 }
 

@@ -112,6 +112,31 @@ pub const DSFIELD_NAMES: &[(u8, &str)] = &[
     (0xb8, "EF"),
 ];
 
+/// A route type as iproute2 reads one (`rtnl_rtntype_a2n`): `local`, `nat` and `throw` whole,
+/// `brd` for broadcast, the others by any abbreviation, tried in its order (`a` is anycast,
+/// `b` broadcast, `u` unreachable), or the type's number.
+pub fn route_type_from_word(s: &str) -> Option<RouteType> {
+    let abbreviates = |word: &str| !s.is_empty() && word.starts_with(s);
+    Some(match s {
+        "local" => RouteType::Local,
+        "nat" => RouteType::Nat,
+        _ if abbreviates("broadcast") || s == "brd" => RouteType::Broadcast,
+        _ if abbreviates("anycast") => RouteType::Anycast,
+        _ if abbreviates("multicast") => RouteType::Multicast,
+        _ if abbreviates("prohibit") => RouteType::Prohibit,
+        _ if abbreviates("unreachable") => RouteType::Unreachable,
+        _ if abbreviates("blackhole") => RouteType::Blackhole,
+        // RTN_XRESOLVE: a type fibre does not model.
+        _ if abbreviates("xresolve") => return None,
+        _ if abbreviates("unicast") => RouteType::Unicast,
+        "throw" => RouteType::Throw,
+        _ => {
+            let code = parse_u32(s)?;
+            return RouteType::ALL.get((code as usize).wrapping_sub(1)).copied();
+        }
+    })
+}
+
 /// A number as [`parse_u32`] reads it, if it fits in a `u8`.
 pub fn parse_u8(s: &str) -> Option<u8> {
     parse_u32(s).and_then(|v| u8::try_from(v).ok())

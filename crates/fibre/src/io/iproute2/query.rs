@@ -313,21 +313,23 @@ impl<'r> Query<'r> {
         } else {
             Box::new(routes)
         };
-        // A multipath route has no top-level device for `dev` to match, nor gateway for `via`
-        // (the zero address stands for none, as in ip's filter).
+        // A route printed as a list of legs (several, or an IPv6 route through a group) has no
+        // top-level device for `dev` to match, nor gateway for `via` (the zero address stands
+        // for none, as in ip's filter).
         let (via, prefsrc) = (via.flatten(), prefsrc.flatten());
         let zero = A::unspecified();
+        let top = |r: &RouteSpec<A>| match r.hops.as_slice() {
+            [h] if !multipath(r) => Some(*h),
+            _ => None,
+        };
         Box::new(
             routes
-                .filter(|r| {
+                .filter(move |r| {
                     f.dev
-                        .is_none_or(|d| matches!(r.hops.as_slice(), [h] if h.dev == Some(d)))
+                        .is_none_or(|d| top(r).is_some_and(|h| h.dev == Some(d)))
                 })
                 .filter(move |r| {
-                    let gateway = match r.hops.as_slice() {
-                        [h] => h.gateway,
-                        _ => None,
-                    };
+                    let gateway = top(r).and_then(|h| h.gateway);
                     via.is_none_or(|p| p.len() == 0 || p.contains(gateway.unwrap_or(zero)))
                 })
                 .filter(move |r| {
@@ -355,8 +357,10 @@ impl<'r> Query<'r> {
             }
             // And an address it names whole (`via`, `src`), the scope, the TOS.
             let host = A::WIDTH;
-            if f.via.is_some_and(|p| p.len == host) && r.hops.len() == 1 {
-                r.hops[0].gateway = None;
+            if f.via.is_some_and(|p| p.len == host) && !multipath(&r) {
+                if let [h] = r.hops.as_mut_slice() {
+                    h.gateway = None;
+                }
             }
             if f.prefsrc.is_some_and(|p| p.len == host) {
                 r.prefsrc = None;

@@ -92,7 +92,7 @@ pub(super) fn parse_route_args<'a>(
                 .ok_or_else(|| ParseError::new(v, format!("invalid source address \"{v}\"")))?;
             r.settle(Family::of(&a), "address", v)?;
             r.prefsrc = Some((a, v));
-        } else if matches(t, "via") {
+        } else if t == "via" {
             if !r.multipath && r.hops[cur].via.is_some() {
                 return Err(bad_arg("use nexthop syntax to specify multiple via\n", t));
             }
@@ -133,7 +133,7 @@ pub(super) fn parse_route_args<'a>(
                 v = args.value(t)?;
             }
             r.mtu = Some(num("\"mtu\" value is invalid\n", v)?);
-        } else if matches(t, "nexthop") {
+        } else if t == "nexthop" {
             if !r.multipath {
                 // A `via`, `dev` or `onlink` before the legs is the request's own
                 // (`RTA_GATEWAY`, `RTA_OIF`, `rtm_flags`: see `spec`); ip looks the device up
@@ -186,7 +186,7 @@ pub(super) fn parse_route_args<'a>(
                 });
             }
             r.hops[cur].dev = Some(d);
-        } else if t == "pref" {
+        } else if matches(t, "pref") {
             let v = args.value(t)?;
             r.pref = Some(
                 RouterPref::from_name(v)
@@ -194,17 +194,13 @@ pub(super) fn parse_route_args<'a>(
             );
         } else if t == "onlink" {
             r.hops[cur].onlink = true;
-        } else if matches(t, "scope") {
+        } else if t == "scope" {
             let v = args.value(t)?;
             r.scope =
                 Some(scope_from_name(v).ok_or_else(|| bad_arg("invalid \"scope\" value\n", v))?);
         } else if t == "nhid" {
             r.nhid = Some(num("\"id\" value is invalid\n", args.value(t)?)?);
-        } else if matches(t, "expires")
-            || t == "vrf"
-            || matches(t, "realms")
-            || t == "encap"
-            || t == "as"
+        } else if t == "expires" || t == "vrf" || matches(t, "realms") || t == "encap" || t == "as"
         {
             return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
         } else if [
@@ -238,7 +234,7 @@ pub(super) fn parse_route_args<'a>(
                 v = args.value(t)?;
             }
             if !v.starts_with(|c: char| c.is_ascii_digit()) {
-                if let Some(k) = RouteType::from_name(v) {
+                if let Some(k) = route_type_from_word(v) {
                     r.kind = Some(k);
                     v = args.value(v)?;
                 }

@@ -88,7 +88,7 @@ pub(super) fn parse_show_filter(
         } else if matches(t, "type") {
             let v = args.value(t)?;
             f.kind = Some(
-                RouteType::from_name(v)
+                route_type_from_word(v)
                     .ok_or_else(|| bad_arg("node type value is invalid\n", v))?,
             );
         } else if t == "dev" || t == "oif" {
@@ -102,14 +102,24 @@ pub(super) fn parse_show_filter(
             f.metric = Some(num("\"metric\" value is invalid\n", args.value(t)?)?);
         } else if t == "via" {
             let mut v = args.value(t)?;
-            // A named family is read and dropped: the address says it.
-            if v == "inet" || v == "inet6" {
+            let named = match v {
+                "inet" => Some(Family::Inet),
+                "inet6" => Some(Family::Inet6),
+                _ => None,
+            };
+            if named.is_some() {
                 v = args.value(t)?;
             }
-            f.via = Some(to_ip(prefix_arg(v)?, f.family));
+            let p = prefix_arg(v)?;
+            if let Some(want) = named.filter(|&n| p.family().is_some_and(|f| f != n)) {
+                return Err(other_family(want, v));
+            }
+            // `default`, `all` and `any` are of length 0: no filter (`filter.rvia.bitlen`).
+            f.via = p.family().map(|_| to_ip(p, f.family));
         } else if t == "src" {
             let v = args.value(t)?;
-            f.prefsrc = Some(to_ip(prefix_arg(v)?, f.family));
+            let p = prefix_arg(v)?;
+            f.prefsrc = p.family().map(|_| to_ip(p, f.family));
         } else if matches(t, "realms") {
             return Err(unsupported(
                 t,
@@ -165,20 +175,19 @@ pub(super) fn parse_route_get(
     // ip's family: -4/-6, else the first address read; one of the other family, or a word that
     // is none, ends the batch in its words (`get_prefix`).
     let mut fam = family;
-    // `default` (no address sent) is the zero address of the family.
-    let mut read = |v: &str| -> Result<IpAddr> {
+    // `default` sends no address and leaves the family open: `None` here.
+    let mut read = |v: &str| -> Result<Option<IpAddr>> {
         let a = match (parse_any_prefix(v), fam) {
             (Ok(AnyPrefix::Addr(a, _)), Some(want)) if Family::of(&a) != want => {
                 return Err(other_family(want, v))
             }
             (Ok(AnyPrefix::Addr(a, _)), _) => a,
-            (Ok(AnyPrefix::Default), Some(Family::Inet6)) => Ipv6Addr::UNSPECIFIED.into(),
-            (Ok(AnyPrefix::Default), _) => Ipv4Addr::UNSPECIFIED.into(),
+            (Ok(AnyPrefix::Default), _) => return Ok(None),
             (Err(_), Some(want)) => return Err(other_family(want, v)),
             (Err(e), None) => return Err(e),
         };
         fam = Some(Family::of(&a));
-        Ok(a)
+        Ok(Some(a))
     };
     // In the order ip tries its words (`iproute_get`), so that abbreviations resolve as there
     // (`f` is from, `sp` sport); `tos` and `to` are whole words.
@@ -186,7 +195,8 @@ pub(super) fn parse_route_get(
         if t == "tos" || matches(t, "dsfield") {
             q.tos = parse_tos(args.value(t)?, "TOS value is invalid\n")?;
         } else if matches(t, "from") {
-            src = Some(read(args.value(t)?)?);
+            // `from default` sends no source.
+            src = read(args.value(t)?)?;
         } else if matches(t, "iif") {
             q.iif = Some(dev_index(router, args.value(t)?)?);
         } else if matches(t, "mark") {
@@ -218,7 +228,8 @@ pub(super) fn parse_route_get(
             if v == "to" && args.peek().is_some() {
                 v = args.value(t)?;
             }
-            // A second destination replaces the first, as in ip.
+            // A second destination replaces the first, as in ip; `default` is the zero address
+            // of the family the other addresses settle.
             dst = Some(read(v)?);
         }
     }
@@ -227,6 +238,10 @@ pub(super) fn parse_route_get(
         plain: true,
         ..ParseError::bare("need at least a destination address").soft()
     })?;
+    let dst = dst.unwrap_or(match fam {
+        Some(Family::Inet6) => Ipv6Addr::UNSPECIFIED.into(),
+        _ => Ipv4Addr::UNSPECIFIED.into(),
+    });
     // iproute2 6.1's `connected` asks again with the answer's source, but sends the first
     // request unchanged: without `from` it prints the same answer twice.
     let times = if connected && src.is_none() { 2 } else { 1 };
