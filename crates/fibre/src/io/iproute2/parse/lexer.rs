@@ -72,6 +72,18 @@ impl<'a> Args<'a> {
     }
 }
 
+/// A gateway's words after `via`: a family's name (`inet`, `inet6`: ip's `read_family`) if one
+/// is given, and the address's word.
+pub(super) fn via_words<'a>(args: &mut Args<'a>, kw: &str) -> Result<(Option<Family>, &'a str)> {
+    let v = args.value(kw)?;
+    let named = match v {
+        "inet" => Family::Inet,
+        "inet6" => Family::Inet6,
+        _ => return Ok((None, v)),
+    };
+    Ok((Some(named), args.value(kw)?))
+}
+
 /// ip's `invarg`: `what` as ip words it, printed as it is (some of ip's end in a period or a
 /// newline of their own, and ip adds neither).
 pub(super) fn bad_arg(what: &str, tok: &str) -> ParseError {

@@ -96,15 +96,7 @@ pub(super) fn parse_route_args<'a>(
             if !r.multipath && r.hops[cur].via.is_some() {
                 return Err(bad_arg("use nexthop syntax to specify multiple via\n", t));
             }
-            let mut v = args.value(t)?;
-            let named = match v {
-                "inet" => Some(Family::Inet),
-                "inet6" => Some(Family::Inet6),
-                _ => None,
-            };
-            if named.is_some() {
-                v = args.value(t)?;
-            }
+            let (named, v) = via_words(args, t)?;
             let a = parse_ip(v)
                 .ok_or_else(|| ParseError::new(v, format!("invalid gateway \"{v}\"")))?;
             match named {

@@ -101,15 +101,7 @@ pub(super) fn parse_show_filter(
         } else if matches(t, "metric") || matches(t, "priority") || t == "preference" {
             f.metric = Some(num("\"metric\" value is invalid\n", args.value(t)?)?);
         } else if t == "via" {
-            let mut v = args.value(t)?;
-            let named = match v {
-                "inet" => Some(Family::Inet),
-                "inet6" => Some(Family::Inet6),
-                _ => None,
-            };
-            if named.is_some() {
-                v = args.value(t)?;
-            }
+            let (named, v) = via_words(args, t)?;
             let p = prefix_arg(v)?;
             if let Some(want) = named.filter(|&n| p.family().is_some_and(|f| f != n)) {
                 return Err(other_family(want, v));
