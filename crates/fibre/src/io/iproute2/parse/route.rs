@@ -24,6 +24,8 @@ pub(super) struct RouteArgs<'a> {
     pub(super) multipath: bool,
     /// With `nexthop` clauses, the `via`, `dev` and `onlink` given before them.
     pub(super) top: RawHop<'a>,
+    /// `top`'s device, looked up where ip looks it up (before the legs).
+    pub(super) top_dev: Option<IfIndex>,
     /// The family as ip reads it: `-4`/`-6`, else the first address or prefix given (see
     /// `settle`); IPv4 when none is.
     pub(super) family: Option<Family>,
@@ -131,9 +133,7 @@ pub(super) fn parse_route_args<'a>(
                 // (`RTA_GATEWAY`, `RTA_OIF`, `rtm_flags`: see `spec`); ip looks the device up
                 // before it reads the legs.
                 r.top = r.hops.pop().unwrap_or_default();
-                if let Some(d) = r.top.dev {
-                    dev_index(router, d)?;
-                }
+                r.top_dev = r.top.dev.map(|d| dev_index(router, d)).transpose()?;
                 r.multipath = true;
             }
             r.hops.push(RawHop::default());
@@ -318,11 +318,7 @@ impl<'a> RouteArgs<'a> {
         }
         if A::FAMILY == Family::Inet && self.multipath && !deleting && self.nhid.is_none() {
             let first = self.hops.first();
-            let top_dev = match self.top.dev {
-                Some(d) => Some(dev_index(router, d)?),
-                None => None,
-            };
-            if top_dev.is_some_and(|d| hops.first().and_then(|h| h.dev) != Some(d)) {
+            if (self.top_dev).is_some_and(|d| hops.first().and_then(|h| h.dev) != Some(d)) {
                 return Err(ParseError::bare("Nexthop device index does not match RTA_OIF").soft());
             }
             let first_via = first.and_then(|h| h.via).map(|(a, _)| a);
@@ -423,10 +419,7 @@ impl<'a> RouteArgs<'a> {
         let single = if top {
             Some(NextHop {
                 gateway: self.top.via.and_then(|(a, _)| A::from_ip(a)),
-                dev: match self.top.dev {
-                    Some(d) => Some(dev_index(router, d)?),
-                    None => None,
-                },
+                dev: self.top_dev,
                 weight: 1,
                 onlink: false,
             })
