@@ -24,6 +24,7 @@ use std::sync::Arc;
 mod answer;
 use answer::SourceRule;
 mod change;
+mod dump;
 pub mod fibs;
 #[cfg(feature = "snapshot")]
 mod image;

@@ -7,6 +7,7 @@ use super::parse::{parse_line, Command, IpPrefix, NexthopFilter, ShowFilter, Tab
 use crate::addr::{Address, Family};
 use crate::error::{ChangeError, Errno};
 use crate::nexthop::NhObjectKind;
+use crate::rib::Rib;
 use crate::route::{RouteSpec, LOOPBACK_IFINDEX, PROTO_BOOT};
 use crate::router::{RouteAnswer, RouteQuery, Router, RouterFamily};
 use crate::rules::RuleAction;
@@ -268,10 +269,12 @@ impl<'r> Query<'r> {
         f: &'s ShowFilter,
     ) -> Box<dyn Iterator<Item = RouteSpec<A>> + 's> {
         let narrow = |p: &Option<IpPrefix>| p.map(|p| p.narrow::<A>());
+        // A family-less `default` is each family's 0/0.
+        let exact = f.exact.or(f.default_dst.then(|| IpPrefix::zero(A::FAMILY)));
         let (root, matching, exact_p, from, via, prefsrc) = (
             narrow(&f.root),
             narrow(&f.matching),
-            narrow(&f.exact),
+            narrow(&exact),
             narrow(&f.src),
             narrow(&f.via),
             narrow(&f.prefsrc),
@@ -283,18 +286,19 @@ impl<'r> Query<'r> {
             return Box::new(std::iter::empty()); // a filter of the other family selects nothing
         }
         // The trie walks what a prefix filter names (a route and what it covers, or what covers
-        // it) instead of scanning every route; the filters below still apply in full.
+        // it) instead of scanning every route; the filters below still apply in full. Routes
+        // come in the kernel's dump order, as ip prints them.
         let router = self.router;
         let walked: Box<dyn Iterator<Item = RouteSpec<A>> + 's> =
             match (exact_p.flatten(), root.flatten(), matching.flatten()) {
                 (Some(p), _, _) => Box::new(
-                    router.routes_with(move |t| t.covered(&p).take_while(move |r| r.dst == p)),
+                    router.dumped_with(move |t| t.covered(&p).take_while(move |r| r.dst == p)),
                 ),
-                (None, Some(p), _) => Box::new(router.routes_with(move |t| t.covered(&p))),
+                (None, Some(p), _) => Box::new(router.dumped_with(move |t| t.covered(&p))),
                 (None, None, Some(p)) => {
-                    Box::new(router.routes_with(move |t| t.covering(&p).into_iter()))
+                    Box::new(router.dumped_with(move |t| t.covering(&p).into_iter()))
                 }
-                (None, None, None) => Box::new(router.routes::<A>()),
+                (None, None, None) => Box::new(router.dumped_with(|t: &Rib<A>| t.iter())),
             };
         let routes = walked
             .filter(move |r| match f.table {
@@ -305,6 +309,7 @@ impl<'r> Query<'r> {
             .filter(move |r| matching.flatten().is_none_or(|p| r.dst.covers(&p)))
             .filter(move |r| exact_p.flatten().is_none_or(|p| r.dst == p))
             .filter(move |r| from.flatten().is_none_or(|p| r.src == p))
+            .filter(|r| !f.default_src || r.src.len() == 0)
             .filter(|r| f.kind.is_none_or(|k| k == r.kind))
             .filter(|r| f.protocol.is_none_or(|p| p == r.protocol));
         // IPv6 ECMP siblings are one multipath route to ip.

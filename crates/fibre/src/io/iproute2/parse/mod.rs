@@ -123,6 +123,11 @@ pub struct ShowFilter {
     pub exact: Option<IpPrefix>,
     /// `from P`: routes whose source prefix is exactly P (IPv4 routes have `0/0`).
     pub src: Option<IpPrefix>,
+    /// `[exact|match] default` without -4/-6: routes of length 0 in either family (ip reads
+    /// `default` with no family; `all` and `any` are then no prefix at all).
+    pub default_dst: bool,
+    /// `from default` without -4/-6: routes without a source prefix, in either family.
+    pub default_src: bool,
     /// `type T` or a bare type name: routes of that type.
     pub kind: Option<RouteType>,
     /// `dev D`: single-path routes through D (ip filters on a top-level output device, which
@@ -158,6 +163,14 @@ impl IpPrefix {
     /// The prefix in family `A` (host bits cleared), or `None` if it is of the other family.
     pub fn narrow<A: Address>(&self) -> Option<Prefix<A>> {
         Some(Prefix::new(A::from_ip(self.addr)?, self.len))
+    }
+    /// Family `family`'s 0/0.
+    pub fn zero(family: Family) -> IpPrefix {
+        let addr = match family {
+            Family::Inet => Ipv4Addr::UNSPECIFIED.into(),
+            Family::Inet6 => Ipv6Addr::UNSPECIFIED.into(),
+        };
+        IpPrefix { addr, len: 0 }
     }
 }
 

@@ -13,6 +13,8 @@ pub(super) fn parse_show_filter(
         matching: None,
         exact: None,
         src: None,
+        default_dst: false,
+        default_src: false,
         kind: None,
         dev: None,
         protocol: None,
@@ -44,6 +46,13 @@ pub(super) fn parse_show_filter(
                 len: 0,
             },
         }
+    };
+    // Without -4/-6 ip reads `default` with no family, of length 0 (`match` and `exact` then
+    // select the routes of length 0 in both families, `root` every route), and `all` or `any`
+    // as no prefix at all (`get_prefix` with AF_UNSPEC, then `filter_nlmsg`); with -4 or -6
+    // each is that family's 0/0.
+    let family_less = |v: &str, p: &AnyPrefix| -> Option<bool> {
+        (explicit.is_none() && matches!(p, AnyPrefix::Default)).then_some(v == "default")
     };
     // In the order ip tries its words (`iproute_list_flush_or_save`): abbreviations resolve
     // as there (`t` is table, `ro` root), and `tos`, `dev`, `via` and `src` are whole words.
@@ -128,22 +137,33 @@ pub(super) fn parse_show_filter(
             if matches(v, "exact") {
                 v = args.value(v)?;
             }
-            f.src = Some(to_ip(prefix_arg(v)?, f.family));
+            let p = prefix_arg(v)?;
+            let default = family_less(v, &p);
+            f.default_src = default == Some(true);
+            f.src = default.is_none().then(|| to_ip(p, f.family));
         } else {
             // [to] [root|match|exact] PREFIX
             let mut v = t;
             if matches(v, "to") {
                 v = args.value(v)?;
             }
-            if matches(v, "root") {
-                f.root = Some(to_ip(prefix_arg(args.value(v)?)?, f.family));
-            } else if matches(v, "match") {
-                f.matching = Some(to_ip(prefix_arg(args.value(v)?)?, f.family));
+            let root = matches(v, "root");
+            let matching = !root && matches(v, "match");
+            if root || matching || matches(v, "exact") {
+                v = args.value(v)?;
+            }
+            let p = prefix_arg(v)?;
+            let default = family_less(v, &p);
+            let p = default.is_none().then(|| to_ip(p, f.family));
+            if root {
+                f.root = p;
             } else {
-                if matches(v, "exact") {
-                    v = args.value(v)?;
+                f.default_dst = default == Some(true);
+                if matching {
+                    f.matching = p;
+                } else {
+                    f.exact = p;
                 }
-                f.exact = Some(to_ip(prefix_arg(v)?, f.family));
             }
         }
     }
