@@ -466,7 +466,9 @@ impl Router {
     /// - IPv6 (one route per leg): a removed device takes the legs on it. A device going down
     ///   takes single-path routes on it; ECMP siblings stay with the leg dead while one sibling
     ///   is on a live device, and go together once none is. (A device removed while up is
-    ///   taken down first: see `Change::LinkDel` in [`Router::change`].)
+    ///   taken down first: see `Change::LinkDel` in [`Router::change`].) The kernel's walk
+    ///   (`fib6_clean_node`) jumps from the first sibling it keeps to the last, so a route
+    ///   that sits between siblings stays, even on the device going down.
     fn flush_dev(&mut self, dev: IfIndex, removed: bool) {
         self.flush_dev_v4(dev, removed);
         let links = &self.links;
@@ -482,20 +484,30 @@ impl Router {
             for (_, dst, entry) in rib.entries() {
                 for list in rib.lists_of(dst, entry) {
                     let list = &list[..];
-                    for (i, r) in list.iter().enumerate() {
-                        let on_dev = st.nhs.get(r.hops).iter().any(|h| h.dev == Some(dev));
-                        if !on_dev {
-                            continue;
-                        }
+                    let on_dev =
+                        |r: &Route<Ipv6Addr>| st.nhs.get(r.hops).iter().any(|h| h.dev == Some(dev));
+                    let mut i = 0;
+                    while i < list.len() {
                         let sibs = siblings(list, i, &st.nhs);
-                        let all_dead = sibs
-                            .iter()
-                            .all(|s| st.nhs.get(s.hops).iter().all(|h| dead(h, dev, links)));
-                        if sibs.len() == 1 || all_dead {
+                        let all_dead = || {
+                            sibs.iter()
+                                .all(|s| st.nhs.get(s.hops).iter().all(|h| dead(h, dev, links)))
+                        };
+                        if sibs.len() == 1 || sibs.iter().any(|s| on_dev(s)) && all_dead() {
                             doomed.extend(
                                 sibs.iter()
+                                    .filter(|s| sibs.len() > 1 || on_dev(s))
                                     .map(|s| (s.table, s.dst, s.src, s.metric, s.hops)),
                             );
+                            i += 1;
+                        } else {
+                            // Kept (`fib6_ifdown` returns -2): on after the last sibling.
+                            let last = sibs.last().expect("itself");
+                            i = list
+                                .iter()
+                                .rposition(|o| std::ptr::eq(o, *last))
+                                .expect("in it")
+                                + 1;
                         }
                     }
                 }

@@ -6,7 +6,9 @@
 //! number, or the matched route's table, type, destination and source prefix, TOS, protocol,
 //! scope, metric, preferred source, router preference and next hops (gateway, device, weight);
 //! without `fibmatch`, the verdict and, for packets of this host through a classic route of one
-//! next hop, the source the kernel chose (`inet_select_addr`, `ipv6_dev_get_saddr`).
+//! next hop, the source the kernel chose (`inet_select_addr`, `ipv6_dev_get_saddr`); and
+//! `route show table all` of each family, the routes in the kernel's dump order (table,
+//! destination, source, type, metric and TOS of each, in turn).
 //! IPv6 ECMP next hops are compared as a set: the kernel lists them starting from the leg its
 //! flow hash picked; the other differences allowed are in `compare` (S-class, see
 //! docs/semantics.md).
@@ -20,7 +22,7 @@ mod kernel_build;
 use kernel_build::router_like_the_kernel;
 
 use compare::{fibre_answer, norm_kernel, same_route, GroupCaches, Norm};
-use fibre::io::iproute2::{Batch, BatchMode};
+use fibre::io::iproute2::{Batch, BatchMode, Query};
 use fibre::router::RouterFamily;
 use fibre::{Errno, Family, RouteAnswer, RouteQuery, Router};
 use gen::Profile;
@@ -54,6 +56,27 @@ struct Outcome {
     disagreements: Vec<String>,
     line_disagreements: Vec<String>,
     failed_lines: usize,
+}
+
+/// What tells a listed route from another (table, destination, source, type, metric, TOS), in
+/// the order of an `ip -j route show` listing. Subnet-router anycast routes are left out: after
+/// seed 1572's address changes the kernel lacked `anycast 2001:db8:1::` in one run of three
+/// (fibre always has it, and a small batch of the same address lines kept it in ten runs out
+/// of ten): the kernel makes them from address events it completes asynchronously, and the
+/// race is not pinned down.
+fn listed_keys(json: &str) -> Vec<String> {
+    let routes: serde_json::Value = serde_json::from_str(json.trim()).expect("a JSON listing");
+    let keys = ["table", "dst", "from", "type", "metric", "tos"];
+    routes
+        .as_array()
+        .expect("an array of routes")
+        .iter()
+        .filter(|r| r.get("type").and_then(|t| t.as_str()) != Some("anycast"))
+        .map(|r| {
+            let field = |k: &str| r.get(k).map_or(String::new(), |v| v.to_string());
+            keys.map(field).join(" ")
+        })
+        .collect()
 }
 
 fn pick<'a, T>(rng: &mut SmallRng, xs: &'a [T]) -> &'a T {
@@ -356,6 +379,27 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
                     ff.get(&n).map(String::as_str).unwrap_or("ok")
                 ));
             }
+        }
+    }
+
+    // Listings: the same routes in the same order (the kernel's dump order).
+    for fam in ["-4", "-6"] {
+        let kernel = ns
+            .ip(&["-j", fam, "route", "show", "table", "all"])
+            .expect("ip route show");
+        let ours = Query::new(&router, true).answer(&format!("{fam} route show table all"));
+        let (k, o) = (listed_keys(&kernel), listed_keys(&ours));
+        if k != o {
+            let at = k.iter().zip(&o).take_while(|(a, b)| a == b).count();
+            line_disagreements.push(format!(
+                "seed {} {fam} route show table all: {} routes listed by the kernel, {} by fibre; \
+                 first difference at {at}: kernel {:?}, fibre {:?}",
+                p.seed,
+                k.len(),
+                o.len(),
+                k.get(at),
+                o.get(at)
+            ));
         }
     }
 
