@@ -45,10 +45,13 @@ impl Router {
 }
 
 /// Where the kernel dumps table `id`: by hash bucket (the id's low byte); in a bucket the
-/// newest table first, and `main` and `local` are the oldest. fibre does not keep the order
-/// other tables were made in, so two of them in one bucket (ids 256 apart) come by id.
-fn dump_rank(id: TableId) -> (u32, bool, TableId) {
-    (id & 0xff, id == TABLE_MAIN || id == TABLE_LOCAL, id)
+/// newest table first, `main` and `local` taken as the oldest (IPv4 makes `main` when a route
+/// first needs it, which may be later). fibre does not keep the order other tables were made
+/// in (the kernel makes one even for a route add that fails), so two of them in one bucket
+/// (ids 256 apart) come in descending id: newest first when they were made in id order.
+fn dump_rank(id: TableId) -> (u32, bool, std::cmp::Reverse<TableId>) {
+    let builtin = id == TABLE_MAIN || id == TABLE_LOCAL;
+    (id & 0xff, builtin, std::cmp::Reverse(id))
 }
 
 /// Whether the kernel dumps the routes of `inner` (coming after `outer` in the RIB's order)
@@ -116,24 +119,12 @@ fn in_dump_order<A: RouterFamily>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::route::{RouteType, RouterPref, PROTO_BOOT, SCOPE_UNIVERSE};
     use std::net::{Ipv4Addr, Ipv6Addr};
 
     fn route<A: RouterFamily>(dst: &str, src: &str) -> RouteSpec<A> {
         RouteSpec {
-            table: TABLE_MAIN,
-            dst: dst.parse().unwrap(),
             src: src.parse().unwrap(),
-            tos: 0,
-            metric: 0,
-            kind: RouteType::Unicast,
-            protocol: PROTO_BOOT,
-            scope: SCOPE_UNIVERSE,
-            prefsrc: None,
-            pref: RouterPref::Medium,
-            mtu: None,
-            nhid: None,
-            hops: Vec::new(),
+            ..RouteSpec::new(dst.parse().unwrap(), Vec::new())
         }
     }
 
@@ -223,8 +214,11 @@ mod tests {
 
     #[test]
     fn tables_by_bucket_main_and_local_last_in_theirs() {
-        let mut ids = vec![TABLE_LOCAL, TABLE_MAIN, 100, 1000, 510, 300, 2];
+        let mut ids = vec![TABLE_LOCAL, TABLE_MAIN, 100, 356, 612, 1000, 510, 300, 2];
         ids.sort_by_key(|&id| dump_rank(id));
-        assert_eq!(ids, [2, 300, 100, 1000, 510, TABLE_MAIN, TABLE_LOCAL]);
+        assert_eq!(
+            ids,
+            [2, 300, 612, 356, 100, 1000, 510, TABLE_MAIN, TABLE_LOCAL]
+        );
     }
 }

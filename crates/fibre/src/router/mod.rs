@@ -468,13 +468,18 @@ impl Router {
     ///   is on a live device, and go together once none is. (A device removed while up is
     ///   taken down first: see `Change::LinkDel` in [`Router::change`].) The kernel's walk
     ///   (`fib6_clean_node`) jumps from the first sibling it keeps to the last, so a route
-    ///   that sits between siblings stays, even on the device going down.
+    ///   that sits between siblings stays, even on the device going down (its dump,
+    ///   `fib6_dump_node`, jumps the same way: the route is not listed). Reject routes sit on
+    ///   `lo` and go with it.
+    /// - Both: routes through next-hop objects follow their object (see
+    ///   [`Router::close_links`]), whatever their next hops' devices.
     fn flush_dev(&mut self, dev: IfIndex, removed: bool) {
         self.flush_dev_v4(dev, removed);
         let links = &self.links;
         if removed {
-            self.v6
-                .remove_where(|_, hops| hops.iter().any(|h| h.dev == Some(dev)));
+            self.v6.remove_where(|r, hops| {
+                r.nhid.is_none() && hops.iter().any(|h| h.dev == Some(dev))
+            });
             return;
         }
         // Siblings whose every leg is dead, found per list before anything is removed.
@@ -484,8 +489,14 @@ impl Router {
             for (_, dst, entry) in rib.entries() {
                 for list in rib.lists_of(dst, entry) {
                     let list = &list[..];
-                    let on_dev =
-                        |r: &Route<Ipv6Addr>| st.nhs.get(r.hops).iter().any(|h| h.dev == Some(dev));
+                    // Routes through next-hop objects follow their object, not the device
+                    // (`fib6_ifdown` skips them); reject routes sit on `lo`.
+                    let on_dev = |r: &Route<Ipv6Addr>| {
+                        let hops = st.nhs.get(r.hops);
+                        r.nhid.is_none()
+                            && (hops.iter().any(|h| h.dev == Some(dev))
+                                || hops.is_empty() && dev == LOOPBACK_IFINDEX)
+                    };
                     let mut i = 0;
                     while i < list.len() {
                         let sibs = siblings(list, i, &st.nhs);
@@ -533,8 +544,11 @@ impl Router {
     /// The IPv4 part of [`Router::flush_dev`].
     fn flush_dev_v4(&mut self, dev: IfIndex, removed: bool) {
         let links = &self.links;
+        // Routes through next-hop objects follow their object (`fib_sync_down_dev` walks the
+        // devices' own next hops only).
         self.v4.remove_where(|r, hops| {
-            hops.iter().any(|h| h.dev == Some(dev))
+            r.nhid.is_none()
+                && hops.iter().any(|h| h.dev == Some(dev))
                 && (removed || (hops.iter().all(|h| dead(h, dev, links)) && r.scope < SCOPE_HOST))
         });
     }

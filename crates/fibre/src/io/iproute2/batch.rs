@@ -249,26 +249,33 @@ impl Batch {
         match cmd {
             Command::Apply(change) => Ok(self.router.change(&change)?),
             Command::RouteFlush(f) => {
-                let q = self.query();
-                q.check_table(&f, "Flush")?;
-                let mut changes: Vec<Change> = Vec::new();
-                for fam in families(f.family) {
-                    with_family!(fam, A => changes.extend(q.selected::<A>(&f).map(|r| {
-                        FamilyChange::RouteDel(r.table, RouteSelector::exact(&r)).into()
-                    })));
-                }
-                for c in changes {
-                    // A route removed with an earlier one (IPv6 siblings) is already gone.
-                    match self.router.change(&c) {
-                        Ok(())
-                        | Err(ChangeError {
-                            errno: Errno::ESRCH,
-                            ..
-                        }) => {}
-                        Err(e) => return Err(e.into()),
+                self.query().check_table(&f, "Flush")?;
+                // In rounds, as ip flushes (`iproute_flush`), until a listing selects nothing:
+                // a route the listing skips between IPv6 siblings shows once they are gone.
+                loop {
+                    let q = self.query();
+                    let mut changes: Vec<Change> = Vec::new();
+                    for fam in families(f.family) {
+                        with_family!(fam, A => changes.extend(q.selected::<A>(&f).map(|r| {
+                            FamilyChange::RouteDel(r.table, RouteSelector::exact(&r)).into()
+                        })));
+                    }
+                    let mut deleted = 0;
+                    for c in changes {
+                        // A route removed with an earlier one (IPv6 siblings) is already gone.
+                        match self.router.change(&c) {
+                            Ok(()) => deleted += 1,
+                            Err(ChangeError {
+                                errno: Errno::ESRCH,
+                                ..
+                            }) => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    if deleted == 0 {
+                        return Ok(());
                     }
                 }
-                Ok(())
             }
             Command::NexthopFlush(f) => {
                 // As ip flushes: one delete per object, groups first (deleting a member first

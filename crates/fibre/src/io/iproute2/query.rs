@@ -269,11 +269,15 @@ impl<'r> Query<'r> {
         f: &'s ShowFilter,
     ) -> Box<dyn Iterator<Item = RouteSpec<A>> + 's> {
         let narrow = |p: &Option<IpPrefix>| p.map(|p| p.narrow::<A>());
-        // A family-less `default` is each family's 0/0.
-        let exact = f.exact.or(f.default_dst.then(|| IpPrefix::zero(A::FAMILY)));
+        // A family-less `default` in the match slot is each family's 0/0, and a root slot
+        // equal to the match slot selects that prefix alone.
+        let matching = f
+            .matching
+            .or(f.default_dst.then(|| IpPrefix::zero(A::FAMILY)));
+        let exact = f.root.filter(|r| Some(*r) == matching);
         let (root, matching, exact_p, from, via, prefsrc) = (
             narrow(&f.root),
-            narrow(&f.matching),
+            narrow(&matching),
             narrow(&exact),
             narrow(&f.src),
             narrow(&f.via),
@@ -309,9 +313,7 @@ impl<'r> Query<'r> {
             .filter(move |r| matching.flatten().is_none_or(|p| r.dst.covers(&p)))
             .filter(move |r| exact_p.flatten().is_none_or(|p| r.dst == p))
             .filter(move |r| from.flatten().is_none_or(|p| r.src == p))
-            .filter(|r| !f.default_src || r.src.len() == 0)
-            .filter(|r| f.kind.is_none_or(|k| k == r.kind))
-            .filter(|r| f.protocol.is_none_or(|p| p == r.protocol));
+            .filter(|r| !f.default_src || r.src.len() == 0);
         // IPv6 ECMP siblings are one multipath route to ip.
         let routes: Box<dyn Iterator<Item = RouteSpec<A>>> = if A::FAMILY == Family::Inet6 {
             Box::new(merge_siblings(routes))
@@ -327,8 +329,12 @@ impl<'r> Query<'r> {
             [h] if !multipath(r) => Some(*h),
             _ => None,
         };
+        // The type and protocol filters see a merged route's first sibling's, and not a route
+        // the dump skips between siblings (ip filters what the kernel dumped).
         Box::new(
             routes
+                .filter(|r| f.kind.is_none_or(|k| k == r.kind))
+                .filter(|r| f.protocol.is_none_or(|p| p == r.protocol))
                 .filter(move |r| {
                     f.dev
                         .is_none_or(|d| top(r).is_some_and(|h| h.dev == Some(d)))

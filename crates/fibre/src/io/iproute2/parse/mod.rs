@@ -115,16 +115,16 @@ pub struct ShowFilter {
     pub family: Option<Family>,
     /// `table T`.
     pub table: TableFilter,
-    /// `root P` (routes inside P), `match P` (routes covering P), `exact P` / plain `P`.
+    /// ip's root slot (`filter.rdst`): routes whose destination lies inside it. `root P` and
+    /// `exact P` (or `to P`, a plain `P`) set it; the last word wins.
     pub root: Option<IpPrefix>,
-    /// `match P`: routes whose destination covers P.
+    /// ip's match slot (`filter.mdst`): routes whose destination covers it. `match P` and
+    /// `exact P` set it (so `exact P` selects P alone); the last word wins.
     pub matching: Option<IpPrefix>,
-    /// `exact P`, `to P` or a plain `P`: routes whose destination is P.
-    pub exact: Option<IpPrefix>,
     /// `from P`: routes whose source prefix is exactly P (IPv4 routes have `0/0`).
     pub src: Option<IpPrefix>,
-    /// `[exact|match] default` without -4/-6: routes of length 0 in either family (ip reads
-    /// `default` with no family; `all` and `any` are then no prefix at all).
+    /// The match slot holds `default` read without -4/-6: routes of length 0 in either family
+    /// (ip reads `default` with no family; `all` and `any` then empty the slot).
     pub default_dst: bool,
     /// `from default` without -4/-6: routes without a source prefix, in either family.
     pub default_src: bool,

@@ -11,7 +11,6 @@ pub(super) fn parse_show_filter(
         table: TableFilter::Id(TABLE_MAIN),
         root: None,
         matching: None,
-        exact: None,
         src: None,
         default_dst: false,
         default_src: false,
@@ -47,10 +46,10 @@ pub(super) fn parse_show_filter(
             },
         }
     };
-    // Without -4/-6 ip reads `default` with no family, of length 0 (`match` and `exact` then
-    // select the routes of length 0 in both families, `root` every route), and `all` or `any`
-    // as no prefix at all (`get_prefix` with AF_UNSPEC, then `filter_nlmsg`); with -4 or -6
-    // each is that family's 0/0.
+    // Without -4/-6 ip reads `default` with no family, of length 0 (in the match slot it
+    // selects the routes of length 0 in both families, in the root slot every route), and `all`
+    // or `any` as no prefix at all (`get_prefix` with AF_UNSPEC, then `filter_nlmsg`); with -4
+    // or -6 each is that family's 0/0.
     let family_less = |v: &str, p: &AnyPrefix| -> Option<bool> {
         (explicit.is_none() && matches!(p, AnyPrefix::Default)).then_some(v == "default")
     };
@@ -155,15 +154,13 @@ pub(super) fn parse_show_filter(
             let p = prefix_arg(v)?;
             let default = family_less(v, &p);
             let p = default.is_none().then(|| to_ip(p, f.family));
-            if root {
+            // ip's two slots (`iproute_list_flush_or_save`): `exact` fills both.
+            if !matching {
                 f.root = p;
-            } else {
+            }
+            if !root {
+                f.matching = p;
                 f.default_dst = default == Some(true);
-                if matching {
-                    f.matching = p;
-                } else {
-                    f.exact = p;
-                }
             }
         }
     }
