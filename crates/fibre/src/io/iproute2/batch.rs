@@ -260,17 +260,23 @@ impl Batch {
                             FamilyChange::RouteDel(r.table, RouteSelector::exact(&r)).into()
                         })));
                     }
-                    let mut deleted = 0;
+                    // ip sends a round's deletes together and then fails the line on an error
+                    // among them (`flush_update`: "Failed to send flush request", strerror's
+                    // words): an IPv6 multipath route whose legs differ in protocol loses the
+                    // legs that match the first one's and reports ESRCH for the others.
+                    let (mut deleted, mut failed) = (0, None);
                     for c in changes {
-                        // A route removed with an earlier one (IPv6 siblings) is already gone.
                         match self.router.change(&c) {
                             Ok(()) => deleted += 1,
-                            Err(ChangeError {
-                                errno: Errno::ESRCH,
-                                ..
-                            }) => {}
-                            Err(e) => return Err(e.into()),
+                            Err(e) => failed = Some(e.errno),
                         }
+                    }
+                    if let Some(errno) = failed {
+                        return Err(LineError {
+                            errno,
+                            message: format!("Failed to send flush request: {}", errno.message()),
+                            fatal: false,
+                        });
                     }
                     if deleted == 0 {
                         return Ok(());
