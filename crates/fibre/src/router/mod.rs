@@ -425,7 +425,7 @@ impl Router {
             }
             FamilyChange::Route(spec, mode) => self.route_change(spec, *mode)?,
             FamilyChange::RouteDel(t, sel) => {
-                self.check_nhid_selector::<A>(sel.nhid)?;
+                self.check_nhid_selector::<A>(sel)?;
                 A::route_del(A::state_mut(self), *t, sel)?
             }
             FamilyChange::RuleAdd(r) if r.action == RuleAction::Lookup(0) => {

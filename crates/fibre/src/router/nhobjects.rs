@@ -6,6 +6,7 @@ use crate::addr::Family;
 use crate::error::{ChangeError, Errno};
 use crate::link::IfIndex;
 use crate::nexthop::{NextHop, NhObject, NhObjectKind, NhObjectRef};
+use crate::rib::RouteSelector;
 use crate::route::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -402,13 +403,23 @@ impl Router {
     /// `route del ... nhid ID` names an object that must exist.
     pub(super) fn check_nhid_selector<A: RouterFamily>(
         &self,
-        nhid: Option<u32>,
+        sel: &RouteSelector<A>,
     ) -> Result<(), ChangeError> {
-        match nhid {
-            Some(id) if !A::state(self).objects.contains_key(&id) => {
-                Err(invalid("Nexthop id does not exist"))
-            }
-            _ => Ok(()),
+        let Some(id) = sel.nhid else {
+            return Ok(());
+        };
+        // The request's own check first (`rtm_to_fib_config`, `rtm_to_fib6_config`), for a
+        // delete as for an add. ip's flush sends a route through an object back as listed,
+        // with the object's device and gateway (the kernel's compatibility mode lists them):
+        // the kernel refuses it so.
+        if sel.dev.is_some() || sel.gateway.is_some() || !sel.hops.is_empty() {
+            return Err(invalid(
+                "Nexthop specification and nexthop id are mutually exclusive",
+            ));
         }
+        if !A::state(self).objects.contains_key(&id) {
+            return Err(invalid("Nexthop id does not exist"));
+        }
+        Ok(())
     }
 }

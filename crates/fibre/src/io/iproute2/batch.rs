@@ -260,15 +260,19 @@ impl Batch {
                             FamilyChange::RouteDel(r.table, RouteSelector::exact(&r)).into()
                         })));
                     }
-                    // ip sends a round's deletes together and then fails the line on an error
-                    // among them (`flush_update`: "Failed to send flush request", strerror's
-                    // words): an IPv6 multipath route whose legs differ in protocol loses the
-                    // legs that match the first one's and reports ESRCH for the others.
+                    // ip sends a round's deletes together and then fails the line on the first
+                    // error among them (`flush_update`: "Failed to send flush request",
+                    // strerror's words). An IPv6 multipath route whose legs differ in protocol
+                    // loses the legs that match the first one's and reports ESRCH for the
+                    // others; a route through a next-hop object is refused (EINVAL: ip sends
+                    // it with the object's next hops, as listed).
                     let (mut deleted, mut failed) = (0, None);
                     for c in changes {
                         match self.router.change(&c) {
                             Ok(()) => deleted += 1,
-                            Err(e) => failed = Some(e.errno),
+                            Err(e) => {
+                                failed.get_or_insert(e.errno);
+                            }
                         }
                     }
                     if let Some(errno) = failed {
