@@ -269,21 +269,18 @@ impl<'r> Query<'r> {
         f: &'s ShowFilter,
     ) -> Box<dyn Iterator<Item = RouteSpec<A>> + 's> {
         let narrow = |p: &Option<IpPrefix>| p.map(|p| p.narrow::<A>());
-        // A family-less `default` in the match slot is each family's 0/0, and a root slot
-        // equal to the match slot selects that prefix alone.
+        // A family-less `default` in the match slot is each family's 0/0.
         let matching = f
             .matching
             .or(f.default_dst.then(|| IpPrefix::zero(A::FAMILY)));
-        let exact = f.root.filter(|r| Some(*r) == matching);
-        let (root, matching, exact_p, from, via, prefsrc) = (
+        let (root, matching, from, via, prefsrc) = (
             narrow(&f.root),
             narrow(&matching),
-            narrow(&exact),
             narrow(&f.src),
             narrow(&f.via),
             narrow(&f.prefsrc),
         );
-        if [root, matching, exact_p, from, via, prefsrc]
+        if [root, matching, from, via, prefsrc]
             .iter()
             .any(|p| matches!(p, Some(None)))
         {
@@ -293,8 +290,10 @@ impl<'r> Query<'r> {
         // it) instead of scanning every route; the filters below still apply in full. Routes
         // come in the kernel's dump order, as ip prints them.
         let router = self.router;
+        // Both slots holding one prefix (`exact P`) select it alone.
+        let exact = root.flatten().filter(|r| Some(*r) == matching.flatten());
         let walked: Box<dyn Iterator<Item = RouteSpec<A>> + 's> =
-            match (exact_p.flatten(), root.flatten(), matching.flatten()) {
+            match (exact, root.flatten(), matching.flatten()) {
                 (Some(p), _, _) => Box::new(
                     router.dumped_with(move |t| t.covered(&p).take_while(move |r| r.dst == p)),
                 ),
@@ -311,7 +310,6 @@ impl<'r> Query<'r> {
             })
             .filter(move |r| root.flatten().is_none_or(|p| p.covers(&r.dst)))
             .filter(move |r| matching.flatten().is_none_or(|p| r.dst.covers(&p)))
-            .filter(move |r| exact_p.flatten().is_none_or(|p| r.dst == p))
             .filter(move |r| from.flatten().is_none_or(|p| r.src == p))
             .filter(|r| !f.default_src || r.src.len() == 0);
         // IPv6 ECMP siblings are one multipath route to ip.

@@ -318,7 +318,10 @@ impl<'a> RouteArgs<'a> {
         }
         if A::FAMILY == Family::Inet && self.multipath && !deleting && self.nhid.is_none() {
             let first = self.hops.first();
-            if (self.top_dev).is_some_and(|d| hops.first().and_then(|h| h.dev) != Some(d)) {
+            if self
+                .top_dev
+                .is_some_and(|d| hops.first().and_then(|h| h.dev) != Some(d))
+            {
                 return Err(ParseError::bare("Nexthop device index does not match RTA_OIF").soft());
             }
             let first_via = first.and_then(|h| h.via).map(|(a, _)| a);

@@ -36,14 +36,7 @@ pub(super) fn parse_show_filter(
     let to_ip = |p: AnyPrefix, fam: Option<Family>| -> IpPrefix {
         match p {
             AnyPrefix::Addr(addr, len) => IpPrefix { addr, len },
-            AnyPrefix::Default if fam == Some(Family::Inet6) => IpPrefix {
-                addr: Ipv6Addr::UNSPECIFIED.into(),
-                len: 0,
-            },
-            AnyPrefix::Default => IpPrefix {
-                addr: Ipv4Addr::UNSPECIFIED.into(),
-                len: 0,
-            },
+            AnyPrefix::Default => IpPrefix::zero(fam.unwrap_or(Family::Inet)),
         }
     };
     // Without -4/-6 ip reads `default` with no family, of length 0 (in the match slot it
@@ -56,6 +49,7 @@ pub(super) fn parse_show_filter(
     // In the order ip tries its words (`iproute_list_flush_or_save`): abbreviations resolve
     // as there (`t` is table, `ro` root), and `tos`, `dev`, `via` and `src` are whole words.
     let unsupported = |t: &str, what: &str| ParseError::new(t, what.to_string()).soft();
+    let not_in_fibre = |t: &str| unsupported(t, &format!("\"{t}\" is not supported by fibre"));
     while let Some(t) = args.next() {
         if matches(t, "table") {
             let v = args.value(t)?;
@@ -102,10 +96,7 @@ pub(super) fn parse_show_filter(
         } else if t == "dev" || t == "oif" {
             f.dev = Some(dev_index(router, args.value(t)?)?);
         } else if t == "iif" || t == "mark" {
-            return Err(unsupported(
-                t,
-                &format!("\"{t}\" is not supported by fibre"),
-            ));
+            return Err(not_in_fibre(t));
         } else if matches(t, "metric") || matches(t, "priority") || t == "preference" {
             f.metric = Some(num("\"metric\" value is invalid\n", args.value(t)?)?);
         } else if t == "via" {
@@ -121,10 +112,7 @@ pub(super) fn parse_show_filter(
             let p = prefix_arg(v)?;
             f.prefsrc = p.family().map(|_| to_ip(p, f.family));
         } else if matches(t, "realms") {
-            return Err(unsupported(
-                t,
-                &format!("\"{t}\" is not supported by fibre"),
-            ));
+            return Err(not_in_fibre(t));
         } else if matches(t, "from") {
             let mut v = args.value(t)?;
             if matches(v, "root") || matches(v, "match") {
@@ -247,10 +235,7 @@ pub(super) fn parse_route_get(
         plain: true,
         ..ParseError::bare("need at least a destination address").soft()
     })?;
-    let dst = dst.unwrap_or(match fam {
-        Some(Family::Inet6) => Ipv6Addr::UNSPECIFIED.into(),
-        _ => Ipv4Addr::UNSPECIFIED.into(),
-    });
+    let dst = dst.unwrap_or(IpPrefix::zero(fam.unwrap_or(Family::Inet)).addr);
     // iproute2 6.1's `connected` asks again with the answer's source, but sends the first
     // request unchanged: without `from` it prints the same answer twice.
     let times = if connected && src.is_none() { 2 } else { 1 };
