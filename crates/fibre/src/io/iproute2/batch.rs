@@ -216,7 +216,18 @@ impl Batch {
                 out: &mut *stdout,
                 error: None,
             };
-            let r = self.run_line(&line, &mut printed);
+            let r = match parse_line(&line, self.family, &self.router) {
+                Ok(cmd) => {
+                    // Printed as ip prints them, while it reads the line.
+                    if let Command::RouteGet { warnings, .. } = &cmd {
+                        for w in warnings {
+                            writeln!(stderr, "{w}")?;
+                        }
+                    }
+                    self.run_command(cmd, &mut printed)
+                }
+                Err(e) => Err(e.into()),
+            };
             if let Some(e) = printed.error {
                 return Err(e);
             }
@@ -243,9 +254,15 @@ impl Batch {
         Ok(true)
     }
 
-    /// Runs one line, appending what it prints to `stdout`.
+    /// Runs one line, appending what it prints to `stdout` (ip's warnings, which go to
+    /// standard error, left out: [`Batch::run`] prints them).
     pub fn run_line(&mut self, line: &str, stdout: &mut dyn Write) -> Result<(), LineError> {
         let cmd = parse_line(line, self.family, &self.router)?;
+        self.run_command(cmd, stdout)
+    }
+
+    /// Runs a parsed line.
+    fn run_command(&mut self, cmd: Command, stdout: &mut dyn Write) -> Result<(), LineError> {
         match cmd {
             Command::Apply(change) => Ok(self.router.change(&change)?),
             Command::RouteFlush(f) => {

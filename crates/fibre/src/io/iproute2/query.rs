@@ -100,7 +100,9 @@ impl<'r> Query<'r> {
     pub(super) fn run(&self, cmd: Command, stdout: &mut dyn Write) -> Result<(), LineError> {
         match cmd {
             Command::Nothing => Ok(()),
-            Command::RouteGet(q, times) => {
+            Command::RouteGet {
+                query: q, times, ..
+            } => {
                 with_family!(Family::of(&q.dst), A => {
                     let q = q.narrow::<A>().expect("the parser checked the families");
                     // Refused with the kernel's message, once for the line.

@@ -181,8 +181,15 @@ pub enum Command {
     Apply(Change),
     /// `route flush`: every route the filter selects goes.
     RouteFlush(ShowFilter),
-    /// A query, and how many times ip prints its answer (`connected`).
-    RouteGet(RouteQuery<IpAddr>, usize),
+    /// `route get`.
+    RouteGet {
+        /// The question.
+        query: RouteQuery<IpAddr>,
+        /// How many times ip prints the answer (`connected`).
+        times: usize,
+        /// What ip warns of on standard error as it reads the line, before its answer.
+        warnings: Vec<String>,
+    },
     /// `route show` / `route list`: print the routes the filter selects.
     RouteShow(ShowFilter),
     /// `rule show`: print one family's rules.
@@ -334,7 +341,9 @@ mod tests {
         };
         assert_eq!(rule.priority, 32765, "one below the second rule");
         let c = parse_line("route get 10.1.1.1 from 10.0.0.1 iif veth0 mark 7 tos 0x10 ipproto udp sport 5 dport 6 uid 9 fibmatch", None, &r).unwrap();
-        let Command::RouteGet(q, _) = c else { panic!() };
+        let Command::RouteGet { query: q, .. } = c else {
+            panic!()
+        };
         assert_eq!(
             (q.mark, q.tos, q.ipproto, q.sport, q.dport, q.uid, q.fibmatch),
             (7, 0x10, Some(17), Some(5), Some(6), Some(9), true)

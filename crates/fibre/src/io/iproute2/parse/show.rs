@@ -172,20 +172,22 @@ pub(super) fn parse_route_get(
     // ip's family: -4/-6, else the first address read; one of the other family, or a word that
     // is none, ends the batch in its words (`get_prefix`).
     let mut fam = family;
-    // `default` sends no address and leaves the family open: `None` here.
-    let mut read = |v: &str| -> Result<Option<IpAddr>> {
+    // `default` sends no address and leaves the family open: `None` here. With the address,
+    // the family as it stands after the word.
+    let mut read = |v: &str| -> Result<(Option<IpAddr>, Option<Family>)> {
         let a = match (parse_any_prefix(v), fam) {
             (Ok(AnyPrefix::Addr(a, _)), Some(want)) if Family::of(&a) != want => {
                 return Err(other_family(want, v))
             }
             (Ok(AnyPrefix::Addr(a, _)), _) => a,
-            (Ok(AnyPrefix::Default), _) => return Ok(None),
+            (Ok(AnyPrefix::Default), _) => return Ok((None, fam)),
             (Err(_), Some(want)) => return Err(other_family(want, v)),
             (Err(e), None) => return Err(e),
         };
         fam = Some(Family::of(&a));
-        Ok(Some(a))
+        Ok((Some(a), fam))
     };
+    let mut warnings = Vec::new();
     // In the order ip tries its words (`iproute_get`), so that abbreviations resolve as there
     // (`f` is from, `sp` sport); `tos` and `to` are whole words.
     while let Some(t) = args.next() {
@@ -193,7 +195,7 @@ pub(super) fn parse_route_get(
             q.tos = parse_tos(args.value(t)?, "TOS value is invalid\n")?;
         } else if matches(t, "from") {
             // `from default` sends no source.
-            src = read(args.value(t)?)?;
+            src = read(args.value(t)?)?.0;
         } else if matches(t, "iif") {
             q.iif = Some(dev_index(router, args.value(t)?)?);
         } else if matches(t, "mark") {
@@ -227,7 +229,22 @@ pub(super) fn parse_route_get(
             }
             // A second destination replaces the first, as in ip; `default` is the zero address
             // of the family the other addresses settle.
-            dst = Some(read(v)?);
+            let (a, settled) = read(v)?;
+            // ip sends a host's length whatever the word's, with a warning once the family is
+            // known (`iproute_get`): `default` is of length 0 then.
+            if let Some(f) = settled {
+                let host = if f == Family::Inet { 32 } else { 128 };
+                let len = match parse_any_prefix(v) {
+                    Ok(AnyPrefix::Addr(_, len)) => len,
+                    _ => 0,
+                };
+                if len != host {
+                    warnings.push(format!(
+                        "Warning: /{len} as prefix is invalid, only /{host} (or none) is supported."
+                    ));
+                }
+            }
+            dst = Some(a);
         }
     }
     let dst = dst.ok_or_else(|| ParseError {
@@ -239,5 +256,9 @@ pub(super) fn parse_route_get(
     // iproute2 6.1's `connected` asks again with the answer's source, but sends the first
     // request unchanged: without `from` it prints the same answer twice.
     let times = if connected && src.is_none() { 2 } else { 1 };
-    Ok(Command::RouteGet(q.with(dst, src), times))
+    Ok(Command::RouteGet {
+        query: q.with(dst, src),
+        times,
+        warnings,
+    })
 }
