@@ -256,17 +256,12 @@ impl<A: RouterFamily> FamilyState<A> {
         }
     }
 
-    /// Brings the proto-kernel routes in line with addresses and link state: removes the derived
-    /// routes that no longer follow, adds the new ones (after existing equal routes, as the kernel's
-    /// `fib_magic` appends; an identical existing route is left alone).
-    ///
-    /// IPv4 adds first and then deletes, as `fib_modify_prefix_route` moves a prefix route to an
-    /// address's new metric, and a delete of metric 0 matches any metric, as `fib_magic`'s
-    /// deletes do (`fib_table_delete` checks no metric it is given as 0). So when the prefix
-    /// route of metric 0 is gone (a route replaced it), the route just added at the new metric
-    /// is what the delete finds, and the address keeps none (found by the differential test,
-    /// seed 1693: `addr replace 10.0.2.1/24 dev veth2 metric 300` after `route replace
-    /// 10.0.2.0/24 dev veth6`).
+    /// Brings the proto-kernel routes in line with addresses and link state: adds the new
+    /// derived routes (after existing equal routes, as the kernel's `fib_magic` appends; an
+    /// identical existing route is left alone) and removes those that no longer follow. IPv6
+    /// removes first; IPv4 adds first, as `fib_modify_prefix_metric` moves a prefix route to an
+    /// address's new metric, and deletes at the metric `fib_magic` is given (see
+    /// [`FamilyState::derived_delete_metric`]).
     pub(super) fn sync_derived(&mut self, links: &Links) {
         let want = self.derived_routes(links);
         let old = std::mem::take(&mut self.derived);
@@ -284,8 +279,8 @@ impl<A: RouterFamily> FamilyState<A> {
                 continue;
             }
             let mut sel = RouteSelector::exact(&d.spec);
-            if ipv4 && d.spec.metric == 0 {
-                sel.metric = None;
+            if ipv4 {
+                sel.metric = self.derived_delete_metric(d);
             }
             let _ = self.delete(d.spec.table, &sel);
         }
@@ -293,6 +288,38 @@ impl<A: RouterFamily> FamilyState<A> {
             self.add_derived(&new);
         }
         self.derived = Arc::new(want);
+    }
+
+    /// The metric the kernel deletes IPv4 derived route `d` at, `None` for any (`fib_magic` is
+    /// given 0, and `fib_nh_match` checks no metric of 0):
+    ///
+    /// - the address that made it is gone: 0 (`fib_del_ifaddr`, whatever the address's metric);
+    /// - it is the prefix route of an address now at another metric: the old one
+    ///   (`fib_modify_prefix_metric`, which adds at the new metric first). So when the prefix
+    ///   route of metric 0 was replaced by another route, the one just added goes, and the
+    ///   address keeps none (found by the differential test, seed 1693: `addr replace
+    ///   10.0.2.1/24 dev veth2 metric 300` after `route replace 10.0.2.0/24 dev veth6`);
+    /// - else (its link went down) the kernel deletes nothing but what its flush took, which
+    ///   fibre's flush took too: the route's own metric, so that a multipath route kept by its
+    ///   other legs stays.
+    fn derived_delete_metric(&self, d: &Derived<A>) -> Option<u32> {
+        let dev = d.spec.hops.first().and_then(|h| h.dev);
+        let owner = self
+            .addrs
+            .iter()
+            .find(|a| Some(a.dev) == dev && d.spec.prefsrc == Some(a.addr));
+        let any_if_0 = |m: u32| (m != 0).then_some(m);
+        match owner {
+            None => None,
+            Some(a) if a.len < A::WIDTH && d.spec.dst == a.subnet() => {
+                if a.metric.unwrap_or(0) == d.spec.metric {
+                    Some(d.spec.metric)
+                } else {
+                    any_if_0(d.spec.metric)
+                }
+            }
+            Some(_) => Some(d.spec.metric),
+        }
     }
 
     fn add_derived(&mut self, new: &[&Derived<A>]) {

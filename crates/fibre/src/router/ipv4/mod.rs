@@ -229,7 +229,7 @@ impl family::Kernel for Ipv4Addr {
                             SCOPE_HOST,
                             a.addr,
                             a.dev,
-                            0,
+                            a.metric.unwrap_or(0),
                         )
                     } else {
                         kernel_route_v4(
