@@ -227,8 +227,10 @@ pub(super) fn parse_route_get(
             if v == "to" && args.peek().is_some() {
                 v = args.value(t)?;
             }
-            // A second destination replaces the first, as in ip; `default` is the zero address
-            // of the family the other addresses settle.
+            // A second destination replaces the first, as in ip, but for `any` and `all`, which
+            // send no address (`get_prefix` gives them no bytes, where `default` gets the
+            // family's zeros once the family is known): an earlier one stands. Alone, each is
+            // the zero address of the family the other addresses settle.
             let (a, settled) = read(v)?;
             // ip sends a host's length whatever the word's, with a warning once the family is
             // known (`iproute_get`): `default` is of length 0 then.
@@ -244,7 +246,9 @@ pub(super) fn parse_route_get(
                     ));
                 }
             }
-            dst = Some(a);
+            if a.is_some() || v == "default" || dst.is_none() {
+                dst = Some(a);
+            }
         }
     }
     let dst = dst.ok_or_else(|| ParseError {
