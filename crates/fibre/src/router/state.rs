@@ -280,7 +280,7 @@ impl<A: RouterFamily> FamilyState<A> {
             }
             let mut sel = RouteSelector::exact(&d.spec);
             if ipv4 {
-                sel.metric = self.derived_delete_metric(d);
+                sel.metric = self.derived_delete_metric(d, links);
             }
             let _ = self.delete(d.spec.table, &sel);
         }
@@ -293,33 +293,30 @@ impl<A: RouterFamily> FamilyState<A> {
     /// The metric the kernel deletes IPv4 derived route `d` at, `None` for any (`fib_magic` is
     /// given 0, and `fib_nh_match` checks no metric of 0):
     ///
-    /// - the address that made it is gone: 0 (`fib_del_ifaddr`, whatever the address's metric);
-    /// - it is the prefix route of an address now at another metric: the old one
+    /// - its link went down or away: the kernel deletes nothing beyond what its flush took,
+    ///   which fibre's flush took too, so the route's own metric (a multipath route kept by a
+    ///   leg still up stays);
+    /// - it is the prefix route of an address still there at another metric: the old one
     ///   (`fib_modify_prefix_metric`, which adds at the new metric first). So when the prefix
     ///   route of metric 0 was replaced by another route, the one just added goes, and the
     ///   address keeps none (found by the differential test, seed 1693: `addr replace
     ///   10.0.2.1/24 dev veth2 metric 300` after `route replace 10.0.2.0/24 dev veth6`);
-    /// - else (its link went down) the kernel deletes nothing but what its flush took, which
-    ///   fibre's flush took too: the route's own metric, so that a multipath route kept by its
-    ///   other legs stays.
-    fn derived_delete_metric(&self, d: &Derived<A>) -> Option<u32> {
+    /// - else the address that made it went, on a link that stays up: 0
+    ///   (`fib_del_ifaddr`, whatever the address's metric). An address of the same IP that
+    ///   stays (another length, a secondary's primary) does not keep the route's metric.
+    fn derived_delete_metric(&self, d: &Derived<A>, links: &Links) -> Option<u32> {
         let dev = d.spec.hops.first().and_then(|h| h.dev);
-        let owner = self
-            .addrs
-            .iter()
-            .find(|a| Some(a.dev) == dev && d.spec.prefsrc == Some(a.addr));
-        let any_if_0 = |m: u32| (m != 0).then_some(m);
-        match owner {
-            None => None,
-            Some(a) if a.len < A::WIDTH && d.spec.dst == a.subnet() => {
-                if a.metric.unwrap_or(0) == d.spec.metric {
-                    Some(d.spec.metric)
-                } else {
-                    any_if_0(d.spec.metric)
-                }
-            }
-            Some(_) => Some(d.spec.metric),
+        if !dev.is_some_and(|x| links.is_up(x)) {
+            return Some(d.spec.metric);
         }
+        let moved = self.addrs.iter().any(|a| {
+            Some(a.dev) == dev
+                && d.spec.prefsrc == Some(a.addr)
+                && a.len < A::WIDTH
+                && d.spec.dst == a.subnet()
+                && a.metric.unwrap_or(0) != d.spec.metric
+        });
+        (moved && d.spec.metric != 0).then_some(d.spec.metric)
     }
 
     fn add_derived(&mut self, new: &[&Derived<A>]) {

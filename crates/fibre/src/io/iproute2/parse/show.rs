@@ -195,7 +195,13 @@ pub(super) fn parse_route_get(
             q.tos = parse_tos(args.value(t)?, "TOS value is invalid\n")?;
         } else if matches(t, "from") {
             // `from default` sends no source.
-            src = read(args.value(t)?)?.0;
+            // As for the destination: `any` and `all` send no address, and an earlier one
+            // stands; `default` sends zeros, which ask for no source.
+            let v = args.value(t)?;
+            let (a, _) = read(v)?;
+            if a.is_some() || v == "default" {
+                src = a;
+            }
         } else if matches(t, "iif") {
             q.iif = Some(dev_index(router, args.value(t)?)?);
         } else if matches(t, "mark") {
