@@ -172,8 +172,8 @@ pub(super) fn parse_route_get(
     // ip's family: -4/-6, else the first address read; one of the other family, or a word that
     // is none, ends the batch in its words (`get_prefix`).
     let mut fam = family;
-    // `default` sends no address and leaves the family open: `None` here. With the address,
-    // the family as it stands after the word.
+    // `default`, `any` and `all` give no address here and leave the family open. With the
+    // address, the family as it stands after the word.
     let mut read = |v: &str| -> Result<(Option<IpAddr>, Option<Family>)> {
         let a = match (parse_any_prefix(v), fam) {
             (Ok(AnyPrefix::Addr(a, _)), Some(want)) if Family::of(&a) != want => {
@@ -194,7 +194,6 @@ pub(super) fn parse_route_get(
         if t == "tos" || matches(t, "dsfield") {
             q.tos = parse_tos(args.value(t)?, "TOS value is invalid\n")?;
         } else if matches(t, "from") {
-            // `from default` sends no source.
             // As for the destination: `any` and `all` send no address, and an earlier one
             // stands; `default` sends zeros, which ask for no source.
             let v = args.value(t)?;
