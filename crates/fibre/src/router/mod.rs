@@ -182,6 +182,16 @@ mod family {
             at: usize,
             links: &Links,
         );
+        /// Whether new derived routes go in before those that no longer follow are deleted
+        /// (see `FamilyState::sync_derived`).
+        const DERIVED_ADDS_FIRST: bool;
+        /// The metric derived route `spec`, no longer following from addresses and links, is
+        /// deleted at (`None`: any).
+        fn derived_delete_metric(
+            st: &FamilyState<Self>,
+            spec: &RouteSpec<Self>,
+            links: &Links,
+        ) -> Option<u32>;
     }
 }
 

@@ -258,17 +258,14 @@ impl<A: RouterFamily> FamilyState<A> {
 
     /// Brings the proto-kernel routes in line with addresses and link state: adds the new
     /// derived routes (after existing equal routes, as the kernel's `fib_magic` appends; an
-    /// identical existing route is left alone) and removes those that no longer follow. IPv6
-    /// removes first; IPv4 adds first, as `fib_modify_prefix_metric` moves a prefix route to an
-    /// address's new metric, and deletes at the metric `fib_magic` is given (see
-    /// [`FamilyState::derived_delete_metric`]).
+    /// identical existing route is left alone) and removes those that no longer follow, in the
+    /// family's order and at its metric (`DERIVED_ADDS_FIRST`, `derived_delete_metric`).
     pub(super) fn sync_derived(&mut self, links: &Links) {
         let want = self.derived_routes(links);
         let old = std::mem::take(&mut self.derived);
         let gone: Vec<&Derived<A>> = old.iter().filter(|d| !want.contains(d)).collect();
         let new: Vec<&Derived<A>> = want.iter().filter(|d| !old.contains(d)).collect();
-        let ipv4 = A::FAMILY == crate::addr::Family::Inet;
-        if ipv4 {
+        if A::DERIVED_ADDS_FIRST {
             self.add_derived(&new);
         }
         for d in gone {
@@ -279,44 +276,13 @@ impl<A: RouterFamily> FamilyState<A> {
                 continue;
             }
             let mut sel = RouteSelector::exact(&d.spec);
-            if ipv4 {
-                sel.metric = self.derived_delete_metric(d, links);
-            }
+            sel.metric = A::derived_delete_metric(self, &d.spec, links);
             let _ = self.delete(d.spec.table, &sel);
         }
-        if !ipv4 {
+        if !A::DERIVED_ADDS_FIRST {
             self.add_derived(&new);
         }
         self.derived = Arc::new(want);
-    }
-
-    /// The metric the kernel deletes IPv4 derived route `d` at, `None` for any (`fib_magic` is
-    /// given 0, and `fib_nh_match` checks no metric of 0):
-    ///
-    /// - its link went down or away: the kernel deletes nothing beyond what its flush took,
-    ///   which fibre's flush took too, so the route's own metric (a multipath route kept by a
-    ///   leg still up stays);
-    /// - it is the prefix route of an address still there at another metric: the old one
-    ///   (`fib_modify_prefix_metric`, which adds at the new metric first). So when the prefix
-    ///   route of metric 0 was replaced by another route, the one just added goes, and the
-    ///   address keeps none (found by the differential test, seed 1693: `addr replace
-    ///   10.0.2.1/24 dev veth2 metric 300` after `route replace 10.0.2.0/24 dev veth6`);
-    /// - else the address that made it went, on a link that stays up: 0
-    ///   (`fib_del_ifaddr`, whatever the address's metric). An address of the same IP that
-    ///   stays (another length, a secondary's primary) does not keep the route's metric.
-    fn derived_delete_metric(&self, d: &Derived<A>, links: &Links) -> Option<u32> {
-        let dev = d.spec.hops.first().and_then(|h| h.dev);
-        if !dev.is_some_and(|x| links.is_up(x)) {
-            return Some(d.spec.metric);
-        }
-        let moved = self.addrs.iter().any(|a| {
-            Some(a.dev) == dev
-                && d.spec.prefsrc == Some(a.addr)
-                && a.len < A::WIDTH
-                && d.spec.dst == a.subnet()
-                && a.metric.unwrap_or(0) != d.spec.metric
-        });
-        (moved && d.spec.metric != 0).then_some(d.spec.metric)
     }
 
     fn add_derived(&mut self, new: &[&Derived<A>]) {

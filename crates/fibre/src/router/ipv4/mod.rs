@@ -531,6 +531,43 @@ impl family::Kernel for Ipv4Addr {
         before
     }
 
+    /// `fib_modify_prefix_metric` adds a prefix route at an address's new metric before it
+    /// deletes at the old one.
+    const DERIVED_ADDS_FIRST: bool = true;
+
+    /// The metric `fib_magic` deletes at, `None` for any (it is given 0, and `fib_nh_match`
+    /// checks no metric of 0):
+    ///
+    /// - the route's link went down or away: the kernel deletes nothing beyond what its flush
+    ///   took, which fibre's flush took too, so the route's own metric (a multipath route
+    ///   kept by a leg still up stays);
+    /// - it is the prefix route of an address still there at another metric: the old one
+    ///   (`fib_modify_prefix_metric`). So when the prefix route of metric 0 was replaced by
+    ///   another route, the one just added goes, and the address keeps none (found by the
+    ///   differential test, seed 1693: `addr replace 10.0.2.1/24 dev veth2 metric 300` after
+    ///   `route replace 10.0.2.0/24 dev veth6`);
+    /// - else the address that made it went, on a link that stays up: 0 (`fib_del_ifaddr`,
+    ///   whatever the address's metric). An address of the same IP that stays (another
+    ///   length, a secondary's primary) does not keep the route's metric.
+    fn derived_delete_metric(
+        st: &FamilyState<Self>,
+        spec: &RouteSpec<Self>,
+        links: &Links,
+    ) -> Option<u32> {
+        let dev = spec.hops.first().and_then(|h| h.dev);
+        if !dev.is_some_and(|x| links.is_up(x)) {
+            return Some(spec.metric);
+        }
+        let moved = st.addrs.iter().any(|a| {
+            Some(a.dev) == dev
+                && spec.prefsrc == Some(a.addr)
+                && a.len < 32
+                && spec.dst == a.subnet()
+                && a.metric.unwrap_or(0) != spec.metric
+        });
+        (moved && spec.metric != 0).then_some(spec.metric)
+    }
+
     fn address_replaced(_: &mut FamilyState<Self>, _: &IfAddr<Self>, _: usize, _: &Links) {}
 
     /// `fib_del_ifaddr`: an address gone takes with it the routes of main that name it as

@@ -463,6 +463,16 @@ impl family::Kernel for Ipv6Addr {
         before
     }
 
+    /// The kernel deletes a derived IPv6 route by the route itself, once it is gone.
+    const DERIVED_ADDS_FIRST: bool = false;
+    fn derived_delete_metric(
+        _: &FamilyState<Self>,
+        spec: &RouteSpec<Self>,
+        _: &Links,
+    ) -> Option<u32> {
+        Some(spec.metric)
+    }
+
     fn address_replaced(
         st: &mut FamilyState<Self>,
         before: &IfAddr<Self>,

@@ -172,20 +172,20 @@ pub(super) fn parse_route_get(
     // ip's family: -4/-6, else the first address read; one of the other family, or a word that
     // is none, ends the batch in its words (`get_prefix`).
     let mut fam = family;
-    // `default`, `any` and `all` give no address here and leave the family open. With the
-    // address, the family as it stands after the word.
-    let mut read = |v: &str| -> Result<(Option<IpAddr>, Option<Family>)> {
-        let a = match (parse_any_prefix(v), fam) {
+    // `default`, `any` and `all` give no address here (length 0) and leave the family open.
+    // With the address and its length, the family as it stands after the word.
+    let mut read = |v: &str| -> Result<(Option<IpAddr>, u8, Option<Family>)> {
+        let (a, len) = match (parse_any_prefix(v), fam) {
             (Ok(AnyPrefix::Addr(a, _)), Some(want)) if Family::of(&a) != want => {
                 return Err(other_family(want, v))
             }
-            (Ok(AnyPrefix::Addr(a, _)), _) => a,
-            (Ok(AnyPrefix::Default), _) => return Ok((None, fam)),
+            (Ok(AnyPrefix::Addr(a, len)), _) => (a, len),
+            (Ok(AnyPrefix::Default), _) => return Ok((None, 0, fam)),
             (Err(_), Some(want)) => return Err(other_family(want, v)),
             (Err(e), None) => return Err(e),
         };
         fam = Some(Family::of(&a));
-        Ok((Some(a), fam))
+        Ok((Some(a), len, fam))
     };
     let mut warnings = Vec::new();
     // In the order ip tries its words (`iproute_get`), so that abbreviations resolve as there
@@ -197,7 +197,7 @@ pub(super) fn parse_route_get(
             // As for the destination: `any` and `all` send no address, and an earlier one
             // stands; `default` sends zeros, which ask for no source.
             let v = args.value(t)?;
-            let (a, _) = read(v)?;
+            let (a, _, _) = read(v)?;
             if a.is_some() || v == "default" {
                 src = a;
             }
@@ -236,15 +236,11 @@ pub(super) fn parse_route_get(
             // send no address (`get_prefix` gives them no bytes, where `default` gets the
             // family's zeros once the family is known): an earlier one stands. Alone, each is
             // the zero address of the family the other addresses settle.
-            let (a, settled) = read(v)?;
+            let (a, len, settled) = read(v)?;
             // ip sends a host's length whatever the word's, with a warning once the family is
             // known (`iproute_get`): `default` is of length 0 then.
             if let Some(f) = settled {
                 let host = if f == Family::Inet { 32 } else { 128 };
-                let len = match parse_any_prefix(v) {
-                    Ok(AnyPrefix::Addr(_, len)) => len,
-                    _ => 0,
-                };
                 if len != host {
                     warnings.push(format!(
                         "Warning: /{len} as prefix is invalid, only /{host} (or none) is supported."
