@@ -2,6 +2,7 @@
 //! (`rt_scopes`), DS field values (`rt_dsfield`), and how ip reads a number. The parser reads
 //! them, the printer writes them.
 use crate::route::*;
+use std::net::Ipv4Addr;
 
 /// A scope as ip prints it.
 pub fn scope_name(s: Scope) -> String {
@@ -142,24 +143,115 @@ pub fn parse_u8(s: &str) -> Option<u8> {
     parse_u32(s).and_then(|v| u8::try_from(v).ok())
 }
 
-/// Numbers as iproute2's `get_unsigned` reads them: decimal, `0x` hex or leading-zero octal.
-pub fn parse_u32(s: &str) -> Option<u32> {
-    if s.is_empty() || s.starts_with('+') || s.starts_with('-') {
-        return None;
+/// What `strtoul(s, &end, 0)` reads at the start of `s`, as glibc reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Strtoul {
+    /// The value: `u64::MAX` past it (glibc's `ERANGE`); after a minus sign, negated in
+    /// `u64` (C's unsigned negation), so `-0` is 0 and `-1` is `u64::MAX`.
+    pub value: u64,
+    /// Bytes read, blanks and sign included; 0 where no digit came (`end` is `s`).
+    pub read: usize,
+}
+
+/// `strtoul(s, &end, 0)`: blanks, an optional sign, then hex after `0x` or `0X` (where a hex
+/// digit follows: `0x` alone reads as the digit 0, its `x` left), octal after a leading 0,
+/// else decimal. ip reads its numbers (`get_unsigned`, `get_u32`, the name tables' numbers)
+/// and each part of an IPv4 address (`get_addr_ipv4`) with it.
+pub(crate) fn strtoul(s: &[u8]) -> Strtoul {
+    let mut i = 0;
+    // C's `isspace` in the C locale.
+    while s
+        .get(i)
+        .is_some_and(|&b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
+    {
+        i += 1;
     }
-    // `strtoul` takes a sign only before the `0x` / `0`; Rust's radix parsers take a `+` after
-    // it too, so digits are checked to be digits.
-    let (digits, radix) = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        (h, 16)
-    } else if s.len() > 1 && s.starts_with('0') {
-        (&s[1..], 8)
+    let negative = s.get(i) == Some(&b'-');
+    if matches!(s.get(i), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let hex_digit = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_hexdigit());
+    let radix = if s.get(i) == Some(&b'0')
+        && matches!(s.get(i + 1), Some(b'x' | b'X'))
+        && hex_digit(s.get(i + 2))
+    {
+        i += 2;
+        16
+    } else if s.get(i) == Some(&b'0') {
+        8
     } else {
-        (s, 10)
+        10
     };
-    if !digits.chars().all(|c| c.is_digit(radix)) {
+    let start = i;
+    let mut value = 0u64;
+    let mut overflow = false;
+    while let Some(d) = s.get(i).and_then(|&b| (b as char).to_digit(radix)) {
+        match value
+            .checked_mul(u64::from(radix))
+            .and_then(|v| v.checked_add(u64::from(d)))
+        {
+            Some(v) => value = v,
+            None => overflow = true,
+        }
+        i += 1;
+    }
+    if i == start {
+        return Strtoul { value: 0, read: 0 };
+    }
+    let value = match (overflow, negative) {
+        (true, _) => u64::MAX,
+        (false, true) => value.wrapping_neg(),
+        (false, false) => value,
+    };
+    Strtoul { value, read: i }
+}
+
+/// Numbers as iproute2's `get_unsigned` and `get_u32` read them (`strtoul` over the whole
+/// word, at most `u32::MAX`): decimal, `0x` hex or leading-zero octal, after an optional sign
+/// (`+5` is 5, `-0` is 0; any other negative number wraps past the range).
+pub fn parse_u32(s: &str) -> Option<u32> {
+    let n = strtoul(s.as_bytes());
+    if n.read == 0 || n.read != s.len() {
         return None;
     }
-    u32::from_str_radix(digits, radix).ok()
+    u32::try_from(n.value).ok()
+}
+
+/// An IPv4 address as ip reads one (`get_addr_ipv4`): one to four parts split by dots, each a
+/// number `strtoul` reads of at most 255, the parts left out zero. So `10.1` is 10.1.0.0,
+/// and a part with a leading zero is octal: `010.1.1.1` is 8.1.1.1 (`08` is refused).
+pub fn ipv4_as_ip_reads(s: &str) -> Option<Ipv4Addr> {
+    let mut octets = [0u8; 4];
+    let mut rest = s.as_bytes();
+    for (i, octet) in octets.iter_mut().enumerate() {
+        let n = strtoul(rest);
+        if n.read == 0 || n.value > 255 {
+            return None;
+        }
+        *octet = n.value as u8;
+        rest = &rest[n.read..];
+        match rest.first() {
+            None => break,
+            Some(b'.') if i < 3 => rest = &rest[1..],
+            Some(_) => return None,
+        }
+    }
+    Some(Ipv4Addr::from(octets))
+}
+
+/// A prefix length as ip reads one (`get_netmask`), whatever the prefix's family: a number,
+/// else a contiguous IPv4 netmask (`255.255.255.0` is 24, `255.255` 16), where `default`,
+/// `any` and `all` read as the zero mask (`get_addr_1` gives them no bytes).
+pub fn prefix_len_as_ip_reads(s: &str) -> Option<u32> {
+    parse_u32(s).or_else(|| {
+        let mask = match s {
+            "default" | "any" | "all" => 0,
+            _ => u32::from(ipv4_as_ip_reads(s)?),
+        };
+        // `mask2bits`: the host part must be 2^n - 1.
+        let host = !mask;
+        (host & host.wrapping_add(1) == 0).then(|| mask.count_ones())
+    })
 }
 
 /// IP protocol names as the machine's `/etc/protocols` gives them (ip asks
@@ -215,5 +307,59 @@ mod tests {
         assert_eq!(parse_u32("0+7"), None);
         assert_eq!(parse_u32("0x"), None);
         assert_eq!(scope_from_name("link"), Some(253));
+    }
+
+    /// What glibc's `strtoul` (base 0) and ip's readers on top of it give, checked against ip
+    /// 6.1 in a namespace where a line says so (`route add 10.9.0.0/+16 ...` adds a /16).
+    #[test]
+    fn numbers_addresses_and_masks_read_as_ip_reads_them() {
+        for (word, want) in [
+            ("+5", Some(5)),
+            ("-0", Some(0)),
+            ("-0x0", Some(0)),
+            ("-1", None),
+            ("+", None),
+            ("0X1f", Some(31)),
+            ("0x1g", None),
+            ("08", None),
+            ("4294967295", Some(u32::MAX)),
+            ("4294967296", None),
+            ("99999999999999999999999", None),
+            (" 7", Some(7)),
+        ] {
+            assert_eq!(parse_u32(word), want, "{word:?}");
+        }
+        for (word, want) in [
+            ("10.1", Some([10, 1, 0, 0])),
+            ("012.0124.0.002", Some([10, 84, 0, 2])),
+            ("0x0b.1.0.0", Some([11, 1, 0, 0])),
+            ("+10.+84.-0.+3", Some([10, 84, 0, 3])),
+            ("010.084.0.1", None),
+            ("256.1.1.1", None),
+            ("1.2.3.4.5", None),
+            ("1..2", None),
+            ("1.2.", None),
+            ("1.2.3.4x", None),
+            ("", None),
+            ("2001:db8::1", None),
+        ] {
+            assert_eq!(ipv4_as_ip_reads(word), want.map(Ipv4Addr::from), "{word:?}");
+        }
+        for (word, want) in [
+            ("24", Some(24)),
+            ("0x18", Some(24)),
+            ("255.255.255.0", Some(24)),
+            ("255.255", Some(16)),
+            ("0377.255.0.0", Some(16)),
+            ("0.0.0.0", Some(0)),
+            ("255.255.255.255", Some(32)),
+            ("any", Some(0)),
+            ("default", Some(0)),
+            ("255.0.255.0", None),
+            ("24.0", None),
+            ("ffff::", None),
+        ] {
+            assert_eq!(prefix_len_as_ip_reads(word), want, "{word:?}");
+        }
     }
 }

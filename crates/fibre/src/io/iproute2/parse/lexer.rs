@@ -65,10 +65,13 @@ impl<'a> Args<'a> {
     pub(super) fn peek(&self) -> Option<&'a str> {
         self.toks.get(self.i).map(|s| s.as_str())
     }
-    /// The argument of keyword `kw`.
+    /// The argument of keyword `kw`; where the line ends first, ip's `NEXT_ARG` exits with
+    /// `incomplete_command`'s words.
     pub(super) fn value(&mut self, kw: &str) -> Result<&'a str> {
-        self.next()
-            .ok_or_else(|| ParseError::new(kw, format!("argument is missing for \"{kw}\"")))
+        self.next().ok_or_else(|| ParseError {
+            plain: true,
+            ..ParseError::new(kw, "Command line is not complete. Try option \"help\"")
+        })
     }
 }
 
@@ -107,24 +110,14 @@ pub(super) fn num_in<T: TryFrom<u32>>(message: &str, part: &str, shown: &str) ->
         .ok_or_else(|| bad_arg(message, shown))
 }
 
-/// An address of either family. IPv4 accepts ip's short forms (`10`, `10.1`).
+/// An address of either family, as ip's `get_addr_1` reads one: a word with a colon is IPv6,
+/// any other IPv4 as `get_addr_ipv4` reads it (short forms, `10.1`; octal and hex parts, `010`
+/// and `0x0a`: see [`ipv4_as_ip_reads`]).
 pub(super) fn parse_ip(tok: &str) -> Option<IpAddr> {
-    if let Ok(a) = tok.parse::<IpAddr>() {
-        return Some(a);
+    if tok.contains(':') {
+        return tok.parse::<Ipv6Addr>().ok().map(IpAddr::V6);
     }
-    let parts: Vec<&str> = tok.split('.').collect();
-    if parts.len() < 4
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
-    {
-        let mut o = [0u8; 4];
-        for (i, p) in parts.iter().enumerate() {
-            o[i] = p.parse().ok()?;
-        }
-        return Some(IpAddr::V4(Ipv4Addr::from(o)));
-    }
-    None
+    ipv4_as_ip_reads(tok).map(IpAddr::V4)
 }
 
 pub(super) fn addr_of<A: Address>(tok: &str) -> Result<A> {
@@ -161,8 +154,9 @@ pub(super) fn parse_any_prefix(tok: &str) -> Result<AnyPrefix> {
     let width = if addr.is_ipv4() { 32 } else { 128 };
     let len = match l {
         None => width,
+        // A number or a dotted netmask (`/255.255.255.0`), for either family as ip reads it.
         Some(l) => {
-            let n = parse_u32(l)
+            let n = prefix_len_as_ip_reads(l)
                 .filter(|n| *n <= width as u32)
                 .ok_or_else(bad)?;
             n as u8
@@ -219,6 +213,18 @@ pub(super) fn other_family_as(want: Family, what: &str, tok: &str) -> ParseError
         tok,
         format!("{name} {what} is expected rather than \"{tok}\""),
     )
+}
+
+/// An address ip cannot read in the family known so far (`get_addr`'s exit): "any valid"
+/// before the family is known.
+pub(super) fn address_expected(family: Option<Family>, tok: &str) -> ParseError {
+    match family {
+        Some(f) => other_family_as(f, "address", tok),
+        None => ParseError::new(
+            tok,
+            format!("any valid address is expected rather than \"{tok}\""),
+        ),
+    }
 }
 
 /// With -4 or -6, a prefix of the other family ends ip (`get_prefix`'s exit).

@@ -72,8 +72,7 @@ fn parse_add(
             }
             let a = match family {
                 Some(f) => gateway_in(f, v)?,
-                None => parse_ip(v)
-                    .ok_or_else(|| ParseError::new(v, format!("invalid gateway \"{v}\"")))?,
+                None => parse_ip(v).ok_or_else(|| address_expected(None, v))?,
             };
             via = Some((a, v));
         } else if t == "dev" {

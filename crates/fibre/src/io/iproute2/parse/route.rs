@@ -90,8 +90,7 @@ pub(super) fn parse_route_args<'a>(
         }
         if t == "src" {
             let v = args.value(t)?;
-            let a = parse_ip(v)
-                .ok_or_else(|| ParseError::new(v, format!("invalid source address \"{v}\"")))?;
+            let a = parse_ip(v).ok_or_else(|| address_expected(r.family, v))?;
             r.settle(Family::of(&a), "address", v)?;
             r.prefsrc = Some((a, v));
         } else if t == "via" {
@@ -99,8 +98,7 @@ pub(super) fn parse_route_args<'a>(
                 return Err(bad_arg("use nexthop syntax to specify multiple via\n", t));
             }
             let (named, v) = via_words(args, t)?;
-            let a = parse_ip(v)
-                .ok_or_else(|| ParseError::new(v, format!("invalid gateway \"{v}\"")))?;
+            let a = parse_ip(v).ok_or_else(|| address_expected(named.or(r.family), v))?;
             match named {
                 Some(f) if f != Family::of(&a) => return Err(other_family_as(f, "address", v)),
                 // A gateway whose family is named and is not the route's goes as `RTA_VIA`,
