@@ -226,7 +226,12 @@ impl Batch {
                     }
                     self.run_command(cmd, &mut printed)
                 }
-                Err(e) => Err(e.into()),
+                Err(e) => {
+                    for w in &e.warnings {
+                        writeln!(stderr, "{w}")?;
+                    }
+                    Err(e.into())
+                }
             };
             if let Some(e) = printed.error {
                 return Err(e);

@@ -215,6 +215,12 @@ pub(super) fn other_family_as(want: Family, what: &str, tok: &str) -> ParseError
     )
 }
 
+/// `vrf NAME`: fibre models no VRF devices, so NAME is never one, and ip ends the batch
+/// (`ipvrf_get_table`, `name_is_vrf`: `invarg("Invalid VRF\n")`).
+pub(super) fn no_vrf(name: &str) -> ParseError {
+    bad_arg("Invalid VRF\n", name)
+}
+
 /// An address ip cannot read in the family known so far (`get_addr`'s exit): "any valid"
 /// before the family is known.
 pub(super) fn address_expected(family: Option<Family>, tok: &str) -> ParseError {

@@ -54,6 +54,9 @@ pub struct ParseError {
     pub fatal: bool,
     /// `message` is printed as it is, not as `Error: MESSAGE.`.
     pub plain: bool,
+    /// What ip printed on standard error while it read the line, before it met the error
+    /// (`route get`'s warnings of a destination's length).
+    pub warnings: Vec<String>,
 }
 
 impl ParseError {
@@ -64,6 +67,7 @@ impl ParseError {
             message: message.into(),
             fatal: true,
             plain: false,
+            warnings: Vec::new(),
         }
     }
     fn bare(message: impl Into<String>) -> Self {
@@ -73,6 +77,7 @@ impl ParseError {
             message: message.into(),
             fatal: true,
             plain: false,
+            warnings: Vec::new(),
         }
     }
     fn device(name: &str) -> Self {
@@ -82,6 +87,7 @@ impl ParseError {
             message: format!("Cannot find device \"{name}\""),
             fatal: false,
             plain: true,
+            warnings: Vec::new(),
         }
     }
     /// An error of this line only (see [`ParseError::fatal`]).

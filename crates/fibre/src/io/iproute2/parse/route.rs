@@ -190,8 +190,9 @@ pub(super) fn parse_route_args<'a>(
                 Some(scope_from_name(v).ok_or_else(|| bad_arg("invalid \"scope\" value\n", v))?);
         } else if t == "nhid" {
             r.nhid = Some(num("\"id\" value is invalid\n", args.value(t)?)?);
-        } else if t == "expires" || t == "vrf" || matches(t, "realms") || t == "encap" || t == "as"
-        {
+        } else if t == "vrf" {
+            return Err(no_vrf(args.value(t)?));
+        } else if t == "expires" || matches(t, "realms") || t == "encap" || t == "as" {
             return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
         } else if [
             "advmss",

@@ -76,6 +76,7 @@ pub(super) fn parse_rule_args<A: Address>(
                     message: "Invalid tos".into(),
                     fatal: false,
                     plain: false,
+                    warnings: Vec::new(),
                 });
             }
             g.tos = true;
