@@ -4,7 +4,7 @@
 //! - [`BatchMode::Force`] (`-force`): every line runs; the outcome says whether any failed.
 //! - [`BatchMode::Atomic`] (fibre's all-or-nothing): every change of the batch lands, or none
 //!   does. Lines that print still print as they run, against the state so far.
-use super::parse::{parse_line, Command, ParseError};
+use super::parse::{parse_line, read_line, Command, ParseError};
 use super::query::{families, Query};
 use crate::addr::Family;
 use crate::error::{ChangeError, Errno};
@@ -216,22 +216,19 @@ impl Batch {
                 out: &mut *stdout,
                 error: None,
             };
-            let r = match parse_line(&line, self.family, &self.router) {
-                Ok(cmd) => {
-                    // Printed as ip prints them, while it reads the line.
-                    if let Command::RouteGet { warnings, .. } = &cmd {
-                        for w in warnings {
-                            writeln!(stderr, "{w}")?;
-                        }
-                    }
-                    self.run_command(cmd, &mut printed)
-                }
-                Err(e) => {
-                    for w in &e.warnings {
-                        writeln!(stderr, "{w}")?;
-                    }
-                    Err(e.into())
-                }
+            // ip's warnings are printed as it reads the line: before its answer, or before the
+            // error of a later word.
+            let read = read_line(&line, self.family, &self.router);
+            let warnings = match &read {
+                Ok(l) => &l.warnings,
+                Err(e) => &e.warnings,
+            };
+            for w in warnings {
+                writeln!(stderr, "{w}")?;
+            }
+            let r = match read {
+                Ok(l) => self.run_command(l.command, &mut printed),
+                Err(e) => Err(e.into()),
             };
             if let Some(e) = printed.error {
                 return Err(e);

@@ -11,5 +11,5 @@ pub mod parse;
 pub mod query;
 
 pub use batch::{Batch, BatchMode, BatchOutput, Source};
-pub use parse::{parse_line, Command, ParseError};
+pub use parse::{parse_line, read_line, Command, ParseError, ReadLine};
 pub use query::Query;

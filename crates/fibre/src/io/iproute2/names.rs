@@ -1,6 +1,7 @@
 //! iproute2's names for numbers: tables (`rt_tables`), protocols (`rt_protos`), scopes
-//! (`rt_scopes`), DS field values (`rt_dsfield`), and how ip reads a number. The parser reads
-//! them, the printer writes them.
+//! (`rt_scopes`), DS field values (`rt_dsfield`); and how ip reads a number (`strtoul`), an
+//! IPv4 address and a prefix length, on which its names' readers rest. The parser reads them,
+//! the printer writes them.
 use crate::route::*;
 use std::net::Ipv4Addr;
 
@@ -208,7 +209,8 @@ pub(crate) fn strtoul(s: &[u8]) -> Strtoul {
 
 /// Numbers as iproute2's `get_unsigned` and `get_u32` read them (`strtoul` over the whole
 /// word, at most `u32::MAX`): decimal, `0x` hex or leading-zero octal, after an optional sign
-/// (`+5` is 5, `-0` is 0; any other negative number wraps past the range).
+/// (`+5` is 5, `-0` is 0; `-N` is 2^64 - N, as C negates an unsigned long, so past the range
+/// but for N within 2^32 of 2^64).
 pub fn parse_u32(s: &str) -> Option<u32> {
     let n = strtoul(s.as_bytes());
     if n.read == 0 || n.read != s.len() {

@@ -1,11 +1,14 @@
 //! `ip addr`: addresses of either family on a device.
 use super::*;
 
+/// `ip addr`'s verbs; `warnings` takes what ip prints on standard error as it reads the words
+/// (its flags' warnings).
 pub(super) fn parse_addr(
     verb: &str,
     args: &mut Args<'_>,
     family: Option<Family>,
     router: &Router,
+    warnings: &mut Vec<String>,
 ) -> Result<Command> {
     if matches(verb, "show") || matches(verb, "list") {
         return Ok(Command::AddrShow(family));
@@ -20,45 +23,79 @@ pub(super) fn parse_addr(
             format!("Command \"{verb}\" is unknown, try \"ip addr help\""),
         ));
     }
+    // ip's family: -4/-6, else the first address read (a broadcast or anycast address too); an
+    // address of the other family ends the batch (`get_addr`, `get_prefix`).
+    let mut family = family;
     let mut local: Option<(AnyPrefix, &str)> = None;
     let mut dev = None;
     let mut brd: Option<&str> = None;
+    let mut anycast = false;
     let mut metric = None;
     let mut noprefixroute = false;
     let mut scope = None;
     let (mut valid_lft, mut preferred_lft) = (None, None);
+    // In the order ip tries its words (`ipaddr_modify`), so that abbreviations resolve as there
+    // (`b` is broadcast, `pref` a metric, `prefe` preferred_lft).
     while let Some(t) = args.next() {
-        match t {
-            "peer" | "remote" => {
-                return Err(ParseError::new(t, "peer addresses are not supported by fibre").soft())
+        if t == "peer" || t == "remote" {
+            return Err(ParseError::new(t, "peer addresses are not supported by fibre").soft());
+        } else if matches(t, "broadcast") || t == "brd" {
+            let v = args.value(t)?;
+            if brd.is_some() {
+                return Err(duplicate("broadcast", v));
             }
-            "broadcast" | "brd" => brd = Some(args.value(t)?),
-            "anycast" | "label" | "proto" => {
-                args.value(t)?;
+            if v != "+" && v != "-" {
+                family = Some(family_of_address(family, v)?);
             }
-            "valid_lft" => valid_lft = Some(lifetime(t, valid_lft, args)?),
-            "preferred_lft" => preferred_lft = Some(lifetime(t, preferred_lft, args)?),
-            "scope" => {
-                let v = args.value(t)?;
-                scope = Some(scope_from_name(v).ok_or_else(|| bad_arg("invalid scope value.", v))?);
+            brd = Some(v);
+        } else if t == "anycast" {
+            let v = args.value(t)?;
+            if anycast {
+                return Err(duplicate("anycast", v));
             }
-            "metric" | "priority" => {
-                metric = Some(num::<u32>("\"metric\" value is invalid\n", args.value(t)?)?)
+            family = Some(family_of_address(family, v)?);
+            anycast = true;
+        } else if t == "scope" {
+            let v = args.value(t)?;
+            scope = Some(scope_from_name(v).ok_or_else(|| bad_arg("invalid scope value.", v))?);
+        } else if t == "dev" {
+            dev = Some(args.value(t)?);
+        } else if t == "label" {
+            args.value(t)?;
+        } else if matches(t, "metric") || matches(t, "priority") || matches(t, "preference") {
+            metric = Some(num::<u32>("\"metric\" value is invalid\n", args.value(t)?)?)
+        } else if matches(t, "valid_lft") {
+            valid_lft = Some(lifetime("valid_lft", t, valid_lft, args)?);
+        } else if matches(t, "preferred_lft") {
+            preferred_lft = Some(lifetime("preferred_lft", t, preferred_lft, args)?);
+        } else if let Some(&(name, readonly, v6only)) = ADDR_FLAGS.iter().find(|f| f.0 == t) {
+            // ip's flags by their whole names (`ifa_flag_data`); fibre models `noprefixroute`.
+            if readonly {
+                warnings.push(format!(
+                    "Warning: {name} option is not mutable from userspace"
+                ));
+            } else if v6only && family != Some(Family::Inet6) {
+                warnings.push(format!(
+                    "Warning: {name} option can be set only for IPv6 addresses"
+                ));
+            } else if name == "noprefixroute" {
+                noprefixroute = true;
             }
-            "noprefixroute" => noprefixroute = true,
-            "nodad" | "home" | "mngtmpaddr" | "optimistic" | "noautojoin" | "autojoin" => {}
-            "dev" => dev = Some(args.value(t)?),
-            "local" => {
-                let v = args.value(t)?;
-                local = Some((parse_any_prefix(v)?, v));
-            }
-            other if local.is_none() => local = Some((parse_any_prefix(other)?, other)),
-            other => {
+        } else {
+            let v = if t == "local" { args.value(t)? } else { t };
+            if local.is_some() {
                 return Err(ParseError::new(
-                    other,
-                    format!("\"{other}\" is unknown or duplicate"),
-                ))
+                    v,
+                    format!("either \"local\" is duplicate, or \"{v}\" is a garbage"),
+                ));
             }
+            let p = parse_any_prefix(v)?;
+            match (p.family(), family) {
+                (Some(f), Some(want)) if f != want => return Err(other_family(want, v)),
+                (Some(f), None) => family = Some(f),
+                _ => {}
+            }
+            local = Some((p, v));
         }
     }
     let (p, tok) = local
@@ -97,9 +134,6 @@ pub(super) fn parse_addr(
         return Err(ParseError::new(tok, "an address is expected"));
     };
     let fam = Family::of(&ip);
-    if family.is_some_and(|f| f != fam) {
-        return Err(ParseError::new(tok, "address family mismatch").soft());
-    }
     // ip gives 127/8 host scope and other IPv4 addresses global scope (`default_scope`); the
     // kernel takes an IPv6 address's scope from the address, whatever ip sends.
     let scope = match ip {
@@ -140,16 +174,31 @@ pub(super) fn parse_addr(
 
 /// A lifetime in seconds, or `forever` (`set_lifetime`); a second one is ip's `duparg`, before
 /// its value is read.
-fn lifetime(keyword: &str, before: Option<u32>, args: &mut Args<'_>) -> Result<u32> {
+fn lifetime(keyword: &str, word: &str, before: Option<u32>, args: &mut Args<'_>) -> Result<u32> {
     if before.is_some() {
-        return Err(ParseError::new(
-            keyword,
-            format!("duplicate \"{keyword}\": \"{keyword}\" is the second value"),
-        ));
+        return Err(duplicate(keyword, word));
     }
-    let value = args.value(keyword)?;
+    let value = args.value(word)?;
     if value == "forever" {
         return Ok(u32::MAX);
     }
     parse_u32(value).ok_or_else(|| bad_arg(&format!("{keyword} value"), value))
 }
+
+/// ip's address flags by name (`ifa_flag_data`): whether the kernel alone sets it (ip warns and
+/// sends nothing), and whether it is IPv6's only (ip warns unless the family is IPv6 so far).
+const ADDR_FLAGS: &[(&str, bool, bool)] = &[
+    ("secondary", true, false),
+    ("temporary", true, false),
+    ("nodad", false, true),
+    ("optimistic", false, true),
+    ("dadfailed", true, true),
+    ("home", false, true),
+    ("deprecated", true, true),
+    ("tentative", true, true),
+    ("permanent", true, true),
+    ("mngtmpaddr", false, true),
+    ("noprefixroute", false, false),
+    ("autojoin", false, false),
+    ("stable-privacy", true, true),
+];

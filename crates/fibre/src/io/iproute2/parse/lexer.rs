@@ -215,6 +215,23 @@ pub(super) fn other_family_as(want: Family, what: &str, tok: &str) -> ParseError
     )
 }
 
+/// ip's `duparg`: `key` given a second time, `arg` the word that says so.
+pub(super) fn duplicate(key: &str, arg: &str) -> ParseError {
+    ParseError::new(
+        arg,
+        format!("duplicate \"{key}\": \"{arg}\" is the second value"),
+    )
+}
+
+/// The family of address `tok` where ip reads it with `get_addr` in the family known so far
+/// (which it then settles): an address of the other family, or none, ends the batch.
+pub(super) fn family_of_address(family: Option<Family>, tok: &str) -> Result<Family> {
+    match parse_ip(tok).map(|a| Family::of(&a)) {
+        Some(f) if family.is_none_or(|want| want == f) => Ok(f),
+        _ => Err(address_expected(family, tok)),
+    }
+}
+
 /// `vrf NAME`: fibre models no VRF devices, so NAME is never one, and ip ends the batch
 /// (`ipvrf_get_table`, `name_is_vrf`: `invarg("Invalid VRF\n")`).
 pub(super) fn no_vrf(name: &str) -> ParseError {

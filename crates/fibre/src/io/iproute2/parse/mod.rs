@@ -72,22 +72,16 @@ impl ParseError {
     }
     fn bare(message: impl Into<String>) -> Self {
         ParseError {
-            errno: Errno::EINVAL,
             token: None,
-            message: message.into(),
-            fatal: true,
-            plain: false,
-            warnings: Vec::new(),
+            ..ParseError::new("", message)
         }
     }
     fn device(name: &str) -> Self {
         ParseError {
             errno: Errno::ENODEV,
-            token: Some(name.to_string()),
-            message: format!("Cannot find device \"{name}\""),
             fatal: false,
             plain: true,
-            warnings: Vec::new(),
+            ..ParseError::new(name, format!("Cannot find device \"{name}\""))
         }
     }
     /// An error of this line only (see [`ParseError::fatal`]).
@@ -193,8 +187,6 @@ pub enum Command {
         query: RouteQuery<IpAddr>,
         /// How many times ip prints the answer (`connected`).
         times: usize,
-        /// What ip warns of on standard error as it reads the line, before its answer.
-        warnings: Vec<String>,
     },
     /// `route show` / `route list`: print the routes the filter selects.
     RouteShow(ShowFilter),
@@ -212,9 +204,38 @@ pub enum Command {
     Nothing,
 }
 
+/// A line read: its command, and what ip prints on standard error as it reads the line (the
+/// warnings of `route get`'s destination length, of `addr`'s flags), before it runs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadLine {
+    /// What the line asks.
+    pub command: Command,
+    /// ip's warnings, in its order, one line each.
+    pub warnings: Vec<String>,
+}
+
 /// Parses one batch line against the router's current state. `family` is the global `-4`/`-6`;
-/// a line may also start with its own `-4`/`-6`.
+/// a line may also start with its own `-4`/`-6`. ip's warnings are left out: see [`read_line`].
 pub fn parse_line(line: &str, family: Option<Family>, router: &Router) -> Result<Command> {
+    read_line(line, family, router).map(|l| l.command)
+}
+
+/// [`parse_line`] with ip's warnings: those of a line that fails too (in its error's
+/// [`ParseError::warnings`]), since ip prints them before it meets a later word's error.
+pub fn read_line(line: &str, family: Option<Family>, router: &Router) -> Result<ReadLine> {
+    let mut warnings = Vec::new();
+    match command_of(line, family, router, &mut warnings) {
+        Ok(command) => Ok(ReadLine { command, warnings }),
+        Err(e) => Err(ParseError { warnings, ..e }),
+    }
+}
+
+fn command_of(
+    line: &str,
+    family: Option<Family>,
+    router: &Router,
+    warnings: &mut Vec<String>,
+) -> Result<Command> {
     let toks = tokenize(line)?;
     let mut args = Args { toks: &toks, i: 0 };
     let mut family = family;
@@ -234,9 +255,9 @@ pub fn parse_line(line: &str, family: Option<Family>, router: &Router) -> Result
     if matches(object, "link") {
         parse_link(verb, &mut args, router)
     } else if matches(object, "address") {
-        parse_addr(verb, &mut args, family, router)
+        parse_addr(verb, &mut args, family, router, warnings)
     } else if matches(object, "route") {
-        parse_route(verb, &mut args, family, router)
+        parse_route(verb, &mut args, family, router, warnings)
     } else if matches(object, "rule") {
         parse_rule(verb, &mut args, family, router)
     } else if object.len() >= 3 && matches(object, "nexthop") {

@@ -66,11 +66,9 @@ fn parse_add(
         if t == "id" {
             id = num("invalid id value", args.value(t)?)?;
         } else if matches(t, "via") {
-            let mut v = args.value(t)?;
-            if v == "inet" || v == "inet6" {
-                v = args.value(t)?;
-            }
-            let a = match family {
+            // A family named before the address is the one ip reads it in (`read_family`).
+            let (named, v) = via_words(args, t)?;
+            let a = match named.or(family) {
                 Some(f) => gateway_in(f, v)?,
                 None => parse_ip(v).ok_or_else(|| address_expected(None, v))?,
             };

@@ -454,6 +454,7 @@ pub(super) fn parse_route(
     args: &mut Args<'_>,
     family: Option<Family>,
     router: &Router,
+    warnings: &mut Vec<String>,
 ) -> Result<Command> {
     // In ip's order, so that abbreviations resolve as ip resolves them ("a" is add).
     let mode = if matches(verb, "add") {
@@ -483,7 +484,7 @@ pub(super) fn parse_route(
         })));
     }
     if matches(verb, "get") {
-        return parse_route_get(args, family, router);
+        return parse_route_get(args, family, router, warnings);
     }
     if matches(verb, "show") || matches(verb, "list") || verb == "lst" {
         return Ok(Command::RouteShow(parse_show_filter(args, family, router)?));

@@ -70,14 +70,7 @@ pub(super) fn parse_rule_args<A: Address>(
             let v = args.value(t)?;
             rule.tos = parse_tos(v, "TOS value is invalid\n")?;
             if A::FAMILY == Family::Inet && rule.tos & !0x1e != 0 {
-                return Err(ParseError {
-                    errno: Errno::EINVAL,
-                    token: Some(v.into()),
-                    message: "Invalid tos".into(),
-                    fatal: false,
-                    plain: false,
-                    warnings: Vec::new(),
-                });
+                return Err(ParseError::new(v, "Invalid tos").soft());
             }
             g.tos = true;
         } else if t == "fwmark" {

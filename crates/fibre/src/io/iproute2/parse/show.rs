@@ -157,10 +157,12 @@ pub(super) fn parse_show_filter(
     Ok(f)
 }
 
+/// `route get`'s words; `warnings` takes what ip prints on standard error as it reads them.
 pub(super) fn parse_route_get(
     args: &mut Args<'_>,
     family: Option<Family>,
     router: &Router,
+    warnings: &mut Vec<String>,
 ) -> Result<Command> {
     let mut dst = None;
     let mut q = RouteQuery::to(());
@@ -184,88 +186,75 @@ pub(super) fn parse_route_get(
         fam = Some(Family::of(&a));
         Ok((Some(a), len, fam))
     };
-    let mut warnings = Vec::new();
     // ip looks up `iif` and `oif` after its loop, the last of each given, and only once it has
     // a destination: a device that is not there fails the line after any word's error.
     let (mut idev, mut odev) = (None, None);
     // In the order ip tries its words (`iproute_get`), so that abbreviations resolve as there
-    // (`f` is from, `sp` sport); `tos` and `to` are whole words. A word's error comes after
-    // the warnings ip printed before it.
-    let words = (|| -> Result<()> {
-        while let Some(t) = args.next() {
-            if t == "tos" || matches(t, "dsfield") {
-                q.tos = parse_tos(args.value(t)?, "TOS value is invalid\n")?;
-            } else if matches(t, "from") {
-                // As for the destination: `any` and `all` send no address, and an earlier one
-                // stands; `default` sends zeros, which ask for no source.
-                let v = args.value(t)?;
-                let (a, _, _) = read(v)?;
-                if a.is_some() || v == "default" {
-                    src = a;
-                }
-            } else if matches(t, "iif") {
-                idev = Some(args.value(t)?);
-            } else if matches(t, "mark") {
-                q.mark = num("invalid mark value", args.value(t)?)?;
-            } else if matches(t, "oif") || t == "dev" {
-                odev = Some(args.value(t)?);
-            } else if matches(t, "notify") || matches(t, "connected") {
-                connected |= t.starts_with('c');
-            } else if matches(t, "vrf") {
-                return Err(no_vrf(args.value(t)?));
-            } else if matches(t, "uid") {
-                q.uid = Some(num("invalid UID\n", args.value(t)?)?);
-            } else if matches(t, "fibmatch") {
-                q.fibmatch = true;
-            } else if t == "as" {
-                return Err(ParseError::new(t, "\"as\" is not supported by fibre").soft());
-            } else if matches(t, "sport") {
-                q.sport = Some(num("invalid sport\n", args.value(t)?)?);
-            } else if matches(t, "dport") {
-                q.dport = Some(num("invalid dport\n", args.value(t)?)?);
-            } else if matches(t, "ipproto") {
-                q.ipproto = Some(parse_ipproto(args.value(t)?)?);
-            } else {
-                let mut v = t;
-                if v == "to" && args.peek().is_some() {
-                    v = args.value(t)?;
-                }
-                // A second destination replaces the first, as in ip, but for `any` and `all`, which
-                // send no address (`get_prefix` gives them no bytes, where `default` gets the
-                // family's zeros once the family is known): an earlier one stands. Alone, each is
-                // the zero address of the family the other addresses settle.
-                let (a, len, settled) = read(v)?;
-                // ip sends a host's length whatever the word's, with a warning once the family is
-                // known (`iproute_get`): `default` is of length 0 then.
-                if let Some(f) = settled {
-                    let host = if f == Family::Inet { 32 } else { 128 };
-                    if len != host {
-                        warnings.push(format!(
-                        "Warning: /{len} as prefix is invalid, only /{host} (or none) is supported."
-                    ));
-                    }
-                }
-                if a.is_some() || v == "default" || dst.is_none() {
-                    dst = Some(a);
+    // (`f` is from, `sp` sport); `tos` and `to` are whole words.
+    while let Some(t) = args.next() {
+        if t == "tos" || matches(t, "dsfield") {
+            q.tos = parse_tos(args.value(t)?, "TOS value is invalid\n")?;
+        } else if matches(t, "from") {
+            // As for the destination: `any` and `all` send no address, and an earlier one
+            // stands; `default` sends zeros, which ask for no source.
+            let v = args.value(t)?;
+            let (a, _, _) = read(v)?;
+            if a.is_some() || v == "default" {
+                src = a;
+            }
+        } else if matches(t, "iif") {
+            idev = Some(args.value(t)?);
+        } else if matches(t, "mark") {
+            q.mark = num("invalid mark value", args.value(t)?)?;
+        } else if matches(t, "oif") || t == "dev" {
+            odev = Some(args.value(t)?);
+        } else if matches(t, "notify") || matches(t, "connected") {
+            connected |= t.starts_with('c');
+        } else if matches(t, "vrf") {
+            return Err(no_vrf(args.value(t)?));
+        } else if matches(t, "uid") {
+            q.uid = Some(num("invalid UID\n", args.value(t)?)?);
+        } else if matches(t, "fibmatch") {
+            q.fibmatch = true;
+        } else if t == "as" {
+            return Err(ParseError::new(t, "\"as\" is not supported by fibre").soft());
+        } else if matches(t, "sport") {
+            q.sport = Some(num("invalid sport\n", args.value(t)?)?);
+        } else if matches(t, "dport") {
+            q.dport = Some(num("invalid dport\n", args.value(t)?)?);
+        } else if matches(t, "ipproto") {
+            q.ipproto = Some(parse_ipproto(args.value(t)?)?);
+        } else {
+            let mut v = t;
+            if v == "to" {
+                v = args.value(t)?;
+            }
+            // A second destination replaces the first, as in ip, but for `any` and `all`, which
+            // send no address (`get_prefix` gives them no bytes, where `default` gets the
+            // family's zeros once the family is known): an earlier one stands. Alone, each is
+            // the zero address of the family the other addresses settle.
+            let (a, len, settled) = read(v)?;
+            // ip sends a host's length whatever the word's, with a warning once the family is
+            // known (`iproute_get`): `default` is of length 0 then.
+            if let Some(f) = settled {
+                let host = if f == Family::Inet { 32 } else { 128 };
+                if len != host {
+                    let only = format!("only /{host} (or none) is supported.");
+                    warnings.push(format!("Warning: /{len} as prefix is invalid, {only}"));
                 }
             }
+            if a.is_some() || v == "default" || dst.is_none() {
+                dst = Some(a);
+            }
         }
-        Ok(())
-    })();
-    let mut devices = || -> Result<Option<IpAddr>> {
-        let dst = dst.ok_or_else(|| ParseError {
-            // iproute_get prints it and returns: only this line fails.
-            plain: true,
-            ..ParseError::bare("need at least a destination address").soft()
-        })?;
-        q.iif = idev.map(|d| dev_index(router, d)).transpose()?;
-        q.oif = odev.map(|d| dev_index(router, d)).transpose()?;
-        Ok(dst)
-    };
-    let dst = match words.and_then(|()| devices()) {
-        Ok(dst) => dst,
-        Err(e) => return Err(ParseError { warnings, ..e }),
-    };
+    }
+    let dst = dst.ok_or_else(|| ParseError {
+        // iproute_get prints it and returns: only this line fails.
+        plain: true,
+        ..ParseError::bare("need at least a destination address").soft()
+    })?;
+    q.iif = idev.map(|d| dev_index(router, d)).transpose()?;
+    q.oif = odev.map(|d| dev_index(router, d)).transpose()?;
     let dst = dst.unwrap_or(IpPrefix::zero(fam.unwrap_or(Family::Inet)).addr);
     // iproute2 6.1's `connected` asks again with the answer's source, but sends the first
     // request unchanged: without `from` it prints the same answer twice.
@@ -273,6 +262,5 @@ pub(super) fn parse_route_get(
     Ok(Command::RouteGet {
         query: q.with(dst, src),
         times,
-        warnings,
     })
 }
