@@ -223,6 +223,41 @@ impl<A: Address> Rule<A> {
     }
 }
 
+impl<A: Address> Rule<A> {
+    /// Whether the kernel refuses this rule as a copy of `existing` (`rule_exists`, asked for
+    /// `ip rule add`'s `NLM_F_EXCL`). Every field compares as the kernel stores it (a selector
+    /// not given as its zero: `fwmark 0/0`, `ipproto 0`), but for three the family's
+    /// `compare` (`fib4_rule_compare`, `fib6_rule_compare`) skips where this rule gives none:
+    /// its source, destination and TOS. So `pref 5 lookup 9` is a copy of `pref 5 from
+    /// 10.0.0.0/8 lookup 9`, not the other way round. `not` and a goto's target are not
+    /// compared at all.
+    pub fn is_taken_by(&self, existing: &Rule<A>) -> bool {
+        let r = existing;
+        let kind = |a: &RuleAction| match a {
+            RuleAction::Goto(_) => RuleAction::Goto(0),
+            other => *other,
+        };
+        let given = |a: &Option<RuleAddr<A>>| a.filter(|a| a.len > 0);
+        let same_or_unasked = |mine: &Option<RuleAddr<A>>, theirs: &Option<RuleAddr<A>>| {
+            given(mine).is_none_or(|m| given(theirs) == Some(m))
+        };
+        kind(&r.action) == kind(&self.action)
+            && r.priority == self.priority
+            && r.iif == self.iif
+            && r.oif == self.oif
+            && r.fwmark.unwrap_or((0, 0)) == self.fwmark.unwrap_or((0, 0))
+            && r.suppress_prefixlength == self.suppress_prefixlength
+            && r.uidrange == self.uidrange
+            && r.ipproto.unwrap_or(0) == self.ipproto.unwrap_or(0)
+            && r.protocol == self.protocol
+            && r.sport.unwrap_or((0, 0)) == self.sport.unwrap_or((0, 0))
+            && r.dport.unwrap_or((0, 0)) == self.dport.unwrap_or((0, 0))
+            && same_or_unasked(&self.src, &r.src)
+            && same_or_unasked(&self.dst, &r.dst)
+            && (self.tos == 0 || r.tos == self.tos)
+    }
+}
+
 /// A family's rule list, sorted by priority.
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "snapshot", derive(serde::Serialize, serde::Deserialize))]
@@ -266,7 +301,7 @@ impl<A: Address> RuleSet<A> {
                 return Err(Errno::EINVAL);
             }
         }
-        if self.rules.contains(&rule) {
+        if self.rules.iter().any(|r| rule.is_taken_by(r)) {
             return Err(Errno::EEXIST);
         }
         self.insert_in_order(rule);
