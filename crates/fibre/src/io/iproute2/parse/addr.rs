@@ -10,7 +10,7 @@ pub(super) fn parse_addr(
     router: &Router,
     warnings: &mut Vec<String>,
 ) -> Result<Command> {
-    if matches(verb, "show") || matches(verb, "list") {
+    if matches(verb, "list") || matches(verb, "show") || matches(verb, "lst") {
         return Ok(Command::AddrShow(family));
     }
     // `replace` and `change` ask the kernel to update an address that is there (NLM_F_REPLACE)
@@ -18,10 +18,7 @@ pub(super) fn parse_addr(
     let replace = verb == "replace" || verb == "change";
     let add = matches(verb, "add") || replace;
     if !add && !matches(verb, "delete") {
-        return Err(ParseError::new(
-            verb,
-            format!("Command \"{verb}\" is unknown, try \"ip addr help\""),
-        ));
+        return Err(unknown_command(verb, "address"));
     }
     // ip's family: -4/-6, else the first address read (a broadcast or anycast address too); an
     // address of the other family ends the batch (`get_addr`, `get_prefix`).

@@ -215,6 +215,18 @@ pub(super) fn other_family_as(want: Family, what: &str, tok: &str) -> ParseError
     )
 }
 
+/// ip's answer to a verb its object does not have, which ends the batch (`exit(-1)`): `object`
+/// as ip names it in its help (`address`, `route`).
+pub(super) fn unknown_command(verb: &str, object: &str) -> ParseError {
+    ParseError {
+        plain: true,
+        ..ParseError::new(
+            verb,
+            format!("Command \"{verb}\" is unknown, try \"ip {object} help\"."),
+        )
+    }
+}
+
 /// ip's `duparg`: `key` given a second time, `arg` the word that says so.
 pub(super) fn duplicate(key: &str, arg: &str) -> ParseError {
     ParseError::new(

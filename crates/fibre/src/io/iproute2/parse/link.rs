@@ -99,13 +99,10 @@ pub(super) fn parse_link(verb: &str, args: &mut Args<'_>, router: &Router) -> Re
             dev: dev_index(router, dev)?,
         }));
     }
-    if matches(verb, "show") || matches(verb, "list") {
+    if matches(verb, "show") || matches(verb, "lst") || matches(verb, "list") {
         return Ok(Command::LinkShow);
     }
-    Err(ParseError::new(
-        verb,
-        format!("Command \"{verb}\" is unknown, try \"ip link help\""),
-    ))
+    Err(unknown_command(verb, "link"))
 }
 
 pub(super) fn check_ifname(name: &str) -> Result<()> {

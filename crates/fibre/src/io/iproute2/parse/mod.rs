@@ -263,11 +263,15 @@ fn command_of(
     } else if object.len() >= 3 && matches(object, "nexthop") {
         parse_nexthop(verb, &mut args, family, router)
     } else {
-        Err(ParseError::new(
-            object,
-            format!("Object \"{object}\" is unknown, try \"ip help\""),
-        )
-        .soft())
+        // `do_cmd` says so and returns: only this line fails.
+        Err(ParseError {
+            plain: true,
+            ..ParseError::new(
+                object,
+                format!("Object \"{object}\" is unknown, try \"ip help\"."),
+            )
+            .soft()
+        })
     }
 }
 

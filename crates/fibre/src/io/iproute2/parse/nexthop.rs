@@ -203,7 +203,7 @@ pub(super) fn parse_nexthop(
             FamilyChange::<A>::NexthopDel(id).into()
         })));
     }
-    if matches(verb, "show") || matches(verb, "list") || verb == "lst" {
+    if matches(verb, "list") || matches(verb, "show") || matches(verb, "lst") {
         return Ok(Command::NexthopShow(parse_filter(args, family, router)?));
     }
     if matches(verb, "get") {
@@ -216,8 +216,5 @@ pub(super) fn parse_nexthop(
     if matches(verb, "flush") {
         return Ok(Command::NexthopFlush(parse_filter(args, family, router)?));
     }
-    Err(ParseError::new(
-        verb,
-        format!("Command \"{verb}\" is unknown, try \"ip nexthop help\""),
-    ))
+    Err(unknown_command(verb, "nexthop"))
 }

@@ -486,7 +486,7 @@ pub(super) fn parse_route(
     if matches(verb, "get") {
         return parse_route_get(args, family, router, warnings);
     }
-    if matches(verb, "show") || matches(verb, "list") || verb == "lst" {
+    if matches(verb, "list") || matches(verb, "show") || matches(verb, "lst") {
         return Ok(Command::RouteShow(parse_show_filter(args, family, router)?));
     }
     if matches(verb, "flush") {
@@ -500,8 +500,5 @@ pub(super) fn parse_route(
             args, family, router,
         )?));
     }
-    Err(ParseError::new(
-        verb,
-        format!("Command \"{verb}\" is unknown, try \"ip route help\""),
-    ))
+    Err(unknown_command(verb, "route"))
 }

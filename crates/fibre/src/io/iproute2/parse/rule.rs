@@ -9,15 +9,20 @@ pub(super) fn parse_rule(
 ) -> Result<Command> {
     // Without -4/-6 a rule is IPv4, whatever its addresses (`iprule_modify` sends AF_INET).
     let family = family.unwrap_or(Family::Inet);
-    if matches(verb, "show") || matches(verb, "list") {
+    if matches(verb, "list") || matches(verb, "lst") || matches(verb, "show") {
         return Ok(Command::RuleShow(family));
     }
     let add = matches(verb, "add");
     if !add && !matches(verb, "delete") {
-        return Err(ParseError::new(
-            verb,
-            format!("Command \"{verb}\" is unknown, try \"ip rule help\""),
-        ));
+        return Err(unknown_command(verb, "rule"));
+    }
+    if args.peek().is_none() {
+        // `iprule_modify` says so and returns: only this line fails.
+        let what = if add { "add" } else { "del" };
+        return Err(ParseError {
+            plain: true,
+            ..ParseError::bare(format!("\"ip rule {what}\" requires arguments.")).soft()
+        });
     }
     with_family!(family, A => {
         let (mut rule, prio, given) = parse_rule_args::<A>(args)?;
