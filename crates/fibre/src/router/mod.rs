@@ -436,6 +436,10 @@ impl Router {
             FamilyChange::Route(spec, mode) => self.route_change(spec, *mode)?,
             FamilyChange::RouteDel(t, sel) => {
                 self.check_nhid_selector::<A>(sel)?;
+                if !A::state(self).tables.contains_key(t) {
+                    // `inet_rtm_delroute`, `ip6_route_del`.
+                    return Err(ChangeError::with(Errno::ESRCH, "FIB table does not exist"));
+                }
                 A::route_del(A::state_mut(self), *t, sel)?
             }
             FamilyChange::RuleAdd(r) if r.action == RuleAction::Lookup(0) => {
@@ -446,6 +450,17 @@ impl Router {
                     ..r.clone()
                 })?;
                 st.table_mut(id);
+            }
+            FamilyChange::RuleAdd(Rule {
+                action: RuleAction::Goto(target),
+                priority,
+                ..
+            }) if target <= priority => {
+                // `fib_nl2rule`'s words (`RuleSet::add` refuses it too, unexplained).
+                return Err(ChangeError::with(
+                    Errno::EINVAL,
+                    "Backward goto not supported",
+                ));
             }
             FamilyChange::RuleAdd(r) => {
                 Arc::make_mut(&mut A::state_mut(self).rules).add(r.clone())?

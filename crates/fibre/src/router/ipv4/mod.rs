@@ -430,7 +430,8 @@ impl family::Kernel for Ipv4Addr {
             return Ok(());
         }
         if spec.hops.is_empty() {
-            return Err(ChangeError::with(Errno::EINVAL, "Nexthop device required"));
+            // No device, no gateway: `fib_check_nh_nongw` finds no device, and says nothing.
+            return Err(Errno::ENODEV.into());
         }
         if spec.scope == SCOPE_HOST {
             // A host-scope route names its device only: no gateway, no check that it is up.
@@ -446,9 +447,7 @@ impl family::Kernel for Ipv4Addr {
                     "Route with host scope can not have a gateway",
                 ));
             }
-            let dev = hop
-                .dev
-                .ok_or_else(|| ChangeError::with(Errno::EINVAL, "Nexthop device required"))?;
+            let dev = hop.dev.ok_or(Errno::ENODEV)?;
             r.links.by_index(dev).ok_or(Errno::ENODEV)?;
             return check_prefsrc(r, spec);
         }
@@ -492,7 +491,17 @@ impl family::Kernel for Ipv4Addr {
                     hop.dev = hop.dev.or(dev);
                 }
             }
-            r.check_hop_device(hop, "Nexthop device required")?;
+            if hop.gateway.is_some() {
+                r.check_hop_device(hop, "Nexthop device required")?;
+            } else {
+                // `fib_check_nh_nongw`: no device is ENODEV, unexplained, and a device down
+                // has words of its own (a gateway's says "Nexthop device is not up").
+                let link = hop.dev.and_then(|d| r.links.by_index(d));
+                if !link.ok_or(Errno::ENODEV)?.up {
+                    let words = "Device for nexthop is not up";
+                    return Err(ChangeError::with(Errno::ENETDOWN, words));
+                }
+            }
         }
         check_prefsrc(r, spec)
     }

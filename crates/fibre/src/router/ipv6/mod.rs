@@ -363,7 +363,8 @@ impl family::Kernel for Ipv6Addr {
             return check_prefsrc(r, spec.prefsrc, Some(LOOPBACK_IFINDEX));
         }
         if spec.hops.is_empty() {
-            return Err(ChangeError::with(Errno::ENODEV, "Nexthop device required"));
+            // No device, no gateway: `fib6_nh_init` finds no device, and says nothing.
+            return Err(Errno::ENODEV.into());
         }
         for hop in spec.hops.iter_mut() {
             if let Some(gw) = hop.gateway {

@@ -69,7 +69,8 @@ pub(super) fn parse_rule_args<A: Address>(
             rule.src = prefix(args.value(t)?, "source")?;
             g.src = true;
         } else if t == "to" {
-            rule.dst = prefix(args.value(t)?, "destination")?;
+            // `fib_nl2rule`'s words.
+            rule.dst = prefix(args.value(t)?, "dst")?;
             g.dst = true;
         } else if matches(t, "tos") || matches(t, "dsfield") {
             let v = args.value(t)?;
