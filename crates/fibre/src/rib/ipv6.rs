@@ -149,7 +149,11 @@ fn score(
     } else {
         hop(r, nhs).dev.unwrap_or(LOOPBACK_IFINDEX)
     };
-    if !links.is_up(dev) {
+    // A reject route sits on `lo` whatever lo's state: lo going down deletes the ones there
+    // (`fib6_ifdown`), and one added while lo is down is taken and marked nothing, so the
+    // kernel answers with it (`find_match` asks the hop's dead flag, not the device).
+    let reject = r.nhid.is_none() && nhs.get(r.hops).is_empty();
+    if !reject && !links.is_up(dev) {
         return None;
     }
     let mut m = if preferred_dev(flow).is_none_or(|o| o == dev) {
