@@ -152,7 +152,7 @@ fn score(
     // A reject route sits on `lo` whatever lo's state: lo going down deletes the ones there
     // (`fib6_ifdown`), and one added while lo is down is taken and marked nothing, so the
     // kernel answers with it (`find_match` asks the hop's dead flag, not the device).
-    let reject = r.nhid.is_none() && nhs.get(r.hops).is_empty();
+    let reject = r.nhid.is_none() && r.kind.is_reject();
     if !reject && !links.is_up(dev) {
         return None;
     }

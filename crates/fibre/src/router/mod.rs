@@ -436,10 +436,6 @@ impl Router {
             FamilyChange::Route(spec, mode) => self.route_change(spec, *mode)?,
             FamilyChange::RouteDel(t, sel) => {
                 self.check_nhid_selector::<A>(sel)?;
-                if !A::state(self).tables.contains_key(t) {
-                    // `inet_rtm_delroute`, `ip6_route_del`.
-                    return Err(ChangeError::with(Errno::ESRCH, "FIB table does not exist"));
-                }
                 A::route_del(A::state_mut(self), *t, sel)?
             }
             FamilyChange::RuleAdd(r) if r.action == RuleAction::Lookup(0) => {

@@ -32,7 +32,7 @@ pub(super) fn parse_addr(
     let mut scope = None;
     let (mut valid_lft, mut preferred_lft) = (None, None);
     // In the order ip tries its words (`ipaddr_modify`), so that abbreviations resolve as there
-    // (`b` is broadcast, `pref` a metric, `prefe` preferred_lft).
+    // (`b` is broadcast, `pref` and `prefe` a metric, `preferr` preferred_lft).
     while let Some(t) = args.next() {
         if t == "peer" || t == "remote" {
             return Err(ParseError::new(t, "peer addresses are not supported by fibre").soft());
@@ -86,7 +86,10 @@ pub(super) fn parse_addr(
                     format!("either \"local\" is duplicate, or \"{v}\" is a garbage"),
                 ));
             }
-            let p = parse_any_prefix(v)?;
+            let p = match (parse_any_prefix(v), family) {
+                (Err(_), Some(want)) => return Err(other_family(want, v)),
+                (p, _) => p?,
+            };
             match (p.family(), family) {
                 (Some(f), Some(want)) if f != want => return Err(other_family(want, v)),
                 (Some(f), None) => family = Some(f),
@@ -95,10 +98,13 @@ pub(super) fn parse_addr(
             local = Some((p, v));
         }
     }
+    // ip says so and returns: only this line fails.
+    let dev_name = dev.ok_or_else(|| ParseError {
+        plain: true,
+        ..ParseError::bare("Not enough information: \"dev\" argument is required.").soft()
+    })?;
     let (p, tok) = local
         .ok_or_else(|| ParseError::bare("Not enough information: \"local\" address is required"))?;
-    let dev_name = dev
-        .ok_or_else(|| ParseError::bare("Not enough information: \"dev\" argument is required"))?;
     let dev = dev_index(router, dev_name)?;
     // ip's own checks, once either lifetime is given and the device is known (`ipaddr_modify`);
     // both default to forever. A preferred lifetime of 0 deprecates the address at once; a

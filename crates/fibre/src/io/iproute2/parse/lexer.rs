@@ -250,6 +250,16 @@ pub(super) fn no_vrf(name: &str) -> ParseError {
     bad_arg("Invalid VRF\n", name)
 }
 
+/// The table of `vrf NAME` in `route add`, `show` and `flush` (`ipvrf_get_table`): `default`
+/// is main where no device has that name; any other name is no VRF ([`no_vrf`]).
+pub(super) fn vrf_table(router: &Router, name: &str) -> Result<TableId> {
+    if name == "default" && router.links().by_name(name).is_none() {
+        Ok(TABLE_MAIN)
+    } else {
+        Err(no_vrf(name))
+    }
+}
+
 /// An address ip cannot read in the family known so far (`get_addr`'s exit): "any valid"
 /// before the family is known.
 pub(super) fn address_expected(family: Option<Family>, tok: &str) -> ParseError {

@@ -191,7 +191,7 @@ pub(super) fn parse_route_args<'a>(
         } else if t == "nhid" {
             r.nhid = Some(num("\"id\" value is invalid\n", args.value(t)?)?);
         } else if t == "vrf" {
-            return Err(no_vrf(args.value(t)?));
+            r.table = Some(vrf_table(router, args.value(t)?)?);
         } else if t == "expires" || matches(t, "realms") || t == "encap" || t == "as" {
             return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
         } else if [

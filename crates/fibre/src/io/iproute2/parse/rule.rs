@@ -86,10 +86,15 @@ pub(super) fn parse_rule_args<A: Address>(
                     num::<u32>("fwmark value is invalid\n", m)?,
                     num::<u32>("fwmask value is invalid\n", k)?,
                 ),
-                None => (num::<u32>("fwmark value is invalid\n", v)?, u32::MAX),
+                // A mark alone compares every bit, but for 0 (`fib_nl2rule`).
+                None => {
+                    let m = num::<u32>("fwmark value is invalid\n", v)?;
+                    (m, if m == 0 { 0 } else { u32::MAX })
+                }
             };
-            rule.fwmark = Some((m, mask));
-            g.fwmark = true;
+            // Mark and mask 0 are no selector: the kernel keeps nothing and shows nothing.
+            rule.fwmark = (m, mask).ne(&(0, 0)).then_some((m, mask));
+            g.fwmark = rule.fwmark.is_some();
         } else if matches(t, "realms")
             || matches(t, "suppress_ifgroup")
             || t == "l3mdev"

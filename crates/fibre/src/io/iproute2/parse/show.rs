@@ -65,7 +65,9 @@ pub(super) fn parse_show_filter(
                 );
             }
         } else if matches(t, "vrf") {
-            return Err(no_vrf(args.value(t)?));
+            vrf_table(router, args.value(t)?)?;
+            // ip lists main without its local and broadcast routes: not modelled.
+            return Err(unsupported(t, "vrf default is not modelled"));
         } else if matches(t, "cached") || matches(t, "cloned") {
             return Err(unsupported(t, "the route cache is not modelled"));
         } else if t == "tos" || matches(t, "dsfield") {
