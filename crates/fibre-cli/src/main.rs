@@ -251,7 +251,10 @@ fn main() -> ExitCode {
         if let Some(command) = later {
             // Its own change set: with -atomic, a failure rolls back the command alone.
             match run_part(&mut batch, vec![command], "command", &mut out, &mut err) {
-                Ok(s) => summary.failed.extend(s.failed),
+                Ok(s) => {
+                    summary.failed.extend(s.failed);
+                    summary.status = summary.status.max(s.status);
+                }
                 Err(code) => return code,
             }
         }
@@ -279,11 +282,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    if summary.success() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    // ip's own status: 0, 1 where a line failed, 255 where one ended it with `exit(-1)`.
+    ExitCode::from(summary.status)
 }
 
 /// Runs one part of the work (the batch, or the command after an MRT load): what failed goes

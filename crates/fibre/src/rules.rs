@@ -441,11 +441,45 @@ pub struct RuleFields {
     pub uidrange: bool,
     /// An action was given.
     pub action: bool,
-    /// `not` was given.
+    /// `not`: compared by [`RuleSelector::exact`] alone (the kernel's `rule_find` does not
+    /// compare a rule's flags, so `rule del not pref 5` deletes rule 5 without `not`).
     pub invert: bool,
+    /// A `protocol` other than 0 was given (`rule_find` compares a protocol that is not 0).
+    pub protocol: bool,
+    /// `suppress_prefixlength` was given.
+    pub suppress_prefixlength: bool,
+}
+
+impl RuleFields {
+    /// Every field.
+    pub const ALL: RuleFields = RuleFields {
+        src: true,
+        dst: true,
+        iif: true,
+        oif: true,
+        fwmark: true,
+        tos: true,
+        ipproto: true,
+        sport: true,
+        dport: true,
+        uidrange: true,
+        action: true,
+        invert: true,
+        protocol: true,
+        suppress_prefixlength: true,
+    };
 }
 
 impl<A: Address> RuleSelector<A> {
+    /// Selects rule `r` and its exact copies alone (`rule flush` deletes the rules it lists).
+    pub fn exact(r: &Rule<A>) -> Self {
+        RuleSelector {
+            priority: Some(r.priority),
+            rule: Some(r.clone()),
+            given: RuleFields::ALL,
+        }
+    }
+
     fn selects(&self, r: &Rule<A>) -> bool {
         if self.priority.is_some_and(|p| p != r.priority) {
             return false;
@@ -464,6 +498,8 @@ impl<A: Address> RuleSelector<A> {
             && (!g.uidrange || w.uidrange == r.uidrange)
             && (!g.action || w.action == r.action)
             && (!g.invert || w.invert == r.invert)
+            && (!g.protocol || w.protocol == r.protocol)
+            && (!g.suppress_prefixlength || w.suppress_prefixlength == r.suppress_prefixlength)
     }
 }
 

@@ -323,8 +323,12 @@ fn bad_values_are_refused_in_ips_words() {
         assert!(batch.run_text("link set lo up\n").success());
         let ours = batch.run_text(&format!("{line}\n"));
         let (theirs, mine) = (without_names(&k.stderr), without_names(&ours.stderr));
-        if theirs != mine || k.success != ours.success() {
-            wrong.push(format!("{line}\n  ip:    {theirs:?}\n  fibre: {mine:?}"));
+        // The verdict too: ip's exit status (255 after `invarg`, 1 otherwise).
+        if theirs != mine || k.status != Some(i32::from(ours.status)) {
+            wrong.push(format!(
+                "{line}\n  ip:    {theirs:?} status {:?}\n  fibre: {mine:?} status {}",
+                k.status, ours.status
+            ));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

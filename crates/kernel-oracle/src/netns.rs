@@ -33,6 +33,9 @@ pub struct Netns {
 pub struct BatchOutcome {
     /// Exit status was zero, i.e. every line of the batch was accepted.
     pub success: bool,
+    /// The exit status: 1 where a line failed, 255 where ip ended the batch with `exit(-1)`
+    /// (`invarg` and its kind); `None` where a signal ended it.
+    pub status: Option<i32>,
     /// Standard output of `ip`.
     pub stdout: String,
     /// Standard error of `ip`; with `-force` it names each rejected line.
@@ -119,6 +122,7 @@ impl Netns {
         let out = run(&mut cmd)?;
         Ok(BatchOutcome {
             success: out.status.success(),
+            status: out.status.code(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         })

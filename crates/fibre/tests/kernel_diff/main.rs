@@ -312,6 +312,7 @@ fn run(p: &Profile, probes_per_family: usize) -> Outcome {
     }
     let k_links = kernel_oracle::BatchOutcome {
         success: k_links.is_empty(),
+        status: Some(i32::from(!k_links.is_empty())),
         stdout: String::new(),
         stderr: k_links,
     };

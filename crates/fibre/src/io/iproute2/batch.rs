@@ -10,6 +10,7 @@ use crate::addr::Family;
 use crate::error::{ChangeError, Errno};
 use crate::rib::RouteSelector;
 use crate::router::{Change, FamilyChange, Router};
+use crate::rules::RuleSelector;
 use crate::with_family;
 use serde_json::json;
 use std::fmt::Write;
@@ -37,6 +38,9 @@ pub struct BatchOutput {
     pub failed: Vec<usize>,
     /// In [`BatchMode::Atomic`], whether the changes were rolled back.
     pub rolled_back: bool,
+    /// The exit status ip would end with: 0, 1 where a line failed, 255 where the batch
+    /// ended at an error ip reports with `exit(-1)` (see [`ParseError::status`]).
+    pub status: u8,
 }
 
 impl BatchOutput {
@@ -55,6 +59,8 @@ pub struct LineError {
     pub message: String,
     /// ip gives up on the whole batch, `-force` or not (see [`ParseError::fatal`]).
     pub fatal: bool,
+    /// The exit status ip ends with: 1, or 255 (see [`ParseError::status`]).
+    pub status: u8,
 }
 
 impl From<ParseError> for LineError {
@@ -68,6 +74,7 @@ impl From<ParseError> for LineError {
             errno: e.errno,
             message,
             fatal: e.fatal,
+            status: if e.fatal { e.status } else { 1 },
         }
     }
 }
@@ -77,6 +84,7 @@ impl From<ChangeError> for LineError {
             errno: e.errno,
             message: e.to_string(),
             fatal: false,
+            status: 1,
         }
     }
 }
@@ -139,6 +147,7 @@ impl Batch {
             stderr: String::from_utf8(err).expect("utf-8"),
             failed: summary.failed,
             rolled_back: summary.rolled_back,
+            status: summary.status,
         }
     }
 
@@ -235,6 +244,7 @@ impl Batch {
             }
             if let Err(e) = r {
                 summary.failed.push(lineno);
+                summary.status = e.status;
                 if e.fatal || self.command_line {
                     // ip exits inside its parser, or ran one command: no "Command failed" line.
                     writeln!(stderr, "{}", e.message)?;
@@ -299,12 +309,32 @@ impl Batch {
                             errno,
                             message: format!("Failed to send flush request: {}", errno.message()),
                             fatal: false,
+                            status: 1,
                         });
                     }
                     if deleted == 0 {
                         return Ok(());
                     }
                 }
+            }
+            Command::RuleFlush(f) => {
+                // ip deletes the rules it lists one by one, each named by all its fields;
+                // fibre deletes them in one change set (no delete of a listed rule fails).
+                let changes: Vec<Change> = with_family!(f.family, A => {
+                    self.router
+                        .family::<A>()
+                        .rules()
+                        .iter()
+                        .filter(|r| f.flushes(r))
+                        .map(|r| FamilyChange::<A>::RuleDel(RuleSelector::exact(r)).into())
+                        .collect()
+                });
+                self.router.apply(&changes).map_err(|(_, e)| e)?;
+                // ip prints its (empty) listing of what it deleted: `[]` with -j.
+                if self.json {
+                    let _ = writeln!(stdout, "[]");
+                }
+                Ok(())
             }
             Command::NexthopFlush(f) => {
                 // As ip flushes: one delete per object, groups first (deleting a member first

@@ -503,6 +503,15 @@ fn range_text((a, b): (u16, u16)) -> String {
     }
 }
 
+/// A number as C's `%#x` prints it (ip's `print_0xhex`): `0x` before any digit but 0.
+fn c_hex(v: u32) -> String {
+    if v == 0 {
+        "0".into()
+    } else {
+        format!("{v:#x}")
+    }
+}
+
 /// One rule as `ip rule show` prints it; `unresolved`: a `goto` to a priority no rule has.
 pub fn rule_text<A: Address>(r: &Rule<A>, unresolved: bool) -> String {
     let mut s = format!("{}:\t", r.priority);
@@ -521,9 +530,9 @@ pub fn rule_text<A: Address>(r: &Rule<A>, unresolved: bool) -> String {
         let _ = write!(s, " tos {}", tos_text(r.tos));
     }
     if let Some((m, mask)) = r.fwmark {
-        let _ = write!(s, " fwmark {m:#x}");
+        let _ = write!(s, " fwmark {}", c_hex(m));
         if mask != u32::MAX {
-            let _ = write!(s, "/{mask:#x}");
+            let _ = write!(s, "/{}", c_hex(mask));
         }
     }
     if let Some(i) = &r.iif {
@@ -590,9 +599,9 @@ pub fn rule_json<A: Address>(r: &Rule<A>, unresolved: bool) -> Value {
         m.insert("tos".into(), json!(tos_text(r.tos)));
     }
     if let Some((mark, mask)) = r.fwmark {
-        m.insert("fwmark".into(), json!(format!("{mark:#x}")));
+        m.insert("fwmark".into(), json!(c_hex(mark)));
         if mask != u32::MAX {
-            m.insert("fwmask".into(), json!(format!("{mask:#x}")));
+            m.insert("fwmask".into(), json!(c_hex(mask)));
         }
     }
     if let Some(i) = &r.iif {
@@ -630,6 +639,10 @@ pub fn rule_json<A: Address>(r: &Rule<A>, unresolved: bool) -> Value {
             if unresolved {
                 m.insert("unresolved".into(), Value::Null);
             }
+        }
+        // `print_null(PRINT_ANY, "nop", ...)`: a key of its own.
+        RuleAction::Nop => {
+            m.insert("nop".into(), Value::Null);
         }
         other => {
             m.insert("action".into(), json!(rule_action_text(other)));

@@ -159,6 +159,11 @@ pub(crate) struct Strtoul {
 /// else decimal. ip reads its numbers (`get_unsigned`, `get_u32`, the name tables' numbers)
 /// and each part of an IPv4 address (`get_addr_ipv4`) with it.
 pub(crate) fn strtoul(s: &[u8]) -> Strtoul {
+    strtoul_in(s, 0)
+}
+
+/// `strtoul(s, &end, base)` for base 0 (see [`strtoul`]) or 10 (what `sscanf`'s `%u` reads).
+fn strtoul_in(s: &[u8], base: u32) -> Strtoul {
     let mut i = 0;
     // C's `isspace` in the C locale.
     while s
@@ -172,7 +177,9 @@ pub(crate) fn strtoul(s: &[u8]) -> Strtoul {
         i += 1;
     }
     let hex_digit = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_hexdigit());
-    let radix = if s.get(i) == Some(&b'0')
+    let radix = if base == 10 {
+        10
+    } else if s.get(i) == Some(&b'0')
         && matches!(s.get(i + 1), Some(b'x' | b'X'))
         && hex_digit(s.get(i + 2))
     {
@@ -205,6 +212,28 @@ pub(crate) fn strtoul(s: &[u8]) -> Strtoul {
         (false, false) => value,
     };
     Strtoul { value, read: i }
+}
+
+/// `sscanf(s, "%u-%u", &lo, &hi)` as glibc reads it, for ip's ranges (`uidrange`, `sport`,
+/// `dport`): how many numbers it read (0, 1 or 2), and them. A number is decimal after blanks
+/// and a sign, negated or too large as [`Strtoul`] says, and cut to the field's width by the
+/// caller as C's cast does (`as`); the dash follows the first at once, and anything after the
+/// second is ignored (`5-7x` is 5 to 7).
+pub(crate) fn scan_range(s: &str) -> (usize, u64, u64) {
+    let s = s.as_bytes();
+    let lo = strtoul_in(s, 10);
+    if lo.read == 0 {
+        return (0, 0, 0);
+    }
+    let rest = &s[lo.read..];
+    if rest.first() != Some(&b'-') {
+        return (1, lo.value, 0);
+    }
+    let hi = strtoul_in(&rest[1..], 10);
+    if hi.read == 0 {
+        return (1, lo.value, 0);
+    }
+    (2, lo.value, hi.value)
 }
 
 /// Numbers as iproute2's `get_unsigned` and `get_u32` read them (`strtoul` over the whole
@@ -308,6 +337,14 @@ mod tests {
         );
         assert_eq!(parse_u32("0+7"), None);
         assert_eq!(parse_u32("0x"), None);
+        // sscanf's "%u-%u": decimal only, the dash at once, the rest ignored.
+        assert_eq!(scan_range("5-7x"), (2, 5, 7));
+        assert_eq!(scan_range("010-0x9"), (2, 10, 0));
+        assert_eq!(scan_range(" +5- 7"), (2, 5, 7));
+        assert_eq!(scan_range("5 -7"), (1, 5, 0));
+        assert_eq!(scan_range("5-"), (1, 5, 0));
+        assert_eq!(scan_range("-1-2"), (2, u64::MAX, 2));
+        assert_eq!(scan_range("x-2"), (0, 0, 0));
         assert_eq!(scope_from_name("link"), Some(253));
     }
 

@@ -42,14 +42,16 @@ impl<'r> Query<'r> {
     /// Runs one line that reads; a line that would change the router is refused (EOPNOTSUPP).
     pub fn run_line(&self, line: &str, stdout: &mut dyn Write) -> Result<(), LineError> {
         match parse_line(line, self.family, self.router)? {
-            Command::Apply(_) | Command::RouteFlush(_) | Command::NexthopFlush(_) => {
-                Err(LineError {
-                    errno: Errno::EOPNOTSUPP,
-                    message: "Error: read-only: this router follows a kernel; change the kernel."
-                        .into(),
-                    fatal: false,
-                })
-            }
+            Command::Apply(_)
+            | Command::RouteFlush(_)
+            | Command::RuleFlush(_)
+            | Command::NexthopFlush(_) => Err(LineError {
+                errno: Errno::EOPNOTSUPP,
+                message: "Error: read-only: this router follows a kernel; change the kernel."
+                    .into(),
+                fatal: false,
+                status: 1,
+            }),
             cmd => self.run(cmd, stdout),
         }
     }
@@ -128,11 +130,12 @@ impl<'r> Query<'r> {
                 lines.close();
                 Ok(())
             }
-            Command::RuleShow(fam) => {
-                let lines = with_family!(fam, A => {
+            Command::RuleShow(filter) => {
+                let lines = with_family!(filter.family, A => {
                     let rules = self.router.family::<A>().rules();
                     rules
                         .iter()
+                        .filter(|r| filter.selects(r))
                         .map(|r| {
                             let unresolved = matches!(r.action, RuleAction::Goto(t)
                                 if rules.goto_target(t).is_none());
@@ -171,7 +174,10 @@ impl<'r> Query<'r> {
                 self.emit(lines, stdout);
                 Ok(())
             }
-            Command::Apply(_) | Command::RouteFlush(_) | Command::NexthopFlush(_) => {
+            Command::Apply(_)
+            | Command::RouteFlush(_)
+            | Command::RuleFlush(_)
+            | Command::NexthopFlush(_) => {
                 unreachable!("changes are run by a batch")
             }
         }
@@ -228,6 +234,7 @@ impl<'r> Query<'r> {
                 errno: Errno::ENOENT,
                 message: format!("Error: {fam}: FIB table does not exist.\n{what} terminated"),
                 fatal: false,
+                status: 1,
             }),
             _ => Ok(()),
         }

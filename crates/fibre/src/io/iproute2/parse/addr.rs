@@ -84,7 +84,8 @@ pub(super) fn parse_addr(
                 return Err(ParseError::new(
                     v,
                     format!("either \"local\" is duplicate, or \"{v}\" is a garbage"),
-                ));
+                )
+                .exit_minus_one());
             }
             let p = match (parse_any_prefix(v), family) {
                 (Err(_), Some(want)) => return Err(other_family(want, v)),

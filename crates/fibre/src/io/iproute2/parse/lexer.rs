@@ -68,9 +68,12 @@ impl<'a> Args<'a> {
     /// The argument of keyword `kw`; where the line ends first, ip's `NEXT_ARG` exits with
     /// `incomplete_command`'s words.
     pub(super) fn value(&mut self, kw: &str) -> Result<&'a str> {
-        self.next().ok_or_else(|| ParseError {
-            plain: true,
-            ..ParseError::new(kw, "Command line is not complete. Try option \"help\"")
+        self.next().ok_or_else(|| {
+            ParseError {
+                plain: true,
+                ..ParseError::new(kw, "Command line is not complete. Try option \"help\"")
+            }
+            .exit_minus_one()
         })
     }
 }
@@ -94,6 +97,7 @@ pub(super) fn bad_arg(what: &str, tok: &str) -> ParseError {
         plain: true,
         ..ParseError::new(tok, format!("Error: argument \"{tok}\" is wrong: {what}"))
     }
+    .exit_minus_one()
 }
 
 /// A number as ip reads it (`get_u32` with base 0), or ip's `invarg` with `message`, its words
@@ -225,6 +229,7 @@ pub(super) fn unknown_command(verb: &str, object: &str) -> ParseError {
             format!("Command \"{verb}\" is unknown, try \"ip {object} help\"."),
         )
     }
+    .exit_minus_one()
 }
 
 /// ip's `duparg`: `key` given a second time, `arg` the word that says so.
@@ -233,6 +238,7 @@ pub(super) fn duplicate(key: &str, arg: &str) -> ParseError {
         arg,
         format!("duplicate \"{key}\": \"{arg}\" is the second value"),
     )
+    .exit_minus_one()
 }
 
 /// The family of address `tok` where ip reads it with `get_addr` in the family known so far

@@ -24,6 +24,7 @@ mod link;
 mod nexthop;
 mod route;
 mod rule;
+mod rule_filter;
 mod show;
 mod values;
 
@@ -36,6 +37,8 @@ pub use nexthop::NexthopFilter;
 use nexthop::*;
 use route::*;
 use rule::*;
+pub use rule_filter::RuleFilter;
+use rule_filter::*;
 use show::*;
 use values::*;
 
@@ -52,6 +55,10 @@ pub struct ParseError {
     /// with `-force`. Unknown devices and objects, errors the kernel would report, and what
     /// fibre does not model fail only their line.
     pub fatal: bool,
+    /// The exit status ip ends with where the error is `fatal`: 255 after `invarg` and its
+    /// kind (`incomplete_command`, `duparg`, an unknown verb: `exit(-1)`), 1 after
+    /// `get_prefix` and `get_addr` (`exit(1)`).
+    pub status: u8,
     /// `message` is printed as it is, not as `Error: MESSAGE.`.
     pub plain: bool,
     /// What ip printed on standard error while it read the line, before it met the error
@@ -66,6 +73,7 @@ impl ParseError {
             token: Some(token.to_string()),
             message: message.into(),
             fatal: true,
+            status: 1,
             plain: false,
             warnings: Vec::new(),
         }
@@ -83,6 +91,11 @@ impl ParseError {
             plain: true,
             ..ParseError::new(name, format!("Cannot find device \"{name}\""))
         }
+    }
+    /// ip's `exit(-1)`, status 255 (see [`ParseError::status`]).
+    fn exit_minus_one(mut self) -> Self {
+        self.status = 255;
+        self
     }
     /// An error of this line only (see [`ParseError::fatal`]).
     fn soft(mut self) -> Self {
@@ -190,8 +203,10 @@ pub enum Command {
     },
     /// `route show` / `route list`: print the routes the filter selects.
     RouteShow(ShowFilter),
-    /// `rule show`: print one family's rules.
-    RuleShow(Family),
+    /// `rule show`: print the rules of one family that the filter selects.
+    RuleShow(RuleFilter),
+    /// `rule flush`: delete them, but for those of priority 0.
+    RuleFlush(RuleFilter),
     /// `link show`: print every device.
     LinkShow,
     /// `addr show`: print the addresses of one family, or of both for `None`.

@@ -142,7 +142,8 @@ pub(super) fn parse_route_args<'a>(
                 return Err(ParseError::new(
                     t,
                     "either \"to\" is duplicate, or \"weight\" is a garbage",
-                ));
+                )
+                .exit_minus_one());
             }
             let v = args.value(t)?;
             let w: u16 = num("\"weight\" is invalid\n", v)?;
@@ -173,6 +174,7 @@ pub(super) fn parse_route_args<'a>(
                         d,
                         format!("Cannot find device \"{d}\"\nError: cannot parse nexthop"),
                     )
+                    .exit_minus_one()
                 });
             }
             r.hops[cur].dev = Some(d);
@@ -234,7 +236,8 @@ pub(super) fn parse_route_args<'a>(
                 return Err(ParseError::new(
                     v,
                     format!("either \"to\" is duplicate, or \"{v}\" is a garbage"),
-                ));
+                )
+                .exit_minus_one());
             }
             let dst = parse_any_prefix(v)?;
             if let Some(f) = dst.family() {

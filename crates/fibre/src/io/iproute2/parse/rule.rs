@@ -7,15 +7,19 @@ pub(super) fn parse_rule(
     family: Option<Family>,
     router: &Router,
 ) -> Result<Command> {
-    // Without -4/-6 a rule is IPv4, whatever its addresses (`iprule_modify` sends AF_INET).
-    let family = family.unwrap_or(Family::Inet);
+    // In `do_iprule`'s order, so `s` is show and `f` flush.
     if matches(verb, "list") || matches(verb, "lst") || matches(verb, "show") {
-        return Ok(Command::RuleShow(family));
+        return Ok(Command::RuleShow(parse_rule_filter(args, family)?));
     }
     let add = matches(verb, "add");
     if !add && !matches(verb, "delete") {
+        if matches(verb, "flush") {
+            return Ok(Command::RuleFlush(parse_rule_filter(args, family)?));
+        }
         return Err(unknown_command(verb, "rule"));
     }
+    // Without -4/-6 a rule is IPv4, whatever its addresses (`iprule_modify` sends AF_INET).
+    let family = family.unwrap_or(Family::Inet);
     if args.peek().is_none() {
         // `iprule_modify` says so and returns: only this line fails.
         let what = if add { "add" } else { "del" };
@@ -59,12 +63,15 @@ pub(super) fn parse_rule_args<A: Address>(
         // A length of 0 selects everything: the kernel ignores such a FRA_SRC / FRA_DST.
         Ok((len > 0).then_some(RuleAddr { addr, len }))
     };
+    // The table and the action are apart in the kernel (`lookup 7 blackhole` keeps both);
+    // fibre holds one of them (see the end).
+    let mut table = None;
+    let mut kind = None;
+    // In `iprule_modify`'s order, which settles what an abbreviation means (`t` is tun_id,
+    // `b` broadcast).
     while let Some(t) = args.next() {
         if t == "not" {
             rule.invert = true;
-            g.invert = true;
-        } else if matches(t, "preference") || matches(t, "order") || matches(t, "priority") {
-            prio = Some(num("preference value is invalid\n", args.value(t)?)?);
         } else if t == "from" {
             rule.src = prefix(args.value(t)?, "source")?;
             g.src = true;
@@ -72,7 +79,9 @@ pub(super) fn parse_rule_args<A: Address>(
             // `fib_nl2rule`'s words.
             rule.dst = prefix(args.value(t)?, "dst")?;
             g.dst = true;
-        } else if matches(t, "tos") || matches(t, "dsfield") {
+        } else if matches(t, "preference") || matches(t, "order") || matches(t, "priority") {
+            prio = Some(num("preference value is invalid\n", args.value(t)?)?);
+        } else if t == "tos" || matches(t, "dsfield") {
             let v = args.value(t)?;
             rule.tos = parse_tos(v, "TOS value is invalid\n")?;
             if A::FAMILY == Family::Inet && rule.tos & !0x1e != 0 {
@@ -96,52 +105,48 @@ pub(super) fn parse_rule_args<A: Address>(
             rule.fwmark = (m, mask).ne(&(0, 0)).then_some((m, mask));
             g.fwmark = rule.fwmark.is_some();
         } else if matches(t, "realms")
-            || matches(t, "suppress_ifgroup")
-            || t == "l3mdev"
             || matches(t, "tun_id")
-            || t == "dscp"
-            || t == "flowlabel"
+            || matches(t, "suppress_ifgroup")
+            || t == "sup_group"
+            || t == "nat"
+            || matches(t, "map-to")
         {
-            return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
-        } else if t == "protocol" {
+            let _ = args.value(t)?;
+            return Err(not_modelled(t));
+        } else if matches(t, "protocol") {
             let v = args.value(t)?;
             rule.protocol = protocol_from_name(v)
                 .ok_or_else(|| bad_arg("\"protocol\" value is invalid\n", v))?;
-        } else if matches(t, "table") || matches(t, "lookup") {
+            g.protocol = rule.protocol != 0;
+        } else if matches(t, "table") || t == "lookup" {
             let v = args.value(t)?;
-            rule.action = RuleAction::Lookup(
-                table_from_name(v).ok_or_else(|| bad_arg("invalid table ID\n", v))?,
-            );
+            table = Some(table_from_name(v).ok_or_else(|| bad_arg("invalid table ID\n", v))?);
             g.action = true;
-        } else if matches(t, "suppress_prefixlength") {
+        } else if matches(t, "suppress_prefixlength") || t == "sup_pl" {
             let v = args.value(t)?;
             rule.suppress_prefixlength = Some(num("suppress_prefixlength value is invalid\n", v)?);
-        } else if t == "dev" || matches(t, "iif") {
-            rule.iif = Some(args.value(t)?.to_string());
+            g.suppress_prefixlength = true;
+        } else if t == "dev" || t == "iif" {
+            rule.iif = Some(ifname(
+                args.value(t)?,
+                "\"iif\"/\"dev\" not a valid ifname",
+            )?);
             g.iif = true;
-        } else if matches(t, "oif") {
-            rule.oif = Some(args.value(t)?.to_string());
+        } else if t == "oif" {
+            rule.oif = Some(ifname(args.value(t)?, "\"oif\" not a valid ifname")?);
             g.oif = true;
+        } else if t == "l3mdev" || t == "dscp" || t == "flowlabel" {
+            return Err(not_modelled(t));
         } else if t == "uidrange" {
             let v = args.value(t)?;
-            let (a, b) = v
-                .split_once('-')
-                .ok_or_else(|| bad_arg("invalid UID range\n", v))?;
-            // ip names the whole range whichever half it could not read.
-            let message = "invalid UID range\n";
-            let (a, b): (u32, u32) = (num_in(message, a, v)?, num_in(message, b, v)?);
-            if a > b {
-                // The kernel's check (`fib_nl2rule`), so only this line fails.
+            let (a, b) = read_uid_range(v)?;
+            // The kernel's check (`fib_nl2rule`): -1 is no uid (`uid_valid`), and a range does
+            // not run backward. So only this line fails.
+            if a > b || b == u32::MAX {
                 return Err(ParseError::new(v, "Invalid uid range").soft());
             }
             rule.uidrange = Some((a, b));
             g.uidrange = true;
-        } else if matches(t, "goto") {
-            rule.action = RuleAction::Goto(num("invalid target\n", args.value(t)?)?);
-            g.action = true;
-        } else if matches(t, "nop") {
-            rule.action = RuleAction::Nop;
-            g.action = true;
         } else if t == "ipproto" {
             rule.ipproto = Some(parse_ipproto(args.value(t)?)?);
             g.ipproto = true;
@@ -152,21 +157,94 @@ pub(super) fn parse_rule_args<A: Address>(
             rule.dport = Some(parse_port_range(t, args.value(t)?)?);
             g.dport = true;
         } else {
-            let action = match RouteType::from_name(t) {
-                Some(RouteType::Blackhole) => RuleAction::Blackhole,
-                Some(RouteType::Unreachable) => RuleAction::Unreachable,
-                Some(RouteType::Prohibit) => RuleAction::Prohibit,
-                Some(RouteType::Unicast) => rule.action,
-                _ => {
-                    return Err(ParseError::new(
-                        t,
-                        format!("Failed to parse rule type \"{t}\""),
-                    ))
-                }
-            };
-            rule.action = action;
+            let t = if t == "type" { args.value(t)? } else { t };
+            kind = Some(if matches(t, "goto") {
+                RuleKind::Action(RuleAction::Goto(num("invalid target\n", args.value(t)?)?))
+            } else if matches(t, "nop") {
+                RuleKind::Action(RuleAction::Nop)
+            } else {
+                rule_kind(t)?
+            });
             g.action = true;
         }
     }
+    rule.action = match (kind, table) {
+        (None | Some(RuleKind::Unicast), Some(t)) => RuleAction::Lookup(t),
+        (None, None) => rule.action,
+        (Some(RuleKind::Action(a)), None) => a,
+        (Some(RuleKind::Unicast), None) => {
+            // `fib_newrule` looks such a rule up in a new empty table (`fib_empty_table`).
+            return Err(ParseError::new(
+                "unicast",
+                "a lookup rule without a table (the kernel makes it a new empty table) is not modelled by fibre",
+            )
+            .soft());
+        }
+        (Some(RuleKind::Action(_)), Some(_)) => {
+            return Err(ParseError::new(
+                "table",
+                "a table beside a rule's other action (the kernel keeps both) is not modelled by fibre",
+            )
+            .soft());
+        }
+    };
     Ok((rule, prio, g))
+}
+
+/// What a rule's type word asks (`rtnl_rtntype_a2n`, whose number is the kernel's action).
+enum RuleKind {
+    /// `unicast` or 1: a lookup (`FR_ACT_TO_TBL`) in the table given.
+    Unicast,
+    /// Any other action fibre holds.
+    Action(RuleAction),
+}
+
+/// A type word as `rtnl_rtntype_a2n` reads it, in its order (so `b` is broadcast, `bl`
+/// blackhole), or its number; the number is the rule's action (`FR_ACT_*`).
+fn rule_kind(t: &str) -> Result<RuleKind> {
+    let number = if t == "local" {
+        2
+    } else if t == "nat" {
+        10
+    } else if matches(t, "broadcast") || t == "brd" {
+        3
+    } else if matches(t, "anycast") {
+        4
+    } else if matches(t, "multicast") {
+        5
+    } else if matches(t, "prohibit") {
+        8
+    } else if matches(t, "unreachable") {
+        7
+    } else if matches(t, "blackhole") {
+        6
+    } else if matches(t, "xresolve") {
+        11
+    } else if matches(t, "unicast") {
+        1
+    } else if t == "throw" {
+        9
+    } else {
+        let n = strtoul(t.as_bytes());
+        if n.read == 0 || n.read != t.len() || n.value > 255 {
+            return Err(bad_arg("Failed to parse rule type", t));
+        }
+        n.value
+    };
+    Ok(match number {
+        1 => RuleKind::Unicast,
+        // FR_ACT_GOTO without a target.
+        2 => return Err(ParseError::new(t, "Missing goto target for action goto").soft()),
+        3 => RuleKind::Action(RuleAction::Nop),
+        6 => RuleKind::Action(RuleAction::Blackhole),
+        7 => RuleKind::Action(RuleAction::Unreachable),
+        8 => RuleKind::Action(RuleAction::Prohibit),
+        // 0 (none), 4, 5 and 9 to 255: actions the kernel keeps and answers EINVAL through.
+        _ => return Err(not_modelled(t)),
+    })
+}
+
+/// A word naming what fibre does not model: only its line fails.
+fn not_modelled(t: &str) -> ParseError {
+    ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft()
 }

@@ -27,19 +27,34 @@ pub(super) fn parse_ipproto(tok: &str) -> Result<u8> {
     }
 }
 
-/// A rule's `sport` or `dport` (`keyword`): a port or a range `LO-HI`.
+/// A rule's `sport` or `dport` (`keyword`) to add: [`read_port_range`], then the kernel's
+/// check (`fib_rule_port_range_valid`): no port 0 or 65535, and no range that runs backward.
 pub(super) fn parse_port_range(keyword: &str, tok: &str) -> Result<(u16, u16)> {
-    let (a, b) = tok.split_once('-').unwrap_or((tok, tok));
-    // ip says "port range" for sport and "dport range" for dport, naming the whole token.
-    let message = if keyword == "dport" {
-        "invalid dport range\n"
-    } else {
-        "invalid port range\n"
-    };
-    let (lo, hi): (u16, u16) = (num_in(message, a, tok)?, num_in(message, b, tok)?);
-    if lo > hi {
-        // The kernel's check (`fib_nl2rule`), so only this line fails.
+    let (lo, hi) = read_port_range(keyword, tok)?;
+    if lo == 0 || hi == 0 || hi == u16::MAX || lo > hi {
+        // `fib_nl2rule`'s words, so only this line fails.
         return Err(ParseError::new(tok, format!("Invalid {keyword} range")).soft());
     }
     Ok((lo, hi))
+}
+
+/// A port or a range `LO-HI` as ip reads one (`sscanf("%hu-%hu")`, see [`scan_range`]): a
+/// single port where no second number follows (`5-` and `5-x` are 5), each cut to 16 bits
+/// (70000 is 4464).
+pub(super) fn read_port_range(keyword: &str, tok: &str) -> Result<(u16, u16)> {
+    match scan_range(tok) {
+        (1, lo, _) => Ok((lo as u16, lo as u16)),
+        (2, lo, hi) => Ok((lo as u16, hi as u16)),
+        // ip says "port range" for sport and "dport range" for dport.
+        _ if keyword == "dport" => Err(bad_arg("invalid dport range\n", tok)),
+        _ => Err(bad_arg("invalid port range\n", tok)),
+    }
+}
+
+/// A `uidrange LO-HI` as ip reads one (`sscanf("%u-%u")`, see [`scan_range`]).
+pub(super) fn read_uid_range(tok: &str) -> Result<(u32, u32)> {
+    match scan_range(tok) {
+        (2, lo, hi) => Ok((lo as u32, hi as u32)),
+        _ => Err(bad_arg("invalid UID range\n", tok)),
+    }
 }
