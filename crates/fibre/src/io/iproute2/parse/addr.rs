@@ -138,6 +138,19 @@ pub(super) fn parse_addr(
         return Err(ParseError::new(tok, "an address is expected"));
     };
     let fam = Family::of(&ip);
+    // `addr del A` of IPv4 without a length: ip warns and sends no IFA_ADDRESS, so the kernel
+    // deletes the first address A on the device whatever its length (`inet_rtm_deladdr`).
+    let wildcard = !add && fam == Family::Inet && !tok.contains('/');
+    if wildcard {
+        warnings.extend([
+            "Warning: Executing wildcard deletion to stay compatible with old scripts.".into(),
+            format!(
+                "         Explicitly specify the prefix length ({tok}/32) to avoid this warning."
+            ),
+            "         This special behaviour is likely to disappear in further releases,".into(),
+            "         fix your scripts!".into(),
+        ]);
+    }
     // ip gives 127/8 host scope and other IPv4 addresses global scope (`default_scope`); the
     // kernel takes an IPv6 address's scope from the address, whatever ip sends.
     let scope = match ip {
@@ -150,6 +163,15 @@ pub(super) fn parse_addr(
     };
     with_family!(fam, A => {
         let addr = A::from_ip(ip).expect("of the family");
+        let len = match wildcard {
+            true => router
+                .family::<A>()
+                .addrs()
+                .iter()
+                .find(|o| o.addr == addr && o.dev == dev)
+                .map_or(len, |o| o.len),
+            false => len,
+        };
         // Only IPv4 addresses have a broadcast address (ip sends none for IPv6).
         let broadcast = match brd.filter(|_| fam == Family::Inet) {
             None | Some("-") => None,
