@@ -9,7 +9,7 @@ use crate::addr::Address;
 use crate::error::Errno;
 use crate::flow::Flow;
 use crate::prefix::Prefix;
-use crate::route::{TableId, TABLE_DEFAULT, TABLE_LOCAL, TABLE_MAIN};
+use crate::route::{TableId, PROTO_KERNEL, TABLE_DEFAULT, TABLE_LOCAL, TABLE_MAIN};
 
 /// What a matching rule does (`fra_action`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -128,7 +128,9 @@ impl<A: Address> Rule<A> {
     }
 
     /// The rules of a new namespace: IPv4 `0 local, 32766 main, 32767 default`; IPv6 without the
-    /// last.
+    /// last. The kernel makes them with protocol `kernel` (`fib_default_rule_add`), so a rule
+    /// added as one of them is no copy (`rule_exists` compares the protocol), and `rule flush
+    /// protocol kernel` deletes them.
     pub fn defaults() -> Vec<Rule<A>> {
         let mut v = vec![
             Rule::lookup(0, TABLE_LOCAL),
@@ -136,6 +138,9 @@ impl<A: Address> Rule<A> {
         ];
         if A::FAMILY == crate::addr::Family::Inet {
             v.push(Rule::lookup(32767, TABLE_DEFAULT));
+        }
+        for r in &mut v {
+            r.protocol = PROTO_KERNEL;
         }
         v
     }
@@ -439,8 +444,12 @@ pub struct RuleFields {
     pub dport: bool,
     /// `uidrange` was given.
     pub uidrange: bool,
-    /// An action was given.
+    /// An action was given (a type word, `goto`, `nop`): compared by its kind, a goto's target
+    /// left out (`rule_find` compares `action`, not `target`).
     pub action: bool,
+    /// A table other than 0 was given: compared with the rule's (0 for other actions than a
+    /// lookup).
+    pub table: bool,
     /// `not`: compared by [`RuleSelector::exact`] alone (the kernel's `rule_find` does not
     /// compare a rule's flags, so `rule del not pref 5` deletes rule 5 without `not`).
     pub invert: bool,
@@ -464,6 +473,7 @@ impl RuleFields {
         dport: true,
         uidrange: true,
         action: true,
+        table: true,
         invert: true,
         protocol: true,
         suppress_prefixlength: true,
@@ -486,18 +496,28 @@ impl<A: Address> RuleSelector<A> {
         }
         let Some(w) = &self.rule else { return true };
         let g = self.given;
+        if g == RuleFields::ALL {
+            // `exact`.
+            return w == r;
+        }
+        // As `rule_find`: a mark or a mask of 0 is not compared.
+        let ((wm, wk), (rm, rk)) = (w.fwmark.unwrap_or((0, 0)), r.fwmark.unwrap_or((0, 0)));
+        let table = |a: RuleAction| match a {
+            RuleAction::Lookup(t) => t,
+            _ => 0,
+        };
         (!g.src || w.src == r.src)
             && (!g.dst || w.dst == r.dst)
             && (!g.iif || w.iif == r.iif)
             && (!g.oif || w.oif == r.oif)
-            && (!g.fwmark || w.fwmark == r.fwmark)
+            && (!g.fwmark || ((wm == 0 || wm == rm) && (wk == 0 || wk == rk)))
             && (!g.tos || w.tos == r.tos)
             && (!g.ipproto || w.ipproto == r.ipproto)
             && (!g.sport || w.sport == r.sport)
             && (!g.dport || w.dport == r.dport)
             && (!g.uidrange || w.uidrange == r.uidrange)
-            && (!g.action || w.action == r.action)
-            && (!g.invert || w.invert == r.invert)
+            && (!g.action || std::mem::discriminant(&w.action) == std::mem::discriminant(&r.action))
+            && (!g.table || table(w.action) == table(r.action))
             && (!g.protocol || w.protocol == r.protocol)
             && (!g.suppress_prefixlength || w.suppress_prefixlength == r.suppress_prefixlength)
     }

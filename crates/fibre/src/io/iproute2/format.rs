@@ -512,8 +512,19 @@ fn c_hex(v: u32) -> String {
     }
 }
 
-/// One rule as `ip rule show` prints it; `unresolved`: a `goto` to a priority no rule has.
-pub fn rule_text<A: Address>(r: &Rule<A>, unresolved: bool) -> String {
+/// What a rule's listing says of its state beside its fields (the kernel's `FIB_RULE_*` flags).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RuleMarks {
+    /// A `goto` to a priority no rule has (`[unresolved]`).
+    pub unresolved: bool,
+    /// `iif NAME` names no device (`[detached]`).
+    pub iif_detached: bool,
+    /// `oif NAME` names no device (`[detached]`).
+    pub oif_detached: bool,
+}
+
+/// One rule as `ip rule show` prints it.
+pub fn rule_text<A: Address>(r: &Rule<A>, marks: RuleMarks) -> String {
     let mut s = format!("{}:\t", r.priority);
     if r.invert {
         s.push_str("not ");
@@ -537,9 +548,15 @@ pub fn rule_text<A: Address>(r: &Rule<A>, unresolved: bool) -> String {
     }
     if let Some(i) = &r.iif {
         let _ = write!(s, " iif {i}");
+        if marks.iif_detached {
+            s.push_str(" [detached]");
+        }
     }
     if let Some(o) = &r.oif {
         let _ = write!(s, " oif {o}");
+        if marks.oif_detached {
+            s.push_str(" [detached]");
+        }
     }
     if let Some((a, b)) = r.uidrange {
         let _ = write!(s, " uidrange {a}-{b}");
@@ -554,7 +571,7 @@ pub fn rule_text<A: Address>(r: &Rule<A>, unresolved: bool) -> String {
         let _ = write!(s, " dport {}", range_text(p));
     }
     let _ = write!(s, " {}", rule_action_text(r.action));
-    if unresolved {
+    if marks.unresolved {
         s.push_str(" [unresolved]");
     }
     if let Some(n) = r.suppress_prefixlength {
@@ -572,8 +589,8 @@ fn shows_protocol(p: u8) -> bool {
     p != PROTO_UNSPEC && p != PROTO_KERNEL
 }
 
-/// One rule as an `ip -j rule show` object; `unresolved`: a `goto` to a priority no rule has.
-pub fn rule_json<A: Address>(r: &Rule<A>, unresolved: bool) -> Value {
+/// One rule as an `ip -j rule show` object.
+pub fn rule_json<A: Address>(r: &Rule<A>, marks: RuleMarks) -> Value {
     let mut m = Map::new();
     m.insert("priority".into(), json!(r.priority));
     if r.invert {
@@ -606,9 +623,15 @@ pub fn rule_json<A: Address>(r: &Rule<A>, unresolved: bool) -> Value {
     }
     if let Some(i) = &r.iif {
         m.insert("iif".into(), json!(i));
+        if marks.iif_detached {
+            m.insert("iif_detached".into(), Value::Null);
+        }
     }
     if let Some(o) = &r.oif {
         m.insert("oif".into(), json!(o));
+        if marks.oif_detached {
+            m.insert("oif_detached".into(), Value::Null);
+        }
     }
     if let Some((a, b)) = r.uidrange {
         m.insert("uid_start".into(), json!(a));
@@ -636,7 +659,7 @@ pub fn rule_json<A: Address>(r: &Rule<A>, unresolved: bool) -> Value {
         }
         RuleAction::Goto(p) => {
             m.insert("goto".into(), json!(p));
-            if unresolved {
+            if marks.unresolved {
                 m.insert("unresolved".into(), Value::Null);
             }
         }

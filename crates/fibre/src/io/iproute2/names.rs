@@ -162,8 +162,9 @@ pub(crate) fn strtoul(s: &[u8]) -> Strtoul {
     strtoul_in(s, 0)
 }
 
-/// `strtoul(s, &end, base)` for base 0 (see [`strtoul`]) or 10 (what `sscanf`'s `%u` reads).
-fn strtoul_in(s: &[u8], base: u32) -> Strtoul {
+/// `strtoul(s, &end, base)` for base 0 (see [`strtoul`]), 10 (what `sscanf`'s `%u` reads) or
+/// 16 (`0x` allowed before the digits).
+pub(crate) fn strtoul_in(s: &[u8], base: u32) -> Strtoul {
     let mut i = 0;
     // C's `isspace` in the C locale.
     while s
@@ -184,6 +185,8 @@ fn strtoul_in(s: &[u8], base: u32) -> Strtoul {
         && hex_digit(s.get(i + 2))
     {
         i += 2;
+        16
+    } else if base == 16 {
         16
     } else if s.get(i) == Some(&b'0') {
         8
@@ -285,10 +288,11 @@ pub fn prefix_len_as_ip_reads(s: &str) -> Option<u32> {
     })
 }
 
-/// IP protocol names as the machine's `/etc/protocols` gives them (ip asks
-/// `getprotobynumber`/`getprotobyname`, which read it); empty where the file is missing.
-fn protocols() -> &'static [(u8, String)] {
-    static TABLE: std::sync::OnceLock<Vec<(u8, String)>> = std::sync::OnceLock::new();
+/// IP protocols as the machine's `/etc/protocols` gives them, each with its names (the
+/// official one first, then its aliases: ip asks `getprotobynumber`/`getprotobyname`, which
+/// read it); empty where the file is missing.
+fn protocols() -> &'static [(u8, Vec<String>)] {
+    static TABLE: std::sync::OnceLock<Vec<(u8, Vec<String>)>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
         let text = std::fs::read_to_string("/etc/protocols").unwrap_or_default();
         text.lines()
@@ -296,23 +300,28 @@ fn protocols() -> &'static [(u8, String)] {
                 let mut w = l.split('#').next()?.split_whitespace();
                 let name = w.next()?;
                 let number = w.next()?.parse().ok()?;
-                Some((number, name.to_string()))
+                let names = std::iter::once(name).chain(w).map(String::from).collect();
+                Some((number, names))
             })
             .collect()
     })
 }
 
-/// `inet_proto_n2a`: the protocol's name, or its number.
+/// `inet_proto_n2a`: the protocol's name, or `ipproto-N`.
 pub fn ipproto_name(p: u8) -> String {
     protocols()
         .iter()
         .find(|(n, _)| *n == p)
-        .map_or_else(|| p.to_string(), |(_, name)| name.clone())
+        .map_or_else(|| format!("ipproto-{p}"), |(_, names)| names[0].clone())
 }
 
-/// `inet_proto_a2n`: a protocol named in `/etc/protocols`.
+/// `inet_proto_a2n`'s `getprotobyname`: a protocol by a name or alias of `/etc/protocols`,
+/// as written there (`TCP` is tcp's alias).
 pub fn ipproto_from_name(name: &str) -> Option<u8> {
-    protocols().iter().find(|(_, n)| n == name).map(|(p, _)| *p)
+    protocols()
+        .iter()
+        .find(|(_, names)| names.iter().any(|n| n == name))
+        .map(|(p, _)| *p)
 }
 
 #[cfg(test)]

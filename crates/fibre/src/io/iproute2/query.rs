@@ -133,13 +133,21 @@ impl<'r> Query<'r> {
             Command::RuleShow(filter) => {
                 let lines = with_family!(filter.family, A => {
                     let rules = self.router.family::<A>().rules();
+                    let links = self.router.links();
+                    let detached = |name: &Option<String>| {
+                        name.as_deref().is_some_and(|n| links.by_name(n).is_none())
+                    };
                     rules
                         .iter()
                         .filter(|r| filter.selects(r))
                         .map(|r| {
-                            let unresolved = matches!(r.action, RuleAction::Goto(t)
-                                if rules.goto_target(t).is_none());
-                            (rule_text(r, unresolved), rule_json(r, unresolved))
+                            let marks = RuleMarks {
+                                unresolved: matches!(r.action, RuleAction::Goto(t)
+                                    if rules.goto_target(t).is_none()),
+                                iif_detached: detached(&r.iif),
+                                oif_detached: detached(&r.oif),
+                            };
+                            (rule_text(r, marks), rule_json(r, marks))
                         })
                         .collect()
                 });

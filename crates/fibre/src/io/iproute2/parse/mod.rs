@@ -369,6 +369,27 @@ mod tests {
         assert_eq!(e.token.as_deref(), Some("x"));
     }
 
+    /// With -4 or -6, ip reads a rule's prefixes in that family (`get_prefix`): one of the
+    /// other family ends the batch, exit status 1; without, the kernel refuses it (this line
+    /// only). An `invarg` ends it with status 255.
+    #[test]
+    fn rule_prefixes_of_the_other_family_end_the_batch_where_the_family_is_given() {
+        let r = router();
+        let line = "rule add pref 5 from 2001:db8::/32 lookup 5";
+        let e = parse_line(line, Some(Family::Inet), &r).unwrap_err();
+        assert!(e.fatal && e.status == 1, "{e:?}");
+        assert_eq!(
+            e.message,
+            "inet prefix is expected rather than \"2001:db8::/32\""
+        );
+        let e = parse_line(line, None, &r).unwrap_err();
+        assert!(!e.fatal && e.message == "Invalid source address", "{e:?}");
+        let e = parse_line("rule add pref 5 to 10.0.0.0/8", Some(Family::Inet6), &r).unwrap_err();
+        assert!(e.fatal && e.message.starts_with("inet6 prefix"), "{e:?}");
+        let e = parse_line("rule add pref junk", None, &r).unwrap_err();
+        assert!(e.fatal && e.status == 255, "{e:?}");
+    }
+
     #[test]
     fn rules_and_gets() {
         let r = router();

@@ -19,6 +19,7 @@ pub(super) fn parse_rule(
         return Err(unknown_command(verb, "rule"));
     }
     // Without -4/-6 a rule is IPv4, whatever its addresses (`iprule_modify` sends AF_INET).
+    let explicit = family.is_some();
     let family = family.unwrap_or(Family::Inet);
     if args.peek().is_none() {
         // `iprule_modify` says so and returns: only this line fails.
@@ -29,12 +30,20 @@ pub(super) fn parse_rule(
         });
     }
     with_family!(family, A => {
-        let (mut rule, prio, given) = parse_rule_args::<A>(args)?;
+        let (mut rule, prio, given) = parse_rule_args::<A>(args, add, explicit)?;
+        let default_priority = router.family::<A>().rules().default_priority();
         Ok(Command::Apply(if add {
-            rule.priority =
-                prio.unwrap_or_else(|| router.family::<A>().rules().default_priority());
+            rule.priority = prio.unwrap_or(default_priority);
             FamilyChange::RuleAdd(rule).into()
         } else {
+            // `fib_nl2rule` checks a goto's target for a delete too, against the priority
+            // given or the one a new rule would take.
+            if let RuleAction::Goto(target) = rule.action {
+                if target <= prio.unwrap_or(default_priority) {
+                    let e = ParseError::bare("Backward goto not supported");
+                    return Err(e.soft());
+                }
+            }
             FamilyChange::RuleDel(RuleSelector {
                 priority: prio,
                 rule: Some(rule),
@@ -45,8 +54,14 @@ pub(super) fn parse_rule(
     })
 }
 
+/// The words of `rule add` (`add`) or `rule del`: the rule, its priority if given, and which
+/// fields a delete compares (as `rule_find`: those given and not 0). `explicit`: the family was
+/// given (-4/-6), so ip reads the addresses in it (`get_prefix`), and one of the other family
+/// ends the batch.
 pub(super) fn parse_rule_args<A: Address>(
     args: &mut Args<'_>,
+    add: bool,
+    explicit: bool,
 ) -> Result<(Rule<A>, Option<u32>, RuleFields)> {
     let mut rule = Rule::<A>::lookup(0, TABLE_MAIN);
     let mut prio = None;
@@ -54,7 +69,15 @@ pub(super) fn parse_rule_args<A: Address>(
     // As given, host bits included (the kernel keeps them). An address of the other family
     // reaches the kernel, which refuses its length (`fib_nl2rule`).
     let prefix = |v: &str, what: &str| -> Result<Option<RuleAddr<A>>> {
-        let (addr, len) = match parse_any_prefix(v)? {
+        let read = parse_any_prefix(v);
+        if explicit
+            && read
+                .as_ref()
+                .map_or(true, |p| p.family().is_some_and(|f| f != A::FAMILY))
+        {
+            return Err(other_family(A::FAMILY, v));
+        }
+        let (addr, len) = match read? {
             AnyPrefix::Default => return Ok(None),
             AnyPrefix::Addr(a, l) => (a, l),
         };
@@ -67,6 +90,8 @@ pub(super) fn parse_rule_args<A: Address>(
     // fibre holds one of them (see the end).
     let mut table = None;
     let mut kind = None;
+    // ip sends a goto's target (FRA_GOTO) whatever action a later word sets.
+    let mut goto = None;
     // In `iprule_modify`'s order, which settles what an abbreviation means (`t` is tun_id,
     // `b` broadcast).
     while let Some(t) = args.next() {
@@ -74,20 +99,26 @@ pub(super) fn parse_rule_args<A: Address>(
             rule.invert = true;
         } else if t == "from" {
             rule.src = prefix(args.value(t)?, "source")?;
-            g.src = true;
+            g.src = rule.src.is_some();
         } else if t == "to" {
             // `fib_nl2rule`'s words.
             rule.dst = prefix(args.value(t)?, "dst")?;
-            g.dst = true;
+            g.dst = rule.dst.is_some();
         } else if matches(t, "preference") || matches(t, "order") || matches(t, "priority") {
             prio = Some(num("preference value is invalid\n", args.value(t)?)?);
         } else if t == "tos" || matches(t, "dsfield") {
             let v = args.value(t)?;
             rule.tos = parse_tos(v, "TOS value is invalid\n")?;
+            // The kernel's checks (`fib4_rule_configure`, `fib6_rule_configure`), the ECN
+            // bits first.
+            if rule.tos & 3 != 0 {
+                let e = ParseError::new(v, "Invalid dsfield (tos): ECN bits must be 0");
+                return Err(e.soft());
+            }
             if A::FAMILY == Family::Inet && rule.tos & !0x1e != 0 {
                 return Err(ParseError::new(v, "Invalid tos").soft());
             }
-            g.tos = true;
+            g.tos = rule.tos != 0;
         } else if t == "fwmark" {
             let v = args.value(t)?;
             let (m, mask) = match v.split_once('/') {
@@ -104,6 +135,11 @@ pub(super) fn parse_rule_args<A: Address>(
             // Mark and mask 0 are no selector: the kernel keeps nothing and shows nothing.
             rule.fwmark = (m, mask).ne(&(0, 0)).then_some((m, mask));
             g.fwmark = rule.fwmark.is_some();
+        } else if matches(t, "suppress_prefixlength") || t == "sup_pl" {
+            // Before suppress_ifgroup, so `s` is this.
+            let v = args.value(t)?;
+            rule.suppress_prefixlength = Some(num("suppress_prefixlength value is invalid\n", v)?);
+            g.suppress_prefixlength = true;
         } else if matches(t, "realms")
             || matches(t, "tun_id")
             || matches(t, "suppress_ifgroup")
@@ -121,11 +157,6 @@ pub(super) fn parse_rule_args<A: Address>(
         } else if matches(t, "table") || t == "lookup" {
             let v = args.value(t)?;
             table = Some(table_from_name(v).ok_or_else(|| bad_arg("invalid table ID\n", v))?);
-            g.action = true;
-        } else if matches(t, "suppress_prefixlength") || t == "sup_pl" {
-            let v = args.value(t)?;
-            rule.suppress_prefixlength = Some(num("suppress_prefixlength value is invalid\n", v)?);
-            g.suppress_prefixlength = true;
         } else if t == "dev" || t == "iif" {
             rule.iif = Some(ifname(
                 args.value(t)?,
@@ -148,8 +179,9 @@ pub(super) fn parse_rule_args<A: Address>(
             rule.uidrange = Some((a, b));
             g.uidrange = true;
         } else if t == "ipproto" {
-            rule.ipproto = Some(parse_ipproto(args.value(t)?)?);
-            g.ipproto = true;
+            // 0 is none: the kernel keeps no protocol and matches every one.
+            rule.ipproto = Some(parse_ipproto(args.value(t)?)?).filter(|&p| p != 0);
+            g.ipproto = rule.ipproto.is_some();
         } else if t == "sport" {
             rule.sport = Some(parse_port_range(t, args.value(t)?)?);
             g.sport = true;
@@ -159,7 +191,9 @@ pub(super) fn parse_rule_args<A: Address>(
         } else {
             let t = if t == "type" { args.value(t)? } else { t };
             kind = Some(if matches(t, "goto") {
-                RuleKind::Action(RuleAction::Goto(num("invalid target\n", args.value(t)?)?))
+                let target = num("invalid target\n", args.value(t)?)?;
+                goto = Some(target);
+                RuleKind::Action(RuleAction::Goto(target))
             } else if matches(t, "nop") {
                 RuleKind::Action(RuleAction::Nop)
             } else {
@@ -168,10 +202,17 @@ pub(super) fn parse_rule_args<A: Address>(
             g.action = true;
         }
     }
+    g.action = kind.is_some();
+    g.table = table.is_some_and(|t| t != 0);
+    if goto.is_some() && !matches!(kind, Some(RuleKind::Action(RuleAction::Goto(_)))) {
+        return Err(ParseError::bare("Unexpected goto").soft());
+    }
     rule.action = match (kind, table) {
         (None | Some(RuleKind::Unicast), Some(t)) => RuleAction::Lookup(t),
         (None, None) => rule.action,
         (Some(RuleKind::Action(a)), None) => a,
+        // A delete compares the action alone.
+        (Some(RuleKind::Unicast), None) if !add => RuleAction::Lookup(0),
         (Some(RuleKind::Unicast), None) => {
             // `fib_newrule` looks such a rule up in a new empty table (`fib_empty_table`).
             return Err(ParseError::new(
@@ -180,6 +221,7 @@ pub(super) fn parse_rule_args<A: Address>(
             )
             .soft());
         }
+        (Some(RuleKind::Action(a)), Some(0)) => a,
         (Some(RuleKind::Action(_)), Some(_)) => {
             return Err(ParseError::new(
                 "table",

@@ -2,29 +2,42 @@
 //! name tables are in [`crate::io::iproute2::names`]).
 use super::*;
 
-/// A DS field by name or in hex; `message`: ip's words for a bad one where it is read.
+/// A DS field as `rtnl_dsfield_a2n` reads one: by its name in `rt_dsfield` as written there
+/// (`default` is 0), else in hex as `strtoul` base 16 reads it (`0x` allowed, a sign too:
+/// `-0` is 0); `message`: ip's words for a bad one where it is read.
 pub(super) fn parse_tos(tok: &str, message: &str) -> Result<u8> {
-    if let Some((v, _)) = DSFIELD_NAMES
-        .iter()
-        .find(|(_, n)| n.eq_ignore_ascii_case(tok))
-    {
+    if tok == "default" {
+        return Ok(0);
+    }
+    if let Some((v, _)) = DSFIELD_NAMES.iter().find(|(_, n)| *n == tok) {
         return Ok(*v);
     }
-    // rtnl_dsfield_a2n reads hex whatever the prefix.
-    let hex = tok.strip_prefix("0x").unwrap_or(tok);
-    u8::from_str_radix(hex, 16).map_err(|_| bad_arg(message, tok))
+    let n = strtoul_in(tok.as_bytes(), 16);
+    if n.read == 0 || n.read != tok.len() || n.value > 255 {
+        return Err(bad_arg(message, tok));
+    }
+    Ok(n.value as u8)
 }
 
+/// An IP protocol as `inet_proto_a2n` reads one: a decimal number up to 255 (`get_u8` base
+/// 10), else a name or alias of `/etc/protocols`. fibre knows the common names without the
+/// file too.
 pub(super) fn parse_ipproto(tok: &str) -> Result<u8> {
-    match tok {
-        "tcp" => Ok(6),
-        "udp" => Ok(17),
-        "icmp" => Ok(1),
-        "ipv6-icmp" | "icmpv6" => Ok(58),
-        "sctp" => Ok(132),
-        "dccp" => Ok(33),
-        _ => ipproto_from_name(tok).map_or_else(|| num("Invalid \"ipproto\" value\n", tok), Ok),
+    let n = strtoul_in(tok.as_bytes(), 10);
+    if n.read > 0 && n.read == tok.len() && n.value <= 255 {
+        return Ok(n.value as u8);
     }
+    ipproto_from_name(tok)
+        .or(match tok {
+            "tcp" => Some(6),
+            "udp" => Some(17),
+            "icmp" => Some(1),
+            "ipv6-icmp" => Some(58),
+            "sctp" => Some(132),
+            "dccp" => Some(33),
+            _ => None,
+        })
+        .ok_or_else(|| bad_arg("Invalid \"ipproto\" value\n", tok))
 }
 
 /// A rule's `sport` or `dport` (`keyword`) to add: [`read_port_range`], then the kernel's
