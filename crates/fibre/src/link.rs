@@ -275,6 +275,32 @@ pub(crate) fn ipv6_src_scope(a: Ipv6Addr) -> i8 {
     }
 }
 
+/// The IPv4 addresses of device `dev` in the kernel's list order, from `addrs` in the order
+/// they were added (`__inet_insert_ifa`): a secondary (in a subnet an address before it has)
+/// at the end; a primary after the last primary of a scope as narrow or narrower (host before
+/// link before universe, the older first among equals). Only `addr del` without a length
+/// asks it (the kernel deletes the first of that IP). Deletions leave the others in order;
+/// replaying the survivors can differ where a deleted primary had set a later one's place.
+pub(crate) fn ipv4_list_order<A: Address>(addrs: &[IfAddr<A>], dev: IfIndex) -> Vec<&IfAddr<A>> {
+    let mut list: Vec<(&IfAddr<A>, bool)> = Vec::new();
+    for a in addrs.iter().filter(|a| a.dev == dev) {
+        let (mut after_primaries, mut secondary) = (0, false);
+        for (i, (o, o_secondary)) in list.iter().enumerate() {
+            if !o_secondary && a.scope <= o.scope {
+                after_primaries = i + 1;
+            }
+            secondary |= o.len == a.len && o.subnet() == a.subnet();
+        }
+        let at = if secondary {
+            list.len()
+        } else {
+            after_primaries
+        };
+        list.insert(at, (a, secondary));
+    }
+    list.into_iter().map(|(a, _)| a).collect()
+}
+
 /// Where the kernel puts a new IPv6 address in its device's list (`ipv6_link_dev_addr`): before
 /// the device's first address of a scope no wider than its own, so global before link-local,
 /// and the newest first among the same scope. Both a batch and a mirror keep IPv6 addresses in

@@ -450,43 +450,39 @@ pub struct RuleFields {
     /// A table other than 0 was given: compared with the rule's (0 for other actions than a
     /// lookup).
     pub table: bool,
-    /// `not`: compared by [`RuleSelector::exact`] alone (the kernel's `rule_find` does not
-    /// compare a rule's flags, so `rule del not pref 5` deletes rule 5 without `not`).
-    pub invert: bool,
+
     /// A `protocol` other than 0 was given (`rule_find` compares a protocol that is not 0).
     pub protocol: bool,
     /// `suppress_prefixlength` was given.
     pub suppress_prefixlength: bool,
 }
 
-impl RuleFields {
-    /// Every field.
-    pub const ALL: RuleFields = RuleFields {
-        src: true,
-        dst: true,
-        iif: true,
-        oif: true,
-        fwmark: true,
-        tos: true,
-        ipproto: true,
-        sport: true,
-        dport: true,
-        uidrange: true,
-        action: true,
-        table: true,
-        invert: true,
-        protocol: true,
-        suppress_prefixlength: true,
-    };
-}
-
 impl<A: Address> RuleSelector<A> {
-    /// Selects rule `r` and its exact copies alone (`rule flush` deletes the rules it lists).
-    pub fn exact(r: &Rule<A>) -> Self {
+    /// What `rule flush` deletes rule `r` by: ip sends the rule back as the kernel dumped it,
+    /// every field that is not 0 (and no priority 0), and `rule_find` takes the first rule
+    /// that request selects, which may be another (`rule flush not` after `pref 5 iif X lookup
+    /// 100` and `pref 5 not lookup 100` deletes the first: `not` is never compared).
+    pub fn as_dumped(r: &Rule<A>) -> Self {
+        let table = matches!(r.action, RuleAction::Lookup(t) if t != 0);
         RuleSelector {
-            priority: Some(r.priority),
+            priority: (r.priority != 0).then_some(r.priority),
             rule: Some(r.clone()),
-            given: RuleFields::ALL,
+            given: RuleFields {
+                src: r.src.is_some(),
+                dst: r.dst.is_some(),
+                iif: r.iif.is_some(),
+                oif: r.oif.is_some(),
+                fwmark: r.fwmark.is_some(),
+                tos: r.tos != 0,
+                ipproto: r.ipproto.is_some(),
+                sport: r.sport.is_some(),
+                dport: r.dport.is_some(),
+                uidrange: r.uidrange.is_some(),
+                action: true,
+                table,
+                protocol: r.protocol != 0,
+                suppress_prefixlength: r.suppress_prefixlength.is_some(),
+            },
         }
     }
 
@@ -496,11 +492,8 @@ impl<A: Address> RuleSelector<A> {
         }
         let Some(w) = &self.rule else { return true };
         let g = self.given;
-        if g == RuleFields::ALL {
-            // `exact`.
-            return w == r;
-        }
-        // As `rule_find`: a mark or a mask of 0 is not compared.
+        // As `rule_find`: a mark or a mask of 0 is not compared, nor is `not` (the kernel
+        // compares no flags: `rule del not pref 5` deletes rule 5 without `not`).
         let ((wm, wk), (rm, rk)) = (w.fwmark.unwrap_or((0, 0)), r.fwmark.unwrap_or((0, 0)));
         let table = |a: RuleAction| match a {
             RuleAction::Lookup(t) => t,

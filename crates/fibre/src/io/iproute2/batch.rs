@@ -318,18 +318,26 @@ impl Batch {
                 }
             }
             Command::RuleFlush(f) => {
-                // ip deletes the rules it lists one by one, each named by all its fields;
-                // fibre deletes them in one change set (no delete of a listed rule fails).
+                // ip deletes the rules it lists one after the other, each by the request its
+                // dump makes (see `RuleSelector::as_dumped`), and stops at the first that
+                // fails (`flush_rule`: the dump is then terminated).
                 let changes: Vec<Change> = with_family!(f.family, A => {
                     self.router
                         .family::<A>()
                         .rules()
                         .iter()
                         .filter(|r| f.flushes(r))
-                        .map(|r| FamilyChange::<A>::RuleDel(RuleSelector::exact(r)).into())
+                        .map(|r| FamilyChange::<A>::RuleDel(RuleSelector::as_dumped(r)).into())
                         .collect()
                 });
-                self.router.apply(&changes).map_err(|(_, e)| e)?;
+                for c in &changes {
+                    if let Err(e) = self.router.change(c) {
+                        return Err(LineError {
+                            message: format!("{e}\nDump terminated"),
+                            ..e.into()
+                        });
+                    }
+                }
                 // ip prints its (empty) listing of what it deleted: `[]` with -j.
                 if self.json {
                     let _ = writeln!(stdout, "[]");

@@ -164,11 +164,9 @@ pub(super) fn parse_addr(
     with_family!(fam, A => {
         let addr = A::from_ip(ip).expect("of the family");
         let len = match wildcard {
-            true => router
-                .family::<A>()
-                .addrs()
-                .iter()
-                .find(|o| o.addr == addr && o.dev == dev)
+            true => crate::link::ipv4_list_order(router.family::<A>().addrs(), dev)
+                .into_iter()
+                .find(|o| o.addr == addr)
                 .map_or(len, |o| o.len),
             false => len,
         };

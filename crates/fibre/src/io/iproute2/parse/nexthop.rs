@@ -97,10 +97,8 @@ fn parse_add(
         } else if t == "fdb" || t == "encap" || t == "vrf" || t == "hw_stats" {
             return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
         } else {
-            return Err(ParseError::new(
-                t,
-                format!("\"{t}\" is unknown or duplicate"),
-            ));
+            // ip's `invarg("", word)`.
+            return Err(bad_arg("", t));
         }
     }
     if group.is_some() && family.is_some() {
@@ -156,10 +154,8 @@ fn parse_filter(
         } else if matches(t, "protocol") {
             f.protocol = Some(num("invalid protocol value", args.value(t)?)?);
         } else {
-            return Err(ParseError::new(
-                t,
-                format!("\"{t}\" is unknown or duplicate"),
-            ));
+            // ip's `invarg("", word)`.
+            return Err(bad_arg("", t));
         }
     }
     Ok(f)

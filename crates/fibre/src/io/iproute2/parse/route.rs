@@ -86,6 +86,7 @@ pub(super) fn parse_route_args<'a>(
                     t,
                     format!("Error: \"nexthop\" or end of line is expected instead of \"{t}\""),
                 )
+                .exit_minus_one()
             });
         }
         if t == "src" {

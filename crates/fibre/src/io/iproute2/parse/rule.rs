@@ -78,13 +78,14 @@ pub(super) fn parse_rule_args<A: Address>(
             return Err(other_family(A::FAMILY, v));
         }
         let (addr, len) = match read? {
-            AnyPrefix::Default => return Ok(None),
+            // A length of 0 selects everything: the kernel ignores such a FRA_SRC / FRA_DST,
+            // whatever its family.
+            AnyPrefix::Default | AnyPrefix::Addr(_, 0) => return Ok(None),
             AnyPrefix::Addr(a, l) => (a, l),
         };
         let addr = A::from_ip(addr)
             .ok_or_else(|| ParseError::new(v, format!("Invalid {what} address")).soft())?;
-        // A length of 0 selects everything: the kernel ignores such a FRA_SRC / FRA_DST.
-        Ok((len > 0).then_some(RuleAddr { addr, len }))
+        Ok(Some(RuleAddr { addr, len }))
     };
     // The table and the action are apart in the kernel (`lookup 7 blackhole` keeps both);
     // fibre holds one of them (see the end).
@@ -109,13 +110,13 @@ pub(super) fn parse_rule_args<A: Address>(
         } else if t == "tos" || matches(t, "dsfield") {
             let v = args.value(t)?;
             rule.tos = parse_tos(v, "TOS value is invalid\n")?;
-            // The kernel's checks (`fib4_rule_configure`, `fib6_rule_configure`), the ECN
-            // bits first.
-            if rule.tos & 3 != 0 {
+            // The kernel's checks of a new rule (`fib4_rule_configure`,
+            // `fib6_rule_configure`), the ECN bits first; a delete finds no such rule.
+            if add && rule.tos & 3 != 0 {
                 let e = ParseError::new(v, "Invalid dsfield (tos): ECN bits must be 0");
                 return Err(e.soft());
             }
-            if A::FAMILY == Family::Inet && rule.tos & !0x1e != 0 {
+            if add && A::FAMILY == Family::Inet && rule.tos & !0x1e != 0 {
                 return Err(ParseError::new(v, "Invalid tos").soft());
             }
             g.tos = rule.tos != 0;
@@ -199,7 +200,6 @@ pub(super) fn parse_rule_args<A: Address>(
             } else {
                 rule_kind(t)?
             });
-            g.action = true;
         }
     }
     g.action = kind.is_some();

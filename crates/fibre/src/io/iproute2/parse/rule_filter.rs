@@ -104,9 +104,10 @@ pub(super) fn parse_rule_filter(args: &mut Args<'_>, family: Option<Family>) -> 
             f.uidrange = Some(read_uid_range(args.value(t)?)?);
         } else if matches(t, "tun_id") {
             let v = args.value(t)?;
-            // `get_u64`: base 0, the whole word.
+            // `get_u64`: base 0, the whole word (fibre takes a number past 2^64 - 1, which ip
+            // refuses, as -1, which it takes).
             let n = strtoul(v.as_bytes());
-            if n.read == 0 || n.read != v.len() || n.value == u64::MAX {
+            if n.read == 0 || n.read != v.len() {
                 return Err(bad_arg("\"tun_id\" value is invalid\n", v));
             }
             f.tun_id = n.value;
@@ -117,12 +118,7 @@ pub(super) fn parse_rule_filter(args: &mut Args<'_>, family: Option<Family>) -> 
         } else if matches(t, "from") || matches(t, "src") {
             f.src = Some(prefix(args.value(t)?)?);
         } else if matches(t, "protocol") {
-            let v = args.value(t)?;
-            f.protocol = match protocol_from_name(v) {
-                Some(p) => Some(p),
-                None if v == "all" => None,
-                None => return Err(bad_arg("invalid \"protocol\"\n", v)),
-            };
+            f.protocol = protocol_selector(args.value(t)?)?;
         } else if t == "ipproto" {
             f.ipproto = parse_ipproto(args.value(t)?)?;
         } else if t == "sport" {

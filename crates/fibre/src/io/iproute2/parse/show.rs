@@ -73,12 +73,7 @@ pub(super) fn parse_show_filter(
         } else if t == "tos" || matches(t, "dsfield") {
             f.tos = Some(parse_tos(args.value(t)?, "TOS value is invalid\n")?);
         } else if matches(t, "protocol") {
-            let v = args.value(t)?;
-            f.protocol = match protocol_from_name(v) {
-                Some(p) => Some(p),
-                None if v == "all" => None,
-                None => return Err(bad_arg("invalid \"protocol\"\n", v)),
-            };
+            f.protocol = protocol_selector(args.value(t)?)?;
         } else if matches(t, "scope") {
             let v = args.value(t)?;
             f.scope = match scope_from_name(v) {
@@ -265,4 +260,14 @@ pub(super) fn parse_route_get(
         query: q.with(dst, src),
         times,
     })
+}
+
+/// A listing's `protocol P` (`route show`, `rule flush`): P by name or number, or `all` (no
+/// selector).
+pub(super) fn protocol_selector(v: &str) -> Result<Option<u8>> {
+    match protocol_from_name(v) {
+        Some(p) => Ok(Some(p)),
+        None if v == "all" => Ok(None),
+        None => Err(bad_arg("invalid \"protocol\"\n", v)),
+    }
 }
