@@ -64,14 +64,17 @@ fn hop_flags<A: Address>(h: &crate::nexthop::NextHop<A>, links: &Links) -> Vec<&
     f
 }
 
-/// The flags of a single-path route are its next hop's. Routes to our own addresses carry none,
-/// nor IPv4 host-scope routes (the kernel spares their next hops when devices go down), nor
-/// reject routes (a blackhole next-hop object's `dev lo` is never marked, `lo` down or not).
+/// The flags of a single-path route are its next hop's. Routes to our own addresses carry no
+/// state flags, nor IPv4 host-scope routes (the kernel spares their next hops when devices go
+/// down), but the `onlink` they were given; reject routes carry none (a blackhole next-hop
+/// object's `dev lo` is never marked, `lo` down or not).
 fn route_flags<A: Address>(r: &RouteSpec<A>, links: &Links) -> Vec<&'static str> {
     let host = A::FAMILY == Family::Inet && r.scope == SCOPE_HOST;
     let own = matches!(r.kind, RouteType::Local | RouteType::Anycast);
     match r.hops.as_slice() {
-        [h] if !host && !own && !r.kind.is_reject() => hop_flags(h, links),
+        [_] if r.kind.is_reject() => Vec::new(),
+        [h] if host || own => h.onlink.then_some("onlink").into_iter().collect(),
+        [h] => hop_flags(h, links),
         _ => Vec::new(),
     }
 }

@@ -494,8 +494,15 @@ impl family::Kernel for Ipv4Addr {
             if hop.gateway.is_some() {
                 r.check_hop_device(hop, "Nexthop device required")?;
             } else {
-                // `fib_check_nh_nongw`: no device is ENODEV, unexplained, and a device down
-                // has words of its own (a gateway's says "Nexthop device is not up").
+                // `fib_check_nh_nongw`: `onlink` without a gateway first, no device is ENODEV,
+                // unexplained, and a device down has words of its own (a gateway's says
+                // "Nexthop device is not up").
+                if hop.onlink {
+                    return Err(ChangeError::with(
+                        Errno::EINVAL,
+                        "Invalid flags for nexthop - PERVASIVE and ONLINK can not be set",
+                    ));
+                }
                 let link = hop.dev.and_then(|d| r.links.by_index(d));
                 if !link.ok_or(Errno::ENODEV)?.up {
                     let words = "Device for nexthop is not up";
