@@ -118,17 +118,21 @@ pub(super) fn parse_link(verb: &str, args: &mut Args<'_>, router: &Router) -> Re
 }
 
 pub(super) fn check_ifname(name: &str) -> Result<()> {
-    if name.is_empty()
-        || name.len() >= 16
-        || name.contains('/')
-        || name.chars().any(char::is_whitespace)
-        || name == "."
-        || name == ".."
-    {
+    if !ip_valid_ifname(name) || name == "." || name == ".." {
         return Err(ParseError::new(
             name,
             format!("\"{name}\" is not a valid ifname"),
         ));
     }
     Ok(())
+}
+
+/// A device name as ip's `check_ifname` takes one (as the kernel's `dev_valid_name`, but for
+/// `.` and `..`): 1 to 15 bytes, no slash and no blank (C's `isspace`).
+pub(super) fn ip_valid_ifname(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() < 16
+        && !name
+            .bytes()
+            .any(|b| b == b'/' || b.is_ascii_whitespace() || b == 0x0b)
 }

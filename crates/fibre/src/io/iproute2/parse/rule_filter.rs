@@ -137,15 +137,9 @@ pub(super) fn parse_rule_filter(args: &mut Args<'_>, family: Option<Family>) -> 
     Ok(f)
 }
 
-/// A device name as ip checks one (`check_ifname`, as the kernel's `dev_valid_name`): 1 to 15
-/// bytes, no slash or blank.
+/// A device name ip's `check_ifname` takes, or its `invarg` with `message`.
 pub(super) fn ifname(tok: &str, message: &str) -> Result<String> {
-    let valid = !tok.is_empty()
-        && tok.len() < 16
-        && !tok
-            .bytes()
-            .any(|b| b == b'/' || b.is_ascii_whitespace() || b == 0x0b);
-    if valid {
+    if ip_valid_ifname(tok) {
         Ok(tok.to_string())
     } else {
         Err(bad_arg(message, tok))
