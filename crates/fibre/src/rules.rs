@@ -6,7 +6,7 @@
 //! nothing, answers `throw`, or does not exist; `goto` jumps forward to the first rule of a
 //! priority; the reject actions end the walk with their error.
 use crate::addr::Address;
-use crate::error::Errno;
+use crate::error::{ChangeError, Errno};
 use crate::flow::Flow;
 use crate::prefix::Prefix;
 use crate::route::{TableId, PROTO_KERNEL, TABLE_DEFAULT, TABLE_LOCAL, TABLE_MAIN};
@@ -125,6 +125,48 @@ impl<A: Address> Rule<A> {
             suppress_prefixlength: None,
             protocol: 0,
         }
+    }
+
+    /// `fib_nl2rule`'s checks, in the order of the kernel this follows (6.18: the goto's last),
+    /// of a rule to add or to delete at `priority`: a uid range has no invalid uid (-1) and
+    /// does not run backward; a port range, source then destination, has no port 0 or 65535
+    /// and does not run backward; a goto jumps forward. (The checks before them are of what a
+    /// `Rule` cannot hold, a goto's target beside another action or a goto without one: the
+    /// reader of ip's words refuses those.)
+    pub fn check_fields(&self, priority: u32) -> Result<(), ChangeError> {
+        let invalid = |what: &str| Err(ChangeError::with(Errno::EINVAL, what));
+        if let Some((from, to)) = self.uidrange {
+            if from > to || to == u32::MAX {
+                return invalid("Invalid uid range");
+            }
+        }
+        // `fib_rule_port_range_valid`.
+        let valid = |&(from, to): &(u16, u16)| from != 0 && to != u16::MAX && from <= to;
+        if self.sport.is_some_and(|r| !valid(&r)) {
+            return invalid("Invalid sport range");
+        }
+        if self.dport.is_some_and(|r| !valid(&r)) {
+            return invalid("Invalid dport range");
+        }
+        if matches!(self.action, RuleAction::Goto(target) if target <= priority) {
+            return invalid("Backward goto not supported");
+        }
+        Ok(())
+    }
+
+    /// The family's checks of a new rule's TOS (`fib4_rule_configure`, `fib6_rule_configure`),
+    /// after its fields' and its EEXIST: no ECN bits; IPv4 takes only the TOS bits (0x1e).
+    pub fn check_tos(&self) -> Result<(), ChangeError> {
+        if self.tos & 3 != 0 {
+            return Err(ChangeError::with(
+                Errno::EINVAL,
+                "Invalid dsfield (tos): ECN bits must be 0",
+            ));
+        }
+        if A::FAMILY == crate::addr::Family::Inet && self.tos & !0x1e != 0 {
+            return Err(ChangeError::with(Errno::EINVAL, "Invalid tos"));
+        }
+        Ok(())
     }
 
     /// The rules of a new namespace: IPv4 `0 local, 32766 main, 32767 default`; IPv6 without the
@@ -299,16 +341,14 @@ impl<A: Address> RuleSet<A> {
             _ => 0,
         }
     }
-    /// `ip rule add`: EEXIST for an identical rule; goto must jump forward.
-    pub fn add(&mut self, rule: Rule<A>) -> Result<(), Errno> {
-        if let RuleAction::Goto(target) = rule.action {
-            if target <= rule.priority {
-                return Err(Errno::EINVAL);
-            }
-        }
+    /// `ip rule add` (`fib_nl_newrule`): the checks of [`Rule::check_fields`], then EEXIST for
+    /// a rule already there ([`Rule::is_taken_by`]), then those of [`Rule::check_tos`].
+    pub fn add(&mut self, rule: Rule<A>) -> Result<(), ChangeError> {
+        rule.check_fields(rule.priority)?;
         if self.rules.iter().any(|r| rule.is_taken_by(r)) {
-            return Err(Errno::EEXIST);
+            return Err(Errno::EEXIST.into());
         }
+        rule.check_tos()?;
         self.insert_in_order(rule);
         Ok(())
     }
@@ -393,8 +433,13 @@ impl<A: Address> RuleSet<A> {
             .eq(Rule::defaults().iter().map(plain))
     }
 
-    /// `ip rule del`: removes the first rule matching every attribute `wanted` says it has.
-    pub fn delete(&mut self, wanted: &RuleSelector<A>) -> Result<Rule<A>, Errno> {
+    /// `ip rule del` (`fib_nl_delrule`): the checks of [`Rule::check_fields`] (a goto's target
+    /// against the priority given, else the one a new rule would take), then removes the first
+    /// rule matching every attribute `wanted` says it has.
+    pub fn delete(&mut self, wanted: &RuleSelector<A>) -> Result<Rule<A>, ChangeError> {
+        if let Some(rule) = &wanted.rule {
+            rule.check_fields(wanted.priority.unwrap_or(self.default_priority()))?;
+        }
         let i = self
             .rules
             .iter()
@@ -532,5 +577,76 @@ mod tests {
         assert!(e.contains("not marked customised"), "{e}");
         set.customised = true;
         assert_eq!(set.check(), Ok(()));
+    }
+}
+
+/// The kernel's checks hold for rules from the library as from ip's words (the live kernel's
+/// answers to the same rules are lines of `tests/scenarios/bad-values.lines`).
+#[cfg(test)]
+mod checks {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    fn refused<A: Address>(set: &mut RuleSet<A>, rule: Rule<A>) -> Option<String> {
+        let before = set.as_slice().to_vec();
+        let e = set.add(rule).err()?;
+        assert_eq!(
+            set.as_slice(),
+            &before[..],
+            "a refused rule changes nothing"
+        );
+        Some(e.to_string())
+    }
+
+    #[test]
+    fn rules_are_checked_in_the_kernels_order() {
+        let mut v4 = RuleSet::<Ipv4Addr>::default();
+        let rule = |f: fn(&mut Rule<Ipv4Addr>)| {
+            let mut r = Rule::lookup(5, 9);
+            f(&mut r);
+            r
+        };
+        for (r, words) in [
+            (rule(|r| r.tos = 2), "ECN bits must be 0"),
+            (rule(|r| r.tos = 0x20), "Invalid tos"),
+            (
+                rule(|r| (r.tos, r.uidrange) = (2, Some((9, 5)))),
+                "Invalid uid range",
+            ),
+            (
+                rule(|r| r.uidrange = Some((0, u32::MAX))),
+                "Invalid uid range",
+            ),
+            (
+                rule(|r| (r.tos, r.sport) = (3, Some((0, 5)))),
+                "Invalid sport range",
+            ),
+            (rule(|r| r.dport = Some((5, 65535))), "Invalid dport range"),
+            (
+                rule(|r| (r.action, r.sport) = (RuleAction::Goto(3), Some((9, 5)))),
+                "Invalid sport range",
+            ),
+            (rule(|r| r.action = RuleAction::Goto(5)), "Backward goto"),
+        ] {
+            let e = refused(&mut v4, r.clone()).unwrap_or_else(|| panic!("{r:?} added"));
+            assert!(e.contains(words), "{r:?}: {e}");
+        }
+        // IPv6 takes any DSCP, never the ECN bits.
+        let mut v6 = RuleSet::<Ipv6Addr>::default();
+        let mut r = Rule::lookup(5, 9);
+        r.tos = 0x20;
+        assert_eq!(refused(&mut v6, r.clone()), None);
+        r.tos = 0x21;
+        assert!(refused(&mut v6, r).is_some_and(|e| e.contains("ECN")));
+        // A delete checks the fields, and a goto against the priority a new rule would take.
+        let mut del = Rule::lookup(0, 0);
+        del.action = RuleAction::Goto(9);
+        let wanted = RuleSelector {
+            priority: None,
+            rule: Some(del),
+            given: RuleFields::default(),
+        };
+        let e = v4.delete(&wanted).unwrap_err().to_string();
+        assert!(e.contains("Backward goto"), "{e}");
     }
 }

@@ -439,6 +439,8 @@ impl Router {
                 A::route_del(A::state_mut(self), *t, sel)?
             }
             FamilyChange::RuleAdd(r) if r.action == RuleAction::Lookup(0) => {
+                // The kernel makes the empty table in `configure`, after `fib_nl2rule`.
+                r.check_fields(r.priority)?;
                 let st = A::state_mut(self);
                 let id = A::unspecified_table(st)?;
                 Arc::make_mut(&mut st.rules).add(Rule {
@@ -446,17 +448,6 @@ impl Router {
                     ..r.clone()
                 })?;
                 st.table_mut(id);
-            }
-            FamilyChange::RuleAdd(Rule {
-                action: RuleAction::Goto(target),
-                priority,
-                ..
-            }) if target <= priority => {
-                // `fib_nl2rule`'s words (`RuleSet::add` refuses it too, unexplained).
-                return Err(ChangeError::with(
-                    Errno::EINVAL,
-                    "Backward goto not supported",
-                ));
             }
             FamilyChange::RuleAdd(r) => {
                 Arc::make_mut(&mut A::state_mut(self).rules).add(r.clone())?

@@ -100,9 +100,8 @@ pub(super) fn parse_addr(
         }
     }
     // ip says so and returns: only this line fails.
-    let dev_name = dev.ok_or_else(|| ParseError {
-        plain: true,
-        ..ParseError::bare("Not enough information: \"dev\" argument is required.").soft()
+    let dev_name = dev.ok_or_else(|| {
+        ParseError::plain("Not enough information: \"dev\" argument is required.").soft()
     })?;
     let (p, tok) = local
         .ok_or_else(|| ParseError::bare("Not enough information: \"local\" address is required"))?;
@@ -116,10 +115,7 @@ pub(super) fn parse_addr(
             valid_lft.unwrap_or(u32::MAX),
             preferred_lft.unwrap_or(u32::MAX),
         );
-        let plain = |m: &str| ParseError {
-            plain: true,
-            ..ParseError::bare(m).soft()
-        };
+        let plain = |m: &str| ParseError::plain(m).soft();
         if valid == 0 {
             return Err(plain("valid_lft is zero"));
         }

@@ -48,10 +48,9 @@ pub(super) fn parse_link(verb: &str, args: &mut Args<'_>, router: &Router) -> Re
         let name = name.ok_or_else(|| ParseError::bare("link add needs a name"))?;
         if kind.is_none() {
             // `iplink_modify` says so and returns: only this line fails.
-            return Err(ParseError {
-                plain: true,
-                ..ParseError::bare("Not enough information: \"type\" argument is required").soft()
-            });
+            return Err(
+                ParseError::plain("Not enough information: \"type\" argument is required").soft(),
+            );
         }
         let peer = peer.ok_or_else(|| ParseError::bare("veth needs \"peer name NAME\""))?;
         check_ifname(&name)?;
@@ -78,11 +77,8 @@ pub(super) fn parse_link(verb: &str, args: &mut Args<'_>, router: &Router) -> Re
         }
         // ip's words, then `exit(-1)`.
         let dev = dev.ok_or_else(|| {
-            ParseError {
-                plain: true,
-                ..ParseError::bare("Not enough information: \"dev\" argument is required.")
-            }
-            .exit_minus_one()
+            ParseError::plain("Not enough information: \"dev\" argument is required.")
+                .exit_minus_one()
         })?;
         let dev = dev_index(router, dev)?;
         let up = up.ok_or_else(|| ParseError::bare("link set needs up or down"))?;
@@ -101,11 +97,8 @@ pub(super) fn parse_link(verb: &str, args: &mut Args<'_>, router: &Router) -> Re
         }
         // ip's words, then `exit(-1)`.
         let dev = dev.ok_or_else(|| {
-            ParseError {
-                plain: true,
-                ..ParseError::bare("Not enough information: \"dev\" argument is required.")
-            }
-            .exit_minus_one()
+            ParseError::plain("Not enough information: \"dev\" argument is required.")
+                .exit_minus_one()
         })?;
         return Ok(Command::Apply(Change::LinkDel {
             dev: dev_index(router, dev)?,

@@ -84,6 +84,17 @@ impl ParseError {
             ..ParseError::new("", message)
         }
     }
+    /// ip's own words, printed as they are (not as the kernel's `Error: ...`).
+    fn plain(message: impl Into<String>) -> Self {
+        ParseError {
+            plain: true,
+            ..ParseError::bare(message)
+        }
+    }
+    /// What fibre does not model, named by its word `t`: only the line fails.
+    fn not_modelled(t: &str) -> Self {
+        ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft()
+    }
     fn device(name: &str) -> Self {
         ParseError {
             errno: Errno::ENODEV,

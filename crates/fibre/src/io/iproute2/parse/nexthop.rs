@@ -95,7 +95,7 @@ fn parse_add(
             protocol = protocol_from_name(v)
                 .ok_or_else(|| bad_arg("\"protocol\" value is invalid\n", v))?;
         } else if t == "fdb" || t == "encap" || t == "vrf" || t == "hw_stats" {
-            return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
+            return Err(ParseError::not_modelled(t));
         } else {
             // ip's `invarg("", word)`.
             return Err(bad_arg("", t));

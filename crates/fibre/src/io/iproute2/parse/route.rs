@@ -196,7 +196,7 @@ pub(super) fn parse_route_args<'a>(
         } else if t == "vrf" {
             r.table = Some(vrf_table(router, args.value(t)?)?);
         } else if t == "expires" || matches(t, "realms") || t == "encap" || t == "as" {
-            return Err(ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft());
+            return Err(ParseError::not_modelled(t));
         } else if [
             "advmss",
             "hoplimit",
@@ -495,10 +495,7 @@ pub(super) fn parse_route(
     }
     if matches(verb, "flush") {
         if args.peek().is_none() {
-            return Err(ParseError {
-                plain: true,
-                ..ParseError::bare("\"ip route flush\" requires arguments.").soft()
-            });
+            return Err(ParseError::plain("\"ip route flush\" requires arguments.").soft());
         }
         return Ok(Command::RouteFlush(parse_show_filter(
             args, family, router,

@@ -24,10 +24,7 @@ pub(super) fn parse_rule(
     if args.peek().is_none() {
         // `iprule_modify` says so and returns: only this line fails.
         let what = if add { "add" } else { "del" };
-        return Err(ParseError {
-            plain: true,
-            ..ParseError::bare(format!("\"ip rule {what}\" requires arguments.")).soft()
-        });
+        return Err(ParseError::plain(format!("\"ip rule {what}\" requires arguments.")).soft());
     }
     with_family!(family, A => {
         let (mut rule, prio, given) = parse_rule_args::<A>(args, add, explicit)?;
@@ -36,14 +33,6 @@ pub(super) fn parse_rule(
             rule.priority = prio.unwrap_or(default_priority);
             FamilyChange::RuleAdd(rule).into()
         } else {
-            // `fib_nl2rule` checks a goto's target for a delete too, against the priority
-            // given or the one a new rule would take.
-            if let RuleAction::Goto(target) = rule.action {
-                if target <= prio.unwrap_or(default_priority) {
-                    let e = ParseError::bare("Backward goto not supported");
-                    return Err(e.soft());
-                }
-            }
             FamilyChange::RuleDel(RuleSelector {
                 priority: prio,
                 rule: Some(rule),
@@ -110,15 +99,6 @@ pub(super) fn parse_rule_args<A: Address>(
         } else if t == "tos" || matches(t, "dsfield") {
             let v = args.value(t)?;
             rule.tos = parse_tos(v, "TOS value is invalid\n")?;
-            // The kernel's checks of a new rule (`fib4_rule_configure`,
-            // `fib6_rule_configure`), the ECN bits first; a delete finds no such rule.
-            if add && rule.tos & 3 != 0 {
-                let e = ParseError::new(v, "Invalid dsfield (tos): ECN bits must be 0");
-                return Err(e.soft());
-            }
-            if add && A::FAMILY == Family::Inet && rule.tos & !0x1e != 0 {
-                return Err(ParseError::new(v, "Invalid tos").soft());
-            }
             g.tos = rule.tos != 0;
         } else if t == "fwmark" {
             let v = args.value(t)?;
@@ -149,7 +129,7 @@ pub(super) fn parse_rule_args<A: Address>(
             || matches(t, "map-to")
         {
             let _ = args.value(t)?;
-            return Err(not_modelled(t));
+            return Err(ParseError::not_modelled(t));
         } else if matches(t, "protocol") {
             let v = args.value(t)?;
             rule.protocol = protocol_from_name(v)
@@ -168,26 +148,19 @@ pub(super) fn parse_rule_args<A: Address>(
             rule.oif = Some(ifname(args.value(t)?, "\"oif\" not a valid ifname")?);
             g.oif = true;
         } else if t == "l3mdev" || t == "dscp" || t == "flowlabel" {
-            return Err(not_modelled(t));
+            return Err(ParseError::not_modelled(t));
         } else if t == "uidrange" {
-            let v = args.value(t)?;
-            let (a, b) = read_uid_range(v)?;
-            // The kernel's check (`fib_nl2rule`): -1 is no uid (`uid_valid`), and a range does
-            // not run backward. So only this line fails.
-            if a > b || b == u32::MAX {
-                return Err(ParseError::new(v, "Invalid uid range").soft());
-            }
-            rule.uidrange = Some((a, b));
+            rule.uidrange = Some(read_uid_range(args.value(t)?)?);
             g.uidrange = true;
         } else if t == "ipproto" {
             // 0 is none: the kernel keeps no protocol and matches every one.
             rule.ipproto = Some(parse_ipproto(args.value(t)?)?).filter(|&p| p != 0);
             g.ipproto = rule.ipproto.is_some();
         } else if t == "sport" {
-            rule.sport = Some(parse_port_range(t, args.value(t)?)?);
+            rule.sport = Some(read_port_range(t, args.value(t)?)?);
             g.sport = true;
         } else if t == "dport" {
-            rule.dport = Some(parse_port_range(t, args.value(t)?)?);
+            rule.dport = Some(read_port_range(t, args.value(t)?)?);
             g.dport = true;
         } else {
             let t = if t == "type" { args.value(t)? } else { t };
@@ -282,11 +255,6 @@ fn rule_kind(t: &str) -> Result<RuleKind> {
         7 => RuleKind::Action(RuleAction::Unreachable),
         8 => RuleKind::Action(RuleAction::Prohibit),
         // 0 (none), 4, 5 and 9 to 255: actions the kernel keeps and answers EINVAL through.
-        _ => return Err(not_modelled(t)),
+        _ => return Err(ParseError::not_modelled(t)),
     })
-}
-
-/// A word naming what fibre does not model: only its line fails.
-fn not_modelled(t: &str) -> ParseError {
-    ParseError::new(t, format!("\"{t}\" is not supported by fibre")).soft()
 }

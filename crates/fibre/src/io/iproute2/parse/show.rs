@@ -49,7 +49,6 @@ pub(super) fn parse_show_filter(
     // In the order ip tries its words (`iproute_list_flush_or_save`): abbreviations resolve
     // as there (`t` is table, `ro` root), and `tos`, `dev`, `via` and `src` are whole words.
     let unsupported = |t: &str, what: &str| ParseError::new(t, what.to_string()).soft();
-    let not_in_fibre = |t: &str| unsupported(t, &format!("\"{t}\" is not supported by fibre"));
     while let Some(t) = args.next() {
         if matches(t, "table") {
             let v = args.value(t)?;
@@ -90,7 +89,7 @@ pub(super) fn parse_show_filter(
         } else if t == "dev" || t == "oif" {
             f.dev = Some(dev_index(router, args.value(t)?)?);
         } else if t == "iif" || t == "mark" {
-            return Err(not_in_fibre(t));
+            return Err(ParseError::not_modelled(t));
         } else if matches(t, "metric") || matches(t, "priority") || t == "preference" {
             f.metric = Some(num("\"metric\" value is invalid\n", args.value(t)?)?);
         } else if t == "via" {
@@ -106,7 +105,7 @@ pub(super) fn parse_show_filter(
             let p = prefix_arg(v)?;
             f.prefsrc = p.family().map(|_| to_ip(p, f.family));
         } else if matches(t, "realms") {
-            return Err(not_in_fibre(t));
+            return Err(ParseError::not_modelled(t));
         } else if matches(t, "from") {
             let mut v = args.value(t)?;
             if matches(v, "root") || matches(v, "match") {

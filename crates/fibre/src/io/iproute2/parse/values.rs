@@ -40,17 +40,6 @@ pub(super) fn parse_ipproto(tok: &str) -> Result<u8> {
         .ok_or_else(|| bad_arg("Invalid \"ipproto\" value\n", tok))
 }
 
-/// A rule's `sport` or `dport` (`keyword`) to add: [`read_port_range`], then the kernel's
-/// check (`fib_rule_port_range_valid`): no port 0 or 65535, and no range that runs backward.
-pub(super) fn parse_port_range(keyword: &str, tok: &str) -> Result<(u16, u16)> {
-    let (lo, hi) = read_port_range(keyword, tok)?;
-    if lo == 0 || hi == 0 || hi == u16::MAX || lo > hi {
-        // `fib_nl2rule`'s words, so only this line fails.
-        return Err(ParseError::new(tok, format!("Invalid {keyword} range")).soft());
-    }
-    Ok((lo, hi))
-}
-
 /// A port or a range `LO-HI` as ip reads one (`sscanf("%hu-%hu")`, see [`scan_range`]): a
 /// single port where no second number follows (`5-` and `5-x` are 5), each cut to 16 bits
 /// (70000 is 4464).
