@@ -99,8 +99,9 @@ pub struct Rule<A: Address> {
     pub uidrange: Option<(u32, u32)>,
     /// What the rule does when it applies.
     pub action: RuleAction,
-    /// Results whose prefix length is <= this are discarded and the walk goes on.
-    pub suppress_prefixlength: Option<u8>,
+    /// Results whose prefix length is <= this are discarded and the walk goes on. The
+    /// kernel's `int` (-1 is none): 300 discards every result, a negative one none.
+    pub suppress_prefixlength: Option<i32>,
     /// Who installed the rule (`protocol`, `FRA_PROTOCOL`); not a selector.
     pub protocol: u8,
 }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 /// What the first eight bytes say.
 const MAGIC: &[u8; 8] = b"FIBRESNP";
 /// The version of the image's shape this fibre writes and reads.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 const HEADER: usize = 24;
 
 /// Why a snapshot could not be written or read.

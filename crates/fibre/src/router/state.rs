@@ -355,7 +355,7 @@ impl<A: RouterFamily> FamilyState<A> {
                     } => {
                         if rule
                             .suppress_prefixlength
-                            .is_some_and(|n| route.dst.len() <= n)
+                            .is_some_and(|n| i32::from(route.dst.len()) <= n)
                         {
                             i += 1;
                         } else {

@@ -311,8 +311,9 @@ pub(crate) fn rule<A: Address>(payload: &[u8]) -> Result<Rule<A>, String> {
             RuleAttribute::DestinationPortRange(p) => r.dport = Some((p.start, p.end)),
             RuleAttribute::UidRange(u) => r.uidrange = Some((u.start, u.end)),
             RuleAttribute::Goto(t) => goto = *t,
-            RuleAttribute::SuppressPrefixLen(n) if *n <= 128 => {
-                r.suppress_prefixlength = Some(*n as u8)
+            // The kernel's int, -1 for none (it sends one always).
+            RuleAttribute::SuppressPrefixLen(n) if *n != u32::MAX => {
+                r.suppress_prefixlength = Some(*n as i32)
             }
             RuleAttribute::Protocol(p) => r.protocol = u8::from(*p),
             _ => {}
