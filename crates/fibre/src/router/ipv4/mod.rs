@@ -388,27 +388,31 @@ impl family::Kernel for Ipv4Addr {
         gateways: &mut GatewayMemo<Self>,
         spec: &mut RouteSpec<Self>,
     ) -> Result<(), ChangeError> {
-        // fib_create_info: a scope above host, or below what the type needs (`fib_props`).
-        let least = match spec.kind {
-            RouteType::Local => SCOPE_HOST,
-            RouteType::Broadcast | RouteType::Anycast => SCOPE_LINK,
-            _ => SCOPE_UNIVERSE,
-        };
-        if spec.scope > SCOPE_HOST || spec.scope < least {
-            return Err(ChangeError::with(Errno::EINVAL, "Invalid scope"));
-        }
-        clamp_mtu(spec);
+        // `rtm_to_fib_config`, before `fib_create_info`.
         if spec.tos & 0x03 != 0 {
             return Err(ChangeError::with(
                 Errno::EINVAL,
                 "Invalid dsfield (tos): ECN bits must be 0",
             ));
         }
-        if !spec.src.is_default() {
-            return Err(ChangeError::with(
-                Errno::EINVAL,
-                "source prefixes are not supported for IPv4 routes",
-            ));
+        // fib_create_info: a scope below what the type needs (`fib_props`: nat's is nowhere,
+        // so the kernel refuses nat routes but at scope nowhere), then, but for the reject
+        // types (which it links before that check), one above host.
+        let least = match spec.kind {
+            RouteType::Local => SCOPE_HOST,
+            RouteType::Broadcast | RouteType::Anycast => SCOPE_LINK,
+            RouteType::Nat => SCOPE_NOWHERE,
+            _ => SCOPE_UNIVERSE,
+        };
+        if spec.scope < least || (spec.scope > SCOPE_HOST && !spec.kind.is_reject()) {
+            return Err(ChangeError::with(Errno::EINVAL, "Invalid scope"));
+        }
+        clamp_mtu(spec);
+        // The kernel reads no RTA_SRC for IPv4 (`rtm_to_fib_config`): a `from` is dropped.
+        spec.src = Prefix::new(Ipv4Addr::UNSPECIFIED, 0);
+        // A gateway of 0.0.0.0 is none (`fc_gw_family` is set only for another), in a leg too.
+        for hop in &mut spec.hops {
+            hop.gateway = hop.gateway.filter(|g| !g.is_unspecified());
         }
         r.resolve_nhid(spec)?;
         if spec.nhid.is_some() {
@@ -522,6 +526,16 @@ impl family::Kernel for Ipv4Addr {
         table: TableId,
         sel: &RouteSelector<Self>,
     ) -> Result<(), ChangeError> {
+        // A gateway of 0.0.0.0 is none, as in `prepare`: compared with nothing.
+        let unspecified = |g: &Option<Self>| g.is_some_and(|g| g.is_unspecified());
+        if unspecified(&sel.gateway) || sel.hops.iter().any(|h| unspecified(&h.gateway)) {
+            let mut sel = sel.clone();
+            sel.gateway = None;
+            for hop in &mut sel.hops {
+                hop.gateway = hop.gateway.filter(|g| !g.is_unspecified());
+            }
+            return Ok(st.delete(table, &sel)?);
+        }
         Ok(st.delete(table, sel)?)
     }
 

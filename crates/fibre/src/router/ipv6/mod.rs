@@ -39,22 +39,28 @@ fn need_strict(a: &Ipv6Addr) -> bool {
     is_link_local(a) || a.is_multicast() || a.is_loopback()
 }
 
-/// `ip6_validate_gw`: a gateway is not one of this host's addresses, and unless link-local or
-/// `onlink` it resolves, in `table` first (none for `TABLE_UNSPEC`) and then by a full lookup, to a route without gateway
-/// on the hop's device; that device is returned.
+/// `ip6_validate_gw`: a gateway is not one of this host's addresses (checked first where the
+/// hop names its device, else once the lookup found one), is unicast, and unless link-local
+/// or `onlink` it resolves, in `table` first (none for `TABLE_UNSPEC`) and then by a full
+/// lookup, to a route without gateway on the hop's device, not `lo`; that device is returned.
 fn check_gateway(
     r: &Router,
     gw: Ipv6Addr,
     hop: &NextHop<Ipv6Addr>,
     table: TableId,
 ) -> Result<Option<IfIndex>, ChangeError> {
-    if r.is_local_address(gw) {
-        return Err(ChangeError::with(
-            Errno::EINVAL,
-            "Gateway can not be a local address",
-        ));
+    let local = || ChangeError::with(Errno::EINVAL, "Gateway can not be a local address");
+    if hop.dev.is_some() && r.is_local_address(gw) {
+        return Err(local());
     }
-    if is_link_local(&gw) || hop.onlink {
+    if is_link_local(&gw) {
+        return Ok(None);
+    }
+    // `ipv6_addr_type`: neither unicast nor IPv4-mapped.
+    if gw.is_unspecified() || gw.is_multicast() {
+        return Err(ChangeError::with(Errno::EINVAL, "Invalid gateway address"));
+    }
+    if hop.onlink {
         return Ok(None);
     }
     let st = &r.v6;
@@ -97,6 +103,15 @@ fn check_gateway(
     };
     if hop.dev.is_some_and(|d| d != dev) {
         return Err(Errno::EHOSTUNREACH.into());
+    }
+    if dev == LOOPBACK_IFINDEX {
+        return Err(ChangeError::with(
+            Errno::EINVAL,
+            "Egress device can not be loopback device for this route",
+        ));
+    }
+    if hop.dev.is_none() && r.is_local_address(gw) {
+        return Err(local());
     }
     Ok(Some(dev))
 }
@@ -352,11 +367,11 @@ impl family::Kernel for Ipv6Addr {
             return check_prefsrc(r, spec.prefsrc, None);
         }
         if spec.kind.is_reject() {
-            if spec.hops.iter().any(|h| h.gateway.is_some()) {
-                return Err(ChangeError::with(
-                    Errno::EINVAL,
-                    "Gateway can not be specified for this route type",
-                ));
+            // `fib6_nh_init` puts a reject route on lo whatever its gateway and device said
+            // (and checks neither); each leg of a multipath one is such a route, so the second
+            // is the first's copy, and none stays (`ip6_route_multipath_add`).
+            if spec.hops.len() > 1 {
+                return Err(Errno::EEXIST.into());
             }
             spec.hops.clear();
             // A reject route's next hop is lo (`fib6_nh_init`).

@@ -62,23 +62,35 @@ fn parse_add(
     let mut blackhole = false;
     let mut group = None;
     let mut protocol = PROTO_UNSPEC;
+    // The object's family as ip sets it while it reads the words (`ipnh_modify`): -4/-6,
+    // else the first gateway's, or IPv4 once `dev` or `blackhole` is read. A gateway is read
+    // in it.
+    let mut read_in = family;
     while let Some(t) = args.next() {
         if t == "id" {
             id = num("invalid id value", args.value(t)?)?;
         } else if matches(t, "via") {
             // A family named before the address is the one ip reads it in (`read_family`).
             let (named, v) = via_words(args, t)?;
-            let a = match named.or(family) {
+            let a = match named.or(read_in) {
                 Some(f) => gateway_in(f, v)?,
                 None => parse_ip(v).ok_or_else(|| address_expected(None, v))?,
             };
+            match read_in {
+                Some(f) if f != Family::of(&a) => {
+                    return Err(bad_arg("address family mismatch\n", v));
+                }
+                _ => read_in = Some(Family::of(&a)),
+            }
             via = Some((a, v));
         } else if t == "dev" {
             dev = Some(dev_index(router, args.value(t)?)?);
+            read_in = read_in.or(Some(Family::Inet));
         } else if t == "onlink" {
             onlink = true;
         } else if t == "blackhole" {
             blackhole = true;
+            read_in = read_in.or(Some(Family::Inet));
         } else if t == "group" {
             group = Some(parse_group(args.value(t)?)?);
         } else if t == "type" {
@@ -101,8 +113,22 @@ fn parse_add(
             return Err(bad_arg("", t));
         }
     }
-    if group.is_some() && family.is_some() {
-        // ip sends -4/-6 as the group's family, which the kernel refuses.
+    // `rtm_to_nh_config`'s checks of a blackhole, which holds no device or gateway (a group
+    // is checked first, by the router).
+    if blackhole && group.is_none() {
+        if via.is_some() || dev.is_some() {
+            let e = "Blackhole attribute can not be used with gateway, oif, encap or fdb";
+            return Err(ParseError::bare(e).soft());
+        }
+        if onlink {
+            // The kernel checks the blackhole as a hop on `lo` without a gateway.
+            let e = "Invalid flags for nexthop - PERVASIVE and ONLINK can not be set";
+            return Err(ParseError::bare(e).soft());
+        }
+    }
+    if group.is_some() && read_in.is_some() {
+        // ip sends -4/-6 (or what `dev`, `via` or `blackhole` set) as the group's family,
+        // which the kernel refuses.
         return Err(ParseError::bare("Invalid family for group").soft());
     }
     // ip's family: -4/-6, else the gateway's; a group is of its members' family, which the
