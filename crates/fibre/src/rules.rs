@@ -349,6 +349,12 @@ impl<A: Address> RuleSet<A> {
         if self.rules.iter().any(|r| rule.is_taken_by(r)) {
             return Err(Errno::EEXIST.into());
         }
+        self.add_configured(rule)
+    }
+    /// The end of [`RuleSet::add`], after its EEXIST: the TOS's checks, then the rule goes in.
+    /// For a rule whose table the kernel chooses in `configure` (`lookup 0`): its EEXIST
+    /// compared table 0, which no rule has.
+    pub fn add_configured(&mut self, rule: Rule<A>) -> Result<(), ChangeError> {
         rule.check_tos()?;
         self.insert_in_order(rule);
         Ok(())

@@ -443,7 +443,7 @@ impl Router {
                 r.check_fields(r.priority)?;
                 let st = A::state_mut(self);
                 let id = A::unspecified_table(st)?;
-                Arc::make_mut(&mut st.rules).add(Rule {
+                Arc::make_mut(&mut st.rules).add_configured(Rule {
                     action: RuleAction::Lookup(id),
                     ..r.clone()
                 })?;

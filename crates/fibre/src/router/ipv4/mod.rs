@@ -526,13 +526,13 @@ impl family::Kernel for Ipv4Addr {
         table: TableId,
         sel: &RouteSelector<Self>,
     ) -> Result<(), ChangeError> {
-        // A gateway of 0.0.0.0 is none, as in `prepare`: compared with nothing.
-        let unspecified = |g: &Option<Self>| g.is_some_and(|g| g.is_unspecified());
-        if unspecified(&sel.gateway) || sel.hops.iter().any(|h| unspecified(&h.gateway)) {
+        // A single-path delete's gateway of 0.0.0.0 is none (`rtm_to_fib_config`), compared
+        // with nothing; a leg's is compared as given (`fib_nh_match` wants an IPv4 gateway).
+        if sel.hops.len() <= 1 && sel.gateway.is_some_and(|g| g.is_unspecified()) {
             let mut sel = sel.clone();
             sel.gateway = None;
             for hop in &mut sel.hops {
-                hop.gateway = hop.gateway.filter(|g| !g.is_unspecified());
+                hop.gateway = None;
             }
             return Ok(st.delete(table, &sel)?);
         }

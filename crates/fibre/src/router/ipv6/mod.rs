@@ -39,30 +39,62 @@ fn need_strict(a: &Ipv6Addr) -> bool {
     is_link_local(a) || a.is_multicast() || a.is_loopback()
 }
 
-/// `ip6_validate_gw`: a gateway is not one of this host's addresses (checked first where the
-/// hop names its device, else once the lookup found one), is unicast, and unless link-local
-/// or `onlink` it resolves, in `table` first (none for `TABLE_UNSPEC`) and then by a full
-/// lookup, to a route without gateway on the hop's device, not `lo`; that device is returned.
+/// `ip6_validate_gw`, in its order: a gateway is not one of this host's addresses (a
+/// link-local one: of the hop's device; checked first where the hop names its device, else
+/// once the lookup found one); unless link-local it is unicast and, unless `onlink`, resolves,
+/// in `table` first (none for `TABLE_UNSPEC`) and then by a full lookup, to a route without
+/// gateway on the hop's device, which is returned; the device is not `lo`.
 fn check_gateway(
     r: &Router,
     gw: Ipv6Addr,
     hop: &NextHop<Ipv6Addr>,
     table: TableId,
 ) -> Result<Option<IfIndex>, ChangeError> {
+    let link_local = is_link_local(&gw);
+    // `ipv6_chk_addr_and_flags`, which skips the device unless the address is link-local.
+    let local_on = |dev: IfIndex| {
+        r.v6.addrs
+            .iter()
+            .any(|a| a.addr == gw && (!link_local || a.dev == dev))
+    };
     let local = || ChangeError::with(Errno::EINVAL, "Gateway can not be a local address");
-    if hop.dev.is_some() && r.is_local_address(gw) {
+    if hop.dev.is_some_and(local_on) {
         return Err(local());
     }
-    if is_link_local(&gw) {
-        return Ok(None);
-    }
-    // `ipv6_addr_type`: neither unicast nor IPv4-mapped.
-    if gw.is_unspecified() || gw.is_multicast() {
+    let resolved = if link_local {
+        None
+    } else if gw.is_unspecified() || gw.is_multicast() {
+        // `ipv6_addr_type`: neither unicast nor IPv4-mapped.
         return Err(ChangeError::with(Errno::EINVAL, "Invalid gateway address"));
+    } else if hop.onlink {
+        None
+    } else {
+        Some(resolve_gateway(r, gw, hop, table)?)
+    };
+    match resolved.or(hop.dev) {
+        // The caller says "Egress device not specified".
+        None => {}
+        Some(LOOPBACK_IFINDEX) => {
+            return Err(ChangeError::with(
+                Errno::EINVAL,
+                "Egress device can not be loopback device for this route",
+            ))
+        }
+        Some(dev) if hop.dev.is_none() && local_on(dev) => return Err(local()),
+        Some(_) => {}
     }
-    if hop.onlink {
-        return Ok(None);
-    }
+    Ok(resolved)
+}
+
+/// `ip6_route_check_nh`: the device of the route without gateway that `gw` resolves to, in
+/// `table` first (none for `TABLE_UNSPEC`) and then by a full lookup; the hop's, if it names
+/// one.
+fn resolve_gateway(
+    r: &Router,
+    gw: Ipv6Addr,
+    hop: &NextHop<Ipv6Addr>,
+    table: TableId,
+) -> Result<IfIndex, ChangeError> {
     let st = &r.v6;
     let flow = Flow {
         oif: hop.dev,
@@ -104,16 +136,7 @@ fn check_gateway(
     if hop.dev.is_some_and(|d| d != dev) {
         return Err(Errno::EHOSTUNREACH.into());
     }
-    if dev == LOOPBACK_IFINDEX {
-        return Err(ChangeError::with(
-            Errno::EINVAL,
-            "Egress device can not be loopback device for this route",
-        ));
-    }
-    if hop.dev.is_none() && r.is_local_address(gw) {
-        return Err(local());
-    }
-    Ok(Some(dev))
+    Ok(dev)
 }
 
 impl family::Kernel for Ipv6Addr {
