@@ -126,8 +126,9 @@ fn check(batch: &mut Batch, text: &str) {
     let lines = out
         .stderr
         .lines()
-        // Some of ip's messages end in a newline of their own, which leaves an empty line.
-        .filter(|l| !l.starts_with("Command failed") && !l.is_empty())
+        // Some of ip's messages end in a newline of their own, which leaves an empty line; a
+        // warning is no failure (`route get 10.0.0.1/8` warns of the length and answers).
+        .filter(|l| !l.starts_with("Command failed") && !l.starts_with("Warning:") && !l.is_empty())
         .count();
     assert_eq!(
         lines,
